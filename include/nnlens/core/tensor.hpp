@@ -1,0 +1,39 @@
+// nnlens/core/tensor.hpp -- the only place nnlens includes xtensor.
+//
+// Weights live in xt::xtensor<T, N> (not xtensor_fixed: see STYLE.md §6).  Kernels take raw
+// pointers; the public API takes and returns xtensor containers (never lazy expressions).
+#pragma once
+
+#if !__has_include(<xtensor/xtensor.hpp>)
+#error "nnlens needs xtensor 0.24 (Debian: apt-get install libxtensor-dev libxsimd-dev xtl-dev)"
+#endif
+
+#include <xtensor/xadapt.hpp>
+#include <xtensor/xarray.hpp>
+#include <xtensor/xtensor.hpp>
+#include <xtensor/xtensor_config.hpp>
+
+static_assert(XTENSOR_VERSION_MAJOR == 0 && XTENSOR_VERSION_MINOR >= 24,
+              "nnlens is written against xtensor 0.24.x (flat headers); later majors moved them");
+
+#include <cmath>
+#include <cstddef>
+#include <span>
+
+namespace nnlens {
+
+template <class T, std::size_t N>
+using tensor = xt::xtensor<T, N>;
+template <class T>
+using array = xt::xarray<T>;
+
+namespace detail {
+/// A flat mutable view of a container's elements.
+template <class C>
+auto flat(C& c) {
+  using T = std::remove_reference_t<decltype(*c.data())>;
+  return std::span<T>(c.data(), c.size());
+}
+}  // namespace detail
+
+}  // namespace nnlens

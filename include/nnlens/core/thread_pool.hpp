@@ -1,0 +1,129 @@
+// nnlens/core/thread_pool.hpp -- a small fork-join pool for the host parallel policy.
+//
+// parallel_for(n, f) runs f(0..n-1) on the pool's workers and the calling thread, and returns when
+// all are done.  The first exception thrown by a task is rethrown in the caller (the remaining
+// tasks still run to completion, so nothing is left half-written).  A parallel_for issued from
+// inside a task runs serially (no nested oversubscription, no deadlock).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace nnlens::detail {
+
+class thread_pool {
+ public:
+  explicit thread_pool(std::size_t threads) {
+    for (std::size_t i = 1; i < threads; ++i) workers_.emplace_back([this] { loop(); });
+  }
+  ~thread_pool() {
+    {
+      std::lock_guard lk(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+  thread_pool(const thread_pool&) = delete;
+  thread_pool& operator=(const thread_pool&) = delete;
+
+  std::size_t size() const { return workers_.size() + 1; }
+
+  template <class F>
+  void parallel_for(std::size_t n, F&& f) {
+    if (n == 0) return;
+    if (n == 1 || workers_.empty() || in_task()) {
+      for (std::size_t i = 0; i < n; ++i) f(i);
+      return;
+    }
+    std::unique_lock call_lock(call_m_);  // one parallel_for at a time per pool
+    {
+      std::lock_guard lk(m_);
+      job_ = [&f](std::size_t i) { f(i); };
+      n_ = n;
+      next_ = 0;
+      pending_ = workers_.size();
+      error_ = nullptr;
+      ++generation_;
+    }
+    cv_.notify_all();
+    work();
+    std::unique_lock lk(m_);
+    done_cv_.wait(lk, [&] { return pending_ == 0; });
+    job_ = nullptr;
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  static bool& in_task() {
+    thread_local bool flag = false;
+    return flag;
+  }
+  void work() {
+    in_task() = true;
+    for (;;) {
+      const std::size_t i = next_.fetch_add(1);
+      if (i >= n_) break;
+      try {
+        job_(i);
+      } catch (...) {
+        std::lock_guard lk(m_);
+        if (!error_) error_ = std::current_exception();
+      }
+    }
+    in_task() = false;
+  }
+  void loop() {
+    std::uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock lk(m_);
+        cv_.wait(lk, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+      }
+      work();
+      {
+        std::lock_guard lk(m_);
+        --pending_;
+      }
+      done_cv_.notify_all();
+    }
+  }
+
+  std::vector<std::thread> workers_;
+  std::mutex m_, call_m_;
+  std::condition_variable cv_, done_cv_;
+  std::function<void(std::size_t)> job_;
+  std::size_t n_ = 0;
+  std::atomic<std::size_t> next_{0};
+  std::size_t pending_ = 0;
+  std::uint64_t generation_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+};
+
+/// The process-wide pool (hardware_concurrency threads, or NNLENS_NUM_THREADS / OMP_NUM_THREADS).
+inline thread_pool& default_pool() {
+  static thread_pool pool([] {
+    for (const char* v : {"NNLENS_NUM_THREADS", "OMP_NUM_THREADS"}) {
+      if (const char* s = std::getenv(v)) {
+        const long n = std::strtol(s, nullptr, 10);
+        if (n > 0) return std::size_t(n);
+      }
+    }
+    return std::max<std::size_t>(1, std::thread::hardware_concurrency());
+  }());
+  return pool;
+}
+
+}  // namespace nnlens::detail

@@ -1,0 +1,166 @@
+// nnlens/core/traits.hpp -- every customization point of nnlens, and the concepts that check them.
+//
+// A layer is a data-only aggregate (weights as xtensor members, hyper-parameters as template
+// arguments or, for `dyn` layers, as members).  Everything nnlens knows about a layer comes from
+// trait classes specialised in the layer's own header (the way fmt's formatter<T> works):
+//
+//   layer_traits<L>   REQUIRED (concept Layer)
+//       static constexpr std::string_view name;              // "Dense", "Conv2D", ...
+//       static constexpr shape_check infer(shape in);        // type-level shape inference; an
+//                                                            // extent the type does not fix is dyn
+//       static shape output_shape(const L&, shape in);       // run-time: checks the weights against
+//                                                            // `in`, throws shape_error naming what
+//       template <class T> static void forward(const L&, const forward_args<T>&);
+//       template <class T> static void backward(const L&, const backward_args<T>&, L* grad);
+//           // dx = J^T dy (when a.dx != nullptr); parameter gradients are ADDED to *grad (when
+//           // grad != nullptr).  Both work on a whole batch (leading batch axis).
+//     optional (defaults in layer_defaults):
+//       static constexpr std::size_t scratch_size(const L*, shape in, shape out, std::size_t batch);
+//           // temporary scalars forward/backward may use; L* may be nullptr for a layer whose
+//           // hyper-parameters are all static (so it can be evaluated at compile time)
+//       static constexpr std::size_t cache_size(const L*, shape in, shape out);
+//           // scalars per sample that forward leaves for backward (e.g. max-pool arg-max)
+//       static auto parameters(L&) / parameters(const L&);   // std::array<std::span<T>, K>
+//       static void init(L&, shape in, std::mt19937_64&);    // allocate + default initialisation
+//       static constexpr bool inference_only;                // true: forward is the identity of
+//                                                            // training-only behaviour (Dropout)
+//   relevance_rule<L>  LRP rules (coverage)           -- concept RelevanceLayer
+//   sign_rule<L>       NNSlicer contribution signs    -- concept SignLayer
+//   pwl_rule<L>        ExactLine split rules          -- concept PiecewiseLinearLayer
+//   rebind_scalar<L,U> the same layer with weights of scalar type U (identity for weightless layers)
+//
+// Each algorithm entry point checks the concept it needs with a static_assert that names the layer
+// (see detail::require_layer below).
+#pragma once
+
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <random>
+#include <span>
+#include <string_view>
+#include <type_traits>
+
+#include "nnlens/core/shape.hpp"
+
+namespace nnlens {
+
+template <class L>
+struct layer_traits;  // undefined primary: "L is not a layer"
+template <class L>
+struct relevance_rule;
+template <class L>
+struct sign_rule;
+template <class L>
+struct pwl_rule;
+
+/// Same layer with scalar type U.  Weightless layers are their own rebind.
+template <class L, class U>
+struct rebind_scalar {
+  using type = L;
+};
+template <class L, class U>
+using rebind_scalar_t = typename rebind_scalar<L, U>::type;
+
+/// Arguments of a batched forward pass.  x is [batch, in...], y is [batch, out...], both dense.
+template <class T>
+struct forward_args {
+  shape in, out;
+  std::size_t batch = 1;
+  const T* x = nullptr;
+  T* y = nullptr;
+  T* cache = nullptr;    // cache_size(in,out) * batch scalars kept for backward
+  T* scratch = nullptr;  // scratch_size(in,out,batch) scalars, contents undefined on entry
+};
+
+/// Arguments of a batched backward pass.
+template <class T>
+struct backward_args {
+  shape in, out;
+  std::size_t batch = 1;
+  const T* x = nullptr;      // the forward input
+  const T* y = nullptr;      // the forward output
+  const T* dy = nullptr;     // dL/dy
+  const T* cache = nullptr;  // what forward left
+  T* dx = nullptr;           // dL/dx (written, not added); may be nullptr
+  T* scratch = nullptr;
+};
+
+/// Defaults a layer_traits specialisation may inherit (Hana's default-impl idiom).
+struct layer_defaults {
+  static constexpr bool inference_only = false;
+  static constexpr std::size_t scratch_size(const void*, shape, shape, std::size_t) { return 0; }
+  static constexpr std::size_t cache_size(const void*, shape, shape) { return 0; }
+  template <class L>
+  static void init(L&, shape, std::mt19937_64&) {}
+};
+
+/// A type with layer_traits: shape inference and a forward pass.
+template <class L>
+concept Layer = requires(const L& l, shape s) {
+  { layer_traits<L>::name } -> std::convertible_to<std::string_view>;
+  { layer_traits<L>::infer(s) } -> std::same_as<shape_check>;
+  { layer_traits<L>::output_shape(l, s) } -> std::same_as<shape>;
+};
+
+/// A layer with trainable parameters.
+template <class L>
+concept HasParameters = Layer<L> && requires(L& l) {
+  { layer_traits<L>::parameters(l) };
+};
+
+template <class L>
+concept RelevanceLayer = Layer<L> && requires { sizeof(relevance_rule<L>); };
+template <class L>
+concept SignLayer = Layer<L> && requires { sizeof(sign_rule<L>); };
+template <class L>
+concept PiecewiseLinearLayer = Layer<L> && requires { sizeof(pwl_rule<L>); };
+
+/// Scalar type of a layer's weights (void for weightless layers).
+template <class L, class = void>
+struct layer_scalar {
+  using type = void;
+};
+template <class L>
+struct layer_scalar<L, std::void_t<typename L::scalar_type>> {
+  using type = typename L::scalar_type;
+};
+template <class L>
+using layer_scalar_t = typename layer_scalar<L>::type;
+
+namespace detail {
+// The incomplete-type trick (fmt): instantiating this names the offending type in the diagnostic.
+template <class L>
+struct error_type_is_not_a_layer_see_docs_layers_md;
+
+template <class L>
+constexpr bool check_layer() {
+  if constexpr (!Layer<L>) {
+    error_type_is_not_a_layer_see_docs_layers_md<L> see_docs;
+    (void)see_docs;
+    return false;
+  } else {
+    return true;
+  }
+}
+
+template <class Tr, class L>
+constexpr std::size_t scratch_of(const L* l, shape in, shape out, std::size_t batch) {
+  return Tr::scratch_size(l, in, out, batch);
+}
+
+/// Number of elements in a layer's parameter tensors.
+template <class L>
+std::size_t parameter_count(const L& l) {
+  if constexpr (HasParameters<L>) {
+    std::size_t n = 0;
+    for (auto s : layer_traits<L>::parameters(l)) n += s.size();
+    return n;
+  } else {
+    (void)l;
+    return 0;
+  }
+}
+}  // namespace detail
+
+}  // namespace nnlens

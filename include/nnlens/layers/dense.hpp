@@ -1,0 +1,109 @@
+// nnlens/layers/dense.hpp -- Dense<Out>: y = x W + b (fully connected).
+//
+// Weights: W [in, out] (row-major, "axpy order": see STYLE.md §6), b [out].  PyTorch's
+// nn.Linear.weight is W^T.  Input must be rank 1 (insert Flatten after convolutions).
+// Dense<dyn> takes its sizes from W (used by DynamicNetwork).
+#pragma once
+
+#include <cmath>
+#include <random>
+
+#include "nnlens/core/tensor.hpp"
+#include "nnlens/core/traits.hpp"
+#include "nnlens/kernels/gemm.hpp"
+
+namespace nnlens {
+
+template <std::size_t Out = dyn, class T = float>
+struct Dense {
+  using scalar_type = T;
+  static constexpr std::size_t out_features = Out;
+  tensor<T, 2> W;  // [in, out]
+  tensor<T, 1> b;  // [out]
+};
+
+template <std::size_t Out, class T, class U>
+struct rebind_scalar<Dense<Out, T>, U> {
+  using type = Dense<Out, U>;
+};
+
+template <std::size_t Out, class T>
+struct layer_traits<Dense<Out, T>> : layer_defaults {
+  using L = Dense<Out, T>;
+  static constexpr std::string_view name = "Dense";
+
+  static constexpr shape_check infer(shape in) {
+    if (in.rank != 1) return {{}, "Dense needs a flat (rank-1) input; insert Flatten before it"};
+    return {shape(Out), nullptr};
+  }
+  static shape output_shape(const L& l, shape in) {
+    if (in.rank != 1)
+      throw shape_error(detail::concat("Dense needs a flat (rank-1) input, got ", in.str(), "; insert Flatten"));
+    const std::size_t out = Out == dyn ? l.W.shape(1) : Out;
+    if (l.W.dimension() != 2 || l.W.shape(0) != in[0] || l.W.shape(1) != out)
+      throw shape_error(detail::concat("Dense: W has shape [", l.W.shape(0), ",", l.W.shape(1), "], expected [",
+                                       in[0], ",", out, "] (in, out)"));
+    if (l.b.size() != out)
+      throw shape_error(detail::concat("Dense: b has ", l.b.size(), " elements, expected ", out));
+    return shape(out);
+  }
+
+  template <class Tx>
+  static void forward(const L& l, const forward_args<Tx>& a) {
+    const std::size_t I = a.in[0], O = a.out[0];
+    kernels::gemm<Tx>(false, false, a.batch, O, I, a.x, I, l.W.data(), O, Tx(0), a.y, O);
+    for (std::size_t n = 0; n < a.batch; ++n) {
+      Tx* y = a.y + n * O;
+      const Tx* bb = l.b.data();
+      for (std::size_t o = 0; o < O; ++o) y[o] += bb[o];
+    }
+  }
+
+  template <class Tx>
+  static void backward(const L& l, const backward_args<Tx>& a, L* grad) {
+    const std::size_t I = a.in[0], O = a.out[0], N = a.batch;
+    if (a.dx) kernels::gemm<Tx>(false, true, N, I, O, a.dy, O, l.W.data(), O, Tx(0), a.dx, I);
+    if (grad) {
+      kernels::gemm<Tx>(true, false, I, O, N, a.x, I, a.dy, O, Tx(1), grad->W.data(), O);
+      Tx* gb = grad->b.data();
+      for (std::size_t n = 0; n < N; ++n)
+        for (std::size_t o = 0; o < O; ++o) gb[o] += a.dy[n * O + o];
+    }
+  }
+
+  template <class Self>
+  static auto parameters(Self& l) {
+    using S = std::conditional_t<std::is_const_v<Self>, const T, T>;
+    return std::array<std::span<S>, 2>{std::span<S>(l.W.data(), l.W.size()), std::span<S>(l.b.data(), l.b.size())};
+  }
+
+  /// PyTorch's nn.Linear default: U(-1/sqrt(in), 1/sqrt(in)) for W and b.
+  static void init(L& l, shape in, std::mt19937_64& rng) {
+    static_assert(Out != dyn, "Dense<dyn> cannot be initialised from its type; set W and b");
+    const std::size_t I = in[0];
+    l.W = tensor<T, 2>::from_shape({I, Out});
+    l.b = tensor<T, 1>::from_shape({Out});
+    const double bound = 1.0 / std::sqrt(double(I));
+    std::uniform_real_distribution<double> u(-bound, bound);
+    for (auto& w : l.W) w = T(u(rng));
+    for (auto& v : l.b) v = T(u(rng));
+  }
+};
+
+}  // namespace nnlens
+
+#include "nnlens/network/dynamic_form.hpp"
+
+namespace nnlens {
+template <std::size_t Out, class T>
+struct dynamic_form<Dense<Out, T>> {
+  using type = Dense<dyn, T>;
+  static type to_dynamic(const Dense<Out, T>& l) { return type{l.W, l.b}; }
+  static Dense<Out, T> from_dynamic(const type& d, const std::string& where) {
+    if (Out != dyn && (d.W.dimension() != 2 || d.W.shape(1) != Out))
+      throw shape_error(detail::concat(where, ": Dense expects ", Out, " outputs, the source has ",
+                                       d.W.dimension() == 2 ? d.W.shape(1) : 0));
+    return Dense<Out, T>{d.W, d.b};
+  }
+};
+}  // namespace nnlens

@@ -1,0 +1,11 @@
+// EXPECT: error_type_is_not_a_layer_see_docs_layers_md<NotALayer>
+// A type without layer_traits in a Sequential must be named in the diagnostic.
+#include <nnlens/nnlens.hpp>
+
+struct NotALayer {};
+using Bad = nnlens::Sequential<nnlens::Input<4>, nnlens::Dense<3>, NotALayer>;
+
+int main() {
+  Bad net;
+  (void)net;
+}

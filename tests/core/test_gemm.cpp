@@ -1,0 +1,48 @@
+// kernels::gemm against a naive triple loop, all transpose combinations and awkward sizes.
+#include <doctest/doctest.h>
+
+#include <nnlens/kernels/gemm.hpp>
+
+#include <array>
+#include <cmath>
+#include <random>
+#include <vector>
+
+TEST_CASE_TEMPLATE("gemm matches the naive product", T, float, double) {
+  std::mt19937 r(1);
+  std::uniform_real_distribution<double> u(-1, 1);
+  const std::array<std::array<std::size_t, 3>, 7> sizes{
+      {{1, 7, 5}, {2, 33, 17}, {3, 1, 9}, {37, 71, 300}, {130, 257, 520}, {6, 32, 1}, {1, 1000, 3}}};
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (auto [M, N, K] : sizes)
+        for (T beta : {T(0), T(1), T(0.5)}) {
+          std::vector<T> A(M * K), B(K * N), C(M * N), R(M * N);
+          for (auto& x : A) x = T(u(r));
+          for (auto& x : B) x = T(u(r));
+          for (auto& x : C) x = T(u(r));
+          R = C;
+          const std::size_t lda = ta ? M : K, ldb = tb ? K : N;
+          nnlens::kernels::gemm<T>(ta, tb, M, N, K, A.data(), lda, B.data(), ldb, beta, C.data(), N);
+          double err = 0;
+          for (std::size_t i = 0; i < M; ++i)
+            for (std::size_t j = 0; j < N; ++j) {
+              double s = double(beta) * double(R[i * N + j]);
+              for (std::size_t k = 0; k < K; ++k)
+                s += double(ta ? A[k * lda + i] : A[i * lda + k]) * double(tb ? B[j * ldb + k] : B[k * ldb + j]);
+              err = std::max(err, std::abs(s - double(C[i * N + j])));
+            }
+          const double tol = std::is_same_v<T, float> ? 1e-4 * std::sqrt(double(K) + 1) : 1e-12 * double(K + 1);
+          CHECK(err < tol);
+        }
+}
+
+TEST_CASE("gemm with beta = 0 never reads C (NaN in C does not propagate)") {
+  std::vector<float> A{1, 2, 3, 4}, B{1, 0, 0, 1}, C(4, std::nanf(""));
+  nnlens::kernels::gemm<float>(false, false, 2, 2, 2, A.data(), 2, B.data(), 2, 0.0f, C.data(), 2);
+  CHECK(C[0] == 1);
+  CHECK(C[3] == 4);
+  std::vector<float> C2(64 * 64, std::nanf("")), A2(64 * 8, 1.0f), B2(8 * 64, 1.0f);
+  nnlens::kernels::gemm<float>(false, false, 64, 64, 8, A2.data(), 8, B2.data(), 64, 0.0f, C2.data(), 64);
+  for (float v : C2) CHECK(v == 8.0f);
+}

@@ -1,0 +1,15 @@
+// A program built against an installed nnlens with find_package(nnlens).
+#include <nnlens/nnlens.hpp>
+
+#include <cstdio>
+
+using Net = nnlens::Sequential<nnlens::Input<3>, nnlens::Dense<4>, nnlens::ReLU, nnlens::Dense<2>>;
+
+int main() {
+  Net net;
+  nnlens::initialize(net, 7);
+  xt::xarray<float> x = xt::ones<float>({1, 3});
+  auto y = nnlens::forward(net, x);
+  std::printf("consumer ok: %zu outputs\n", y.size());
+  return y.size() == 2 ? 0 : 1;
+}
