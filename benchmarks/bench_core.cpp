@@ -1,0 +1,67 @@
+// Core throughput: forward at batch 1 and 256, and one training step, on the two reference
+// architectures of the PyTorch comparison (benchmarks/compare_pytorch.py):
+//   MLP     784-256x6-10 (ReLU)
+//   LeNet-5 Conv(6,5,p2)-ReLU-MaxPool2-Conv(16,5)-ReLU-MaxPool2-Dense120-ReLU-Dense84-ReLU-Dense10
+//
+// Benchmarks are named <what>/<net>/<batch>.  "forward" is the public checked API
+// (nnlens::forward, with the host parallel policy from batch 2 on); "forward_into" the raw,
+// allocation-free path on one thread.  Threads: NNLENS_NUM_THREADS (default: all cores).
+#include <benchmark/benchmark.h>
+
+#include <nnlens/nnlens.hpp>
+
+#include <random>
+
+#include "nets.hpp"
+
+using namespace nnlens;
+
+namespace {
+
+template <class Net>
+xt::xarray<float> random_batch(std::size_t batch, std::uint64_t seed) {
+  std::mt19937_64 r(seed);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  xt::xarray<float> x = xt::xarray<float>::from_shape(Net::input_shape.with_batch(batch));
+  for (auto& v : x) v = u(r);
+  return x;
+}
+
+template <class Net>
+void bm_forward(benchmark::State& st) {
+  const std::size_t batch = std::size_t(st.range(0));
+  Net net;
+  initialize(net, 1);
+  const auto x = random_batch<Net>(batch, 2);
+  for (auto _ : st) {
+    auto y = batch == 1 ? forward(execution::seq, net, x) : forward(execution::par, net, x);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["samples/s"] = benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+template <class Net>
+void bm_forward_into(benchmark::State& st) {
+  const std::size_t batch = std::size_t(st.range(0));
+  Net net;
+  initialize(net, 1);
+  const auto x = random_batch<Net>(batch, 2);
+  std::vector<float> y(batch * Net::output_shape.size());
+  std::vector<float> ws(inference_workspace_size(net, batch));
+  for (auto _ : st) {
+    forward_into(net, batch, x.data(), y.data(), std::span<float>(ws));
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["samples/s"] = benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+}  // namespace
+
+BENCHMARK_TEMPLATE(bm_forward, bench::MLP)->Name("forward/mlp")->Arg(1)->Arg(256)->UseRealTime();
+BENCHMARK_TEMPLATE(bm_forward_into, bench::MLP)->Name("forward_into/mlp")->Arg(1)->Arg(256)->UseRealTime();
+#if NNLENS_BENCH_HAS_LENET
+BENCHMARK_TEMPLATE(bm_forward, bench::LeNet5)->Name("forward/lenet5")->Arg(1)->Arg(256)->UseRealTime();
+BENCHMARK_TEMPLATE(bm_forward_into, bench::LeNet5)->Name("forward_into/lenet5")->Arg(1)->Arg(256)->UseRealTime();
+#endif
+
+BENCHMARK_MAIN();
