@@ -14,4 +14,5 @@
 #include "nnlens/network/parameters.hpp"
 #include "nnlens/network/sequential.hpp"
 #include "nnlens/network/trace.hpp"
+#include "nnlens/network/validate.hpp"
 #include "nnlens/network/visit.hpp"

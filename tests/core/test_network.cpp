@@ -177,3 +177,32 @@ TEST_CASE("parameter helpers") {
   initialize(b, 5);
   CHECK(a.layer<0>().W == b.layer<0>().W);  // seeded: deterministic
 }
+
+TEST_CASE("forward names the layer whose hand-set weights do not fit") {
+  MLP net;
+  initialize(net, 1);
+  net.layer<2>().W = xt::zeros<float>({6, 3});  // expects [7,3]
+  xt::xarray<float> x = xt::zeros<float>({1, 5});
+  CHECK_THROWS_WITH_AS(forward(net, x), doctest::Contains("layer 2 (Dense): Dense: W has shape [6,3], expected [7,3]"),
+                       shape_error);
+  CHECK_THROWS_AS(validate(net), shape_error);
+}
+
+TEST_CASE("forward names the layer whose weights are not finite") {
+  MLP net;
+  initialize(net, 1);
+  net.layer<0>().b(3) = INFINITY;
+  xt::xarray<float> x = xt::ones<float>({2, 5});
+  CHECK_THROWS_WITH_AS(forward(net, x), doctest::Contains("layer 0 (Dense): parameter 1 element 3 is Inf"), value_error);
+  auto d = to_dynamic(net);
+  CHECK_THROWS_WITH_AS(forward(d, x), doctest::Contains("layer 0 (Dense)"), value_error);
+}
+
+TEST_CASE("forward reports overflow when everything is finite") {
+  Sequential<Input<1>, Dense<1>> net;
+  net.layer<0>().W = {{3e38f}};
+  net.layer<0>().b = {0.0f};
+  xt::xarray<float> x = xt::xarray<float>::from_shape({1, 1});
+  x(0, 0) = 10.0f;
+  CHECK_THROWS_WITH_AS(forward(net, x), doctest::Contains("overflow"), value_error);
+}

@@ -23,6 +23,7 @@
 #include "nnlens/core/tensor.hpp"
 #include "nnlens/core/thread_pool.hpp"
 #include "nnlens/network/dynamic_network.hpp"
+#include "nnlens/network/validate.hpp"
 #include "nnlens/network/visit.hpp"
 
 namespace nnlens {
@@ -147,13 +148,16 @@ void forward_chunks(const execution::parallel_policy& pol, const Net& net, std::
 }  // namespace detail
 
 /// Batched inference with checks: x is [batch, in...]; returns [batch, out...].
-/// Throws shape_error for a wrong input shape, value_error for NaN/Inf in the input.
+/// Throws shape_error for a wrong input shape or weights that do not fit the network (naming the
+/// layer), value_error for NaN/Inf in the input, and value_error naming the layer when the output
+/// is not finite because of a NaN/Inf parameter (or "overflow" if the parameters are finite).
 template <class Policy, class Net, class E>
   requires execution::is_execution_policy_v<Policy>
 auto forward(const Policy& policy, const Net& net, const E& xin) {
   using T = network_scalar_t<Net>;
   const shape in = input_shape_of(net), out = output_shape_of(net);
   const std::size_t batch = detail::check_batch_input(xin, in, "forward");
+  check_shapes(net);
   const xt::xarray<T> x = xin;  // contiguous row-major copy in the network's scalar type
   require_finite(std::span<const T>(x.data(), x.size()), in.size(), "forward: input");
   xt::xarray<T> y = xt::xarray<T>::from_shape(out.with_batch(batch));
@@ -165,6 +169,13 @@ auto forward(const Policy& policy, const Net& net, const E& xin) {
     const std::size_t need = inference_workspace_size(net, batch);
     if (ws.size() < need) ws.resize(need);
     forward_into(net, batch, x.data(), y.data(), std::span<T>(ws));
+  }
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    if (!std::isfinite(y.data()[i])) {  // error path only: find the cause
+      require_finite_parameters(net);
+      throw value_error(detail::concat("forward: output sample ", i / out.size(), " element ", i % out.size(),
+                                       " is not finite although inputs and parameters are (overflow)"));
+    }
   }
   return y;
 }
