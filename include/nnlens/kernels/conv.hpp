@@ -1,0 +1,231 @@
+// nnlens/kernels/conv.hpp -- sliding-window geometry (convolution, pooling) and im2col / col2im.
+//
+//   conv_geometry   kernel kh x kw, per-axis stride and dilation, padding (top, left, bottom, right),
+//                   groups.  Unnamed fields follow the named ones: conv_geometry{.kh = 3} is a 3x3
+//                   kernel, stride 1, no padding; {.kh = 3, .kw = 5, .stride_h = 2, .pad_top = 1}
+//                   has stride_w = 2 and pad_bottom = 1, pad_left = pad_right = 0.
+//   pool_geometry   window kh x kw, per-axis stride (default: the window), padding, ceil_mode and
+//                   count_include_pad (AvgPool2D only).
+//   conv_geometry_dyn / pool_geometry_dyn   the "known only at run time" sentinels (the layer then
+//                   holds its geometry as a member; see layers/conv2d.hpp).
+//   kernels::im2col(x, C, H, W, g, OH, OW, col, ld)    col[(c*kh+i)*kw+j][oh*OW+ow] (row stride ld) =
+//                   x[c][oh*sh + i*dh - pad_top][ow*sw + j*dw - pad_left], 0 in the padding
+//   kernels::col2im(col, ld, C, H, W, g, OH, OW, dx)   the adjoint: ADDS every col entry into dx
+//   kernels::valid_outputs(in, out, stride, off)       the outputs o in [lo, hi) with
+//                                                      0 <= o*stride + off < in (no div in loops)
+//   detail::pool_infer / pool_output_shape / pool_window   shape checks and window bounds shared
+//                                                      by the pooling layers
+//
+// requires: x holds C*H*W scalars (one sample, NCHW); col holds C*kh*kw rows of ld >= OH*OW
+//           scalars; OH, OW are detail::window_out of the geometry (the caller checked them).
+// ensures:  no division or modulo per element; contiguous copies when the stride is 1; the
+//           order of the additions in col2im depends only on the sizes (deterministic).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <string_view>
+
+#include "nnlens/core/shape.hpp"
+
+namespace nnlens {
+
+/// Geometry of a 2-D convolution (a structural type: usable as a template argument).
+struct conv_geometry {
+  std::size_t kh = 1, kw = kh;                  // kernel height, width
+  std::size_t stride_h = 1, stride_w = stride_h;
+  std::size_t pad_top = 0, pad_left = pad_top;  // zero padding before the first row / column
+  std::size_t pad_bottom = pad_top, pad_right = pad_left;
+  std::size_t dilation_h = 1, dilation_w = dilation_h;
+  std::size_t groups = 1;  // in and out channels split into `groups` independent convolutions
+  constexpr bool operator==(const conv_geometry&) const = default;
+
+  constexpr bool is_dynamic() const { return kh == dyn; }
+  /// Input rows (columns) the dilated kernel spans.
+  constexpr std::size_t span_h() const { return dilation_h * (kh - 1) + 1; }
+  constexpr std::size_t span_w() const { return dilation_w * (kw - 1) + 1; }
+  constexpr std::size_t out_h(std::size_t h) const {
+    return detail::window_out(h, kh, stride_h, pad_top, pad_bottom, dilation_h);
+  }
+  constexpr std::size_t out_w(std::size_t w) const {
+    return detail::window_out(w, kw, stride_w, pad_left, pad_right, dilation_w);
+  }
+  /// A sentence saying what is wrong with the hyper-parameters, or nullptr.
+  constexpr const char* invalid() const {
+    if (kh == 0 || kw == 0) return "the kernel must be at least 1x1";
+    if (stride_h == 0 || stride_w == 0) return "strides must be positive";
+    if (dilation_h == 0 || dilation_w == 0) return "dilations must be positive";
+    if (groups == 0) return "groups must be positive";
+    return nullptr;
+  }
+};
+
+/// The run-time-geometry sentinel of Conv2DG (every field dyn).
+inline constexpr conv_geometry conv_geometry_dyn{dyn, dyn, dyn, dyn, dyn, dyn, dyn, dyn, dyn, dyn, dyn};
+
+/// Geometry of a 2-D pooling window.
+struct pool_geometry {
+  std::size_t kh = 1, kw = kh;
+  std::size_t stride_h = kh, stride_w = kw;  // default: non-overlapping windows
+  std::size_t pad_top = 0, pad_left = pad_top;
+  std::size_t pad_bottom = pad_top, pad_right = pad_left;
+  bool ceil_mode = false;         // PyTorch's rule: an extra window if it starts inside the input
+                                  // or the top/left padding
+  bool count_include_pad = true;  // AvgPool2D: divide by the window area clipped to the padded
+                                  // input (true) or by the number of input elements (false)
+  constexpr bool operator==(const pool_geometry&) const = default;
+
+  constexpr bool is_dynamic() const { return kh == dyn; }
+  constexpr std::size_t out_h(std::size_t h) const {
+    return detail::window_out(h, kh, stride_h, pad_top, pad_bottom, 1, ceil_mode);
+  }
+  constexpr std::size_t out_w(std::size_t w) const {
+    return detail::window_out(w, kw, stride_w, pad_left, pad_right, 1, ceil_mode);
+  }
+  constexpr const char* invalid() const {
+    if (kh == 0 || kw == 0) return "the window must be at least 1x1";
+    if (stride_h == 0 || stride_w == 0) return "strides must be positive";
+    return nullptr;
+  }
+  /// nullptr if every window overlaps the input, else a sentence (checked for an [h, w] input
+  /// whose output extents oh, ow are positive).
+  constexpr const char* window_in_padding(std::size_t h, std::size_t w, std::size_t oh, std::size_t ow) const {
+    if (h == dyn || w == dyn || oh == dyn || ow == dyn) return nullptr;
+    // Window o covers [o*s - pad, o*s - pad + k): the first must end after 0, the last start before h.
+    if (pad_top >= kh || pad_left >= kw || (oh - 1) * stride_h >= h + pad_top || (ow - 1) * stride_w >= w + pad_left)
+      return "a pooling window lies entirely in the padding (padding too large for the window)";
+    return nullptr;
+  }
+};
+
+/// The run-time-geometry sentinel of the pooling layers.
+inline constexpr pool_geometry pool_geometry_dyn{dyn, dyn, dyn, dyn, dyn, dyn, dyn, dyn, false, true};
+
+namespace detail {
+
+/// Shape checks shared by the pooling layers (the messages / `what` name the layer).
+constexpr shape_check pool_infer(const pool_geometry& g, shape in, const char* rank_msg, const char* big_msg) {
+  if (in.rank != 3) return {{}, rank_msg};
+  if (g.is_dynamic()) return {shape(in[0], dyn, dyn), nullptr};
+  const std::size_t oh = g.out_h(in[1]), ow = g.out_w(in[2]);
+  if (oh == 0 || ow == 0) return {{}, big_msg};
+  if (const char* e = g.window_in_padding(in[1], in[2], oh, ow)) return {{}, e};
+  return {shape(in[0], oh, ow), nullptr};
+}
+
+inline shape pool_output_shape(const pool_geometry& g, shape in, std::string_view what) {
+  if (in.rank != 3) throw shape_error(concat(what, " needs an image input [C,H,W], got ", in.str()));
+  if (const char* bad = g.invalid()) throw shape_error(concat(what, ": ", bad));
+  const std::size_t oh = g.out_h(in[1]), ow = g.out_w(in[2]);
+  if (oh == 0 || ow == 0)
+    throw shape_error(concat(what, ": the ", g.kh, "x", g.kw, " window is larger than the padded input ", in.str()));
+  if (const char* e = g.window_in_padding(in[1], in[2], oh, ow))
+    throw shape_error(concat(what, ": ", e, " (window ", g.kh, "x", g.kw, ", padding ", g.pad_top, ",", g.pad_left, ",",
+                             g.pad_bottom, ",", g.pad_right, ", input ", in.str(), ")"));
+  return shape(in[0], oh, ow);
+}
+
+/// Per-axis window bounds of output o: input rows [lo, hi) inside [0, in).
+struct window_bounds {
+  std::size_t lo, hi;
+};
+inline window_bounds pool_window(std::size_t o, std::size_t stride, std::size_t pad, std::size_t k, std::size_t in) {
+  const std::ptrdiff_t start = std::ptrdiff_t(o * stride) - std::ptrdiff_t(pad);
+  const std::ptrdiff_t end = start + std::ptrdiff_t(k);
+  return {std::size_t(std::max<std::ptrdiff_t>(start, 0)), std::size_t(std::min<std::ptrdiff_t>(end, std::ptrdiff_t(in)))};
+}
+
+}  // namespace detail
+
+}  // namespace nnlens
+
+namespace nnlens::kernels {
+
+/// Outputs o in [lo, hi) whose input index o*stride + off lies in [0, in); `first` is the input
+/// index of o = lo.
+struct output_range {
+  std::size_t lo = 0, hi = 0;
+  std::size_t first = 0;
+};
+
+inline output_range valid_outputs(std::size_t in, std::size_t out, std::size_t stride, std::ptrdiff_t off) {
+  const auto s = std::ptrdiff_t(stride);
+  const std::ptrdiff_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
+  const std::ptrdiff_t lim = std::ptrdiff_t(in) - off;  // need o*s < lim
+  const std::ptrdiff_t hi = lim <= 0 ? 0 : std::min<std::ptrdiff_t>(std::ptrdiff_t(out), (lim + s - 1) / s);
+  output_range r;
+  r.lo = std::size_t(std::min(lo, hi));
+  r.hi = std::size_t(std::max(hi, std::ptrdiff_t(0)));
+  if (r.lo > r.hi) r.lo = r.hi;
+  r.first = r.lo < r.hi ? std::size_t(std::ptrdiff_t(r.lo) * s + off) : 0;
+  return r;
+}
+
+/// See the header comment.  Writes every entry of the C*kh*kw x OH*OW block of col.
+template <class T>
+void im2col(const T* x, std::size_t C, std::size_t H, std::size_t W, const conv_geometry& g, std::size_t OH,
+            std::size_t OW, T* col, std::size_t ld) {
+  const std::size_t sh = g.stride_h, sw = g.stride_w;
+  for (std::size_t c = 0; c < C; ++c) {
+    const T* xc = x + c * H * W;
+    for (std::size_t i = 0; i < g.kh; ++i) {
+      const output_range rh =
+          valid_outputs(H, OH, sh, std::ptrdiff_t(i * g.dilation_h) - std::ptrdiff_t(g.pad_top));
+      for (std::size_t j = 0; j < g.kw; ++j) {
+        const output_range rw =
+            valid_outputs(W, OW, sw, std::ptrdiff_t(j * g.dilation_w) - std::ptrdiff_t(g.pad_left));
+        T* dst = col + ((c * g.kh + i) * g.kw + j) * ld;
+        const std::size_t nw = rw.hi - rw.lo;
+        for (std::size_t oh = 0; oh < OH; ++oh) {
+          T* d = dst + oh * OW;
+          if (oh < rh.lo || oh >= rh.hi || nw == 0) {
+            std::fill(d, d + OW, T(0));
+            continue;
+          }
+          const T* s = xc + (rh.first + (oh - rh.lo) * sh) * W + rw.first;
+          std::fill(d, d + rw.lo, T(0));
+          T* dv = d + rw.lo;
+          if (sw == 1) {
+            std::memcpy(dv, s, nw * sizeof(T));
+          } else {
+            for (std::size_t k = 0; k < nw; ++k) dv[k] = s[k * sw];
+          }
+          std::fill(d + rw.hi, d + OW, T(0));
+        }
+      }
+    }
+  }
+}
+
+/// The adjoint of im2col: dx[c][ih][iw] += col[...] for every entry that im2col copied from x.
+template <class T>
+void col2im(const T* col, std::size_t ld, std::size_t C, std::size_t H, std::size_t W, const conv_geometry& g,
+            std::size_t OH, std::size_t OW, T* dx) {
+  const std::size_t sh = g.stride_h, sw = g.stride_w;
+  for (std::size_t c = 0; c < C; ++c) {
+    T* xc = dx + c * H * W;
+    for (std::size_t i = 0; i < g.kh; ++i) {
+      const output_range rh =
+          valid_outputs(H, OH, sh, std::ptrdiff_t(i * g.dilation_h) - std::ptrdiff_t(g.pad_top));
+      for (std::size_t j = 0; j < g.kw; ++j) {
+        const output_range rw =
+            valid_outputs(W, OW, sw, std::ptrdiff_t(j * g.dilation_w) - std::ptrdiff_t(g.pad_left));
+        const std::size_t nw = rw.hi - rw.lo;
+        if (nw == 0) continue;
+        const T* src = col + ((c * g.kh + i) * g.kw + j) * ld;
+        for (std::size_t oh = rh.lo; oh < rh.hi; ++oh) {
+          const T* s = src + oh * OW + rw.lo;
+          T* d = xc + (rh.first + (oh - rh.lo) * sh) * W + rw.first;
+          if (sw == 1) {
+            for (std::size_t k = 0; k < nw; ++k) d[k] += s[k];
+          } else {
+            for (std::size_t k = 0; k < nw; ++k) d[k * sw] += s[k];
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace nnlens::kernels

@@ -1,0 +1,142 @@
+// nnlens/layers/avg_pool2d.hpp -- 2-D average pooling.
+//
+//   AvgPool2D<K, Stride = K, Pad = 0, CountIncludePad = true>   square window, symmetric padding
+//   AvgPool2DG<pool_geometry{...}>     rectangular window, per-axis stride, asymmetric padding
+//                                      (top, left, bottom, right), ceil_mode, count_include_pad
+//                                      (kernels/conv.hpp)
+//   AvgPool2D<dyn> == AvgPool2DG<pool_geometry_dyn>   the run-time form (member `geometry`)
+//
+// Input [C, H, W] -> [C, OH, OW].  The divisor follows PyTorch (and ONNX AveragePool):
+//   count_include_pad = true:  the window clipped to the PADDED input [-pad_top, H + pad_bottom) x
+//                              [-pad_left, W + pad_right) (a ceil_mode window hanging past the
+//                              padding counts only the part inside it);
+//   count_include_pad = false: the number of input elements in the window.
+// requires: rank-3 input; the window fits the padded input; no window lies entirely in the
+//           padding (checked by infer and output_shape).
+// ensures:  backward spreads dy / divisor over each window (adding where windows overlap).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+
+#include "nnlens/core/traits.hpp"
+#include "nnlens/kernels/conv.hpp"
+#include "nnlens/network/dynamic_form.hpp"
+
+namespace nnlens {
+
+template <pool_geometry G>
+struct AvgPool2DG {
+  static_assert(G.invalid() == nullptr, "AvgPool2D: the window and the strides must be positive");
+  static constexpr pool_geometry geometry = G;
+};
+template <>
+struct AvgPool2DG<pool_geometry_dyn> {
+  pool_geometry geometry{};
+};
+
+/// Square window and symmetric padding.  K == dyn: the run-time form.
+template <std::size_t K = dyn, std::size_t Stride = K, std::size_t Pad = 0, bool CountIncludePad = true>
+using AvgPool2D = AvgPool2DG<K == dyn ? pool_geometry_dyn
+                                      : pool_geometry{K, K, Stride, Stride, Pad, Pad, Pad, Pad, false, CountIncludePad}>;
+
+namespace detail {
+
+/// One axis of an average-pooling window: input range [lo, hi) and the divisor's factor.
+struct avg_window {
+  std::size_t lo, hi, count;
+};
+inline avg_window avg_axis(std::size_t o, std::size_t stride, std::size_t pad_lo, std::size_t pad_hi, std::size_t k,
+                           std::size_t in, bool count_include_pad) {
+  const std::ptrdiff_t start = std::ptrdiff_t(o * stride) - std::ptrdiff_t(pad_lo);
+  const std::ptrdiff_t end = start + std::ptrdiff_t(k);
+  const std::ptrdiff_t pend = std::min<std::ptrdiff_t>(end, std::ptrdiff_t(in + pad_hi));
+  const std::size_t lo = std::size_t(std::max<std::ptrdiff_t>(start, 0));
+  const std::size_t hi = std::size_t(std::min<std::ptrdiff_t>(end, std::ptrdiff_t(in)));
+  return {lo, hi, count_include_pad ? std::size_t(pend - start) : hi - lo};
+}
+
+}  // namespace detail
+
+template <pool_geometry G>
+struct layer_traits<AvgPool2DG<G>> : layer_defaults {
+  using L = AvgPool2DG<G>;
+  static constexpr std::string_view name = "AvgPool2D";
+  static constexpr pool_geometry geometry_of(const L* l) {
+    if constexpr (G.is_dynamic())
+      return l->geometry;
+    else
+      return (void)l, G;
+  }
+
+  static constexpr shape_check infer(shape in) {
+    return detail::pool_infer(G, in, "AvgPool2D needs an image input [C,H,W] (rank 3)",
+                              "AvgPool2D: the window is larger than the padded input");
+  }
+  static shape output_shape(const L& l, shape in) { return detail::pool_output_shape(geometry_of(&l), in, name); }
+
+  template <class T>
+  static void forward(const L& l, const forward_args<T>& a) {
+    const pool_geometry g = geometry_of(&l);
+    const std::size_t C = a.in[0], H = a.in[1], W = a.in[2], OH = a.out[1], OW = a.out[2];
+    for (std::size_t pl = 0; pl < a.batch * C; ++pl) {
+      const T* x = a.x + pl * H * W;
+      T* y = a.y + pl * OH * OW;
+      for (std::size_t oh = 0; oh < OH; ++oh) {
+        const auto r = detail::avg_axis(oh, g.stride_h, g.pad_top, g.pad_bottom, g.kh, H, g.count_include_pad);
+        for (std::size_t ow = 0; ow < OW; ++ow) {
+          const auto c = detail::avg_axis(ow, g.stride_w, g.pad_left, g.pad_right, g.kw, W, g.count_include_pad);
+          T s = T(0);
+          for (std::size_t h = r.lo; h < r.hi; ++h)
+            for (std::size_t w = c.lo; w < c.hi; ++w) s += x[h * W + w];
+          y[oh * OW + ow] = s / T(r.count * c.count);
+        }
+      }
+    }
+  }
+
+  template <class T>
+  static void backward(const L& l, const backward_args<T>& a, L*) {
+    if (!a.dx) return;
+    const pool_geometry g = geometry_of(&l);
+    const std::size_t C = a.in[0], H = a.in[1], W = a.in[2], OH = a.out[1], OW = a.out[2];
+    std::fill(a.dx, a.dx + a.batch * C * H * W, T(0));
+    for (std::size_t pl = 0; pl < a.batch * C; ++pl) {
+      T* dx = a.dx + pl * H * W;
+      const T* dy = a.dy + pl * OH * OW;
+      for (std::size_t oh = 0; oh < OH; ++oh) {
+        const auto r = detail::avg_axis(oh, g.stride_h, g.pad_top, g.pad_bottom, g.kh, H, g.count_include_pad);
+        for (std::size_t ow = 0; ow < OW; ++ow) {
+          const auto c = detail::avg_axis(ow, g.stride_w, g.pad_left, g.pad_right, g.kw, W, g.count_include_pad);
+          const T d = dy[oh * OW + ow] / T(r.count * c.count);
+          for (std::size_t h = r.lo; h < r.hi; ++h)
+            for (std::size_t w = c.lo; w < c.hi; ++w) dx[h * W + w] += d;
+        }
+      }
+    }
+  }
+};
+
+template <pool_geometry G>
+struct dynamic_form<AvgPool2DG<G>> {
+  using type = AvgPool2DG<pool_geometry_dyn>;
+  static type to_dynamic(const AvgPool2DG<G>& l) { return type{layer_traits<AvgPool2DG<G>>::geometry_of(&l)}; }
+  static AvgPool2DG<G> from_dynamic(const type& d, const std::string& where) {
+    AvgPool2DG<G> l;
+    if constexpr (G.is_dynamic()) {
+      l.geometry = d.geometry;
+    } else if (!(d.geometry == G)) {
+      const pool_geometry& e = d.geometry;
+      throw shape_error(detail::concat(where, ": AvgPool2D geometry differs from the static type (window ", e.kh, "x",
+                                       e.kw, " vs ", G.kh, "x", G.kw, "; stride ", e.stride_h, ",", e.stride_w, " vs ",
+                                       G.stride_h, ",", G.stride_w, "; padding ", e.pad_top, ",", e.pad_left, ",",
+                                       e.pad_bottom, ",", e.pad_right, " vs ", G.pad_top, ",", G.pad_left, ",",
+                                       G.pad_bottom, ",", G.pad_right, "; ceil_mode ", e.ceil_mode, " vs ", G.ceil_mode,
+                                       "; count_include_pad ", e.count_include_pad, " vs ", G.count_include_pad, ")"));
+    }
+    return l;
+  }
+};
+
+}  // namespace nnlens

@@ -1,0 +1,337 @@
+// nnlens/layers/conv2d.hpp -- 2-D convolution (cross-correlation, as PyTorch and ONNX define it).
+//
+//   Conv2D<Out, K, Stride = 1, Pad = 0, Dilation = 1, Groups = 1, T = float>
+//       square K x K kernel, the same stride / dilation on both axes, symmetric padding.
+//   Conv2DG<Out, conv_geometry{...}, T = float>
+//       the general form: rectangular kernel, per-axis strides and dilations, asymmetric padding
+//       (top, left, bottom, right), groups (depthwise: groups == input channels).  Conv2D is an
+//       alias of it.  See kernels/conv.hpp for conv_geometry.
+//   Conv2D<dyn> == Conv2DG<dyn, conv_geometry_dyn, T>
+//       the run-time form DynamicNetwork stores: the geometry is the member `geometry`, the
+//       output channels come from W.  (Out may be static with a run-time geometry: Conv2D<6, dyn>.)
+//
+// Data: W [out, in/groups, kh, kw] (PyTorch/ONNX layout), b [out].  Input [C, H, W], output
+// [Out, OH, OW], OH = floor((H + pad_top + pad_bottom - dilation_h*(kh-1) - 1) / stride_h) + 1.
+// requires: rank-3 input; C and Out divisible by groups; the dilated kernel fits the padded input
+//           (static messages from infer, shape_error naming what is wrong from output_shape).
+// ensures:  forward is im2col + kernels::gemm, W_g[Out/g, C/g*kh*kw] x col[C/g*kh*kw, columns]
+//           with several samples side by side in `columns` when one sample's output plane is
+//           small (so the GEMMs stay large); 1x1 stride-1 unpadded convolutions skip im2col.
+//           backward: dx = col2im(W^T dy); dW += dy col^T; db += sum dy.  Scratch comes from
+//           scratch_size (a compile-time constant for a static layer); nothing is allocated except
+//           the GEMM's own packing buffers, which grow once.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "nnlens/core/tensor.hpp"
+#include "nnlens/core/traits.hpp"
+#include "nnlens/kernels/conv.hpp"
+#include "nnlens/kernels/gemm.hpp"
+#include "nnlens/network/dynamic_form.hpp"
+
+namespace nnlens {
+
+/// The general convolution.  Data-only: W [out, in/groups, kh, kw], b [out].
+template <std::size_t Out, conv_geometry G, class T = float>
+struct Conv2DG {
+  static_assert(G.invalid() == nullptr, "Conv2D: kernel, strides, dilations and groups must all be positive");
+  static_assert(Out == dyn || Out % G.groups == 0, "Conv2D: the output channels must be divisible by groups");
+  static_assert(Out != 0, "Conv2D: at least one output channel");
+  using scalar_type = T;
+  static constexpr std::size_t out_channels = Out;
+  static constexpr conv_geometry geometry = G;
+  tensor<T, 4> W;  // [out, in/groups, kh, kw]
+  tensor<T, 1> b;  // [out]
+};
+
+/// The run-time-geometry form (DynamicNetwork's alternative when Out == dyn).
+template <std::size_t Out, class T>
+struct Conv2DG<Out, conv_geometry_dyn, T> {
+  using scalar_type = T;
+  static constexpr std::size_t out_channels = Out;
+  conv_geometry geometry{};
+  tensor<T, 4> W;  // [out, in/groups, kh, kw]
+  tensor<T, 1> b;  // [out]
+};
+
+/// Square kernel, equal strides and dilations, symmetric padding.  K == dyn: run-time geometry.
+template <std::size_t Out, std::size_t K = dyn, std::size_t Stride = 1, std::size_t Pad = 0, std::size_t Dilation = 1,
+          std::size_t Groups = 1, class T = float>
+using Conv2D = Conv2DG<Out,
+                       K == dyn ? conv_geometry_dyn
+                                : conv_geometry{K, K, Stride, Stride, Pad, Pad, Pad, Pad, Dilation, Dilation, Groups},
+                       T>;
+
+template <std::size_t Out, conv_geometry G, class T, class U>
+struct rebind_scalar<Conv2DG<Out, G, T>, U> {
+  using type = Conv2DG<Out, G, U>;
+};
+
+namespace detail {
+
+/// How forward/backward cut a batch: `nb` samples side by side in one im2col buffer.
+struct conv_plan {
+  std::size_t C = 0, H = 0, W = 0, O = 0, OH = 0, OW = 0;
+  std::size_t G = 1, Cg = 0, Og = 0, Kc = 0, P = 0, nb = 1;
+  bool direct = false;  // 1x1, stride 1, no padding: x is its own im2col
+  constexpr std::size_t col_size() const { return direct ? 0 : Kc * nb * P; }
+  constexpr std::size_t tmp_size() const { return nb > 1 ? Og * nb * P : 0; }
+  constexpr std::size_t scratch() const { return col_size() + tmp_size(); }
+};
+
+/// Aim for GEMMs at least this many columns wide ...
+inline constexpr std::size_t conv_target_columns = 1024;
+/// ... with an im2col buffer of at most this many scalars (unless one sample needs more).
+inline constexpr std::size_t conv_max_col_scalars = std::size_t(1) << 20;
+
+constexpr conv_plan make_conv_plan(const conv_geometry& g, shape in, shape out, std::size_t batch) {
+  conv_plan p;
+  p.C = in[0];
+  p.H = in[1];
+  p.W = in[2];
+  p.O = out[0];
+  p.OH = out[1];
+  p.OW = out[2];
+  p.G = g.groups;
+  p.Cg = p.C / p.G;
+  p.Og = p.O / p.G;
+  p.Kc = p.Cg * g.kh * g.kw;
+  p.P = p.OH * p.OW;
+  p.direct = g.kh == 1 && g.kw == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_top == 0 && g.pad_left == 0 &&
+             g.pad_bottom == 0 && g.pad_right == 0;
+  p.nb = 1;
+  if (!p.direct && p.P > 0 && p.P < conv_target_columns && batch > 1) {
+    std::size_t nb = (conv_target_columns + p.P - 1) / p.P;
+    const std::size_t cap = std::max<std::size_t>(1, conv_max_col_scalars / std::max<std::size_t>(1, p.Kc * p.P));
+    nb = std::min({nb, cap, batch});
+    p.nb = std::max<std::size_t>(1, nb);
+  }
+  return p;
+}
+
+template <class T>
+void fill_rows(T* y, std::size_t rows, std::size_t n, const T* v) {
+  for (std::size_t r = 0; r < rows; ++r) std::fill(y + r * n, y + (r + 1) * n, v[r]);
+}
+
+}  // namespace detail
+
+template <std::size_t Out, conv_geometry G, class T>
+struct layer_traits<Conv2DG<Out, G, T>> : layer_defaults {
+  using L = Conv2DG<Out, G, T>;
+  static constexpr std::string_view name = "Conv2D";
+  static constexpr bool dynamic_geometry = G.is_dynamic();
+
+  /// The layer's geometry (a constant for a static layer; l may then be nullptr).
+  static constexpr conv_geometry geometry_of(const L* l) {
+    if constexpr (dynamic_geometry)
+      return l->geometry;
+    else
+      return (void)l, G;
+  }
+
+  static constexpr shape_check infer(shape in) {
+    if (in.rank != 3) return {{}, "Conv2D needs an image input [C,H,W] (rank 3)"};
+    if constexpr (dynamic_geometry) {
+      return {shape(Out, dyn, dyn), nullptr};
+    } else {
+      if (in[0] != dyn && in[0] % G.groups != 0)
+        return {{}, "Conv2D: the input channels must be divisible by groups"};
+      const std::size_t oh = G.out_h(in[1]), ow = G.out_w(in[2]);
+      if (oh == 0 || ow == 0) return {{}, "Conv2D: the (dilated) kernel is larger than the padded input"};
+      return {shape(Out, oh, ow), nullptr};
+    }
+  }
+
+  static shape output_shape(const L& l, shape in) {
+    const conv_geometry g = geometry_of(&l);
+    if (in.rank != 3) throw shape_error(detail::concat("Conv2D needs an image input [C,H,W], got ", in.str()));
+    if (const char* bad = g.invalid()) throw shape_error(detail::concat("Conv2D: ", bad));
+    if (in[0] % g.groups != 0)
+      throw shape_error(
+          detail::concat("Conv2D: ", in[0], " input channels are not divisible by groups = ", g.groups));
+    if (l.W.dimension() != 4)
+      throw shape_error(detail::concat("Conv2D: W must have 4 dimensions [out, in/groups, kh, kw], it has ",
+                                       l.W.dimension()));
+    const std::size_t out = Out == dyn ? l.W.shape(0) : Out;
+    if (out == 0 || out % g.groups != 0)
+      throw shape_error(detail::concat("Conv2D: ", out, " output channels are not a positive multiple of groups = ",
+                                       g.groups));
+    const std::size_t cg = in[0] / g.groups;
+    if (l.W.shape(0) != out || l.W.shape(1) != cg || l.W.shape(2) != g.kh || l.W.shape(3) != g.kw)
+      throw shape_error(detail::concat("Conv2D: W has shape [", l.W.shape(0), ",", l.W.shape(1), ",", l.W.shape(2), ",",
+                                       l.W.shape(3), "], expected [", out, ",", cg, ",", g.kh, ",", g.kw,
+                                       "] (out, in/groups, kh, kw) for input ", in.str()));
+    if (l.b.dimension() != 1 || l.b.size() != out)
+      throw shape_error(detail::concat("Conv2D: b has ", l.b.size(), " elements, expected ", out));
+    const std::size_t oh = g.out_h(in[1]), ow = g.out_w(in[2]);
+    if (oh == 0 || ow == 0)
+      throw shape_error(detail::concat("Conv2D: the ", g.span_h(), "x", g.span_w(),
+                                       " (dilated) kernel is larger than the padded input ", in.str()));
+    return shape(out, oh, ow);
+  }
+
+  static constexpr std::size_t scratch_size(const L* l, shape in, shape out, std::size_t batch) {
+    return detail::make_conv_plan(geometry_of(l), in, out, batch).scratch();
+  }
+
+  template <class Tx>
+  static void forward(const L& l, const forward_args<Tx>& a) {
+    const conv_geometry g = geometry_of(&l);
+    const detail::conv_plan p = detail::make_conv_plan(g, a.in, a.out, a.batch);
+    const std::size_t in_n = p.C * p.H * p.W, out_n = p.O * p.P, in_g = p.Cg * p.H * p.W;
+    const Tx* Wd = l.W.data();
+    const Tx* bd = l.b.data();
+    if (p.direct) {
+      for (std::size_t n = 0; n < a.batch; ++n)
+        for (std::size_t gi = 0; gi < p.G; ++gi) {
+          Tx* y = a.y + n * out_n + gi * p.Og * p.P;
+          detail::fill_rows(y, p.Og, p.P, bd + gi * p.Og);
+          kernels::gemm<Tx>(false, false, p.Og, p.P, p.Cg, Wd + gi * p.Og * p.Kc, p.Kc, a.x + n * in_n + gi * in_g, p.P,
+                            Tx(1), y, p.P);
+        }
+      return;
+    }
+    Tx* col = a.scratch;
+    Tx* tmp = a.scratch + p.col_size();
+    for (std::size_t n0 = 0; n0 < a.batch; n0 += p.nb) {
+      const std::size_t nbc = std::min(p.nb, a.batch - n0), ld = nbc * p.P;
+      for (std::size_t gi = 0; gi < p.G; ++gi) {
+        for (std::size_t s = 0; s < nbc; ++s)
+          kernels::im2col(a.x + (n0 + s) * in_n + gi * in_g, p.Cg, p.H, p.W, g, p.OH, p.OW, col + s * p.P, ld);
+        const Tx* Wg = Wd + gi * p.Og * p.Kc;
+        const Tx* bg = bd + gi * p.Og;
+        if (nbc == 1) {
+          Tx* y = a.y + n0 * out_n + gi * p.Og * p.P;
+          detail::fill_rows(y, p.Og, p.P, bg);
+          kernels::gemm<Tx>(false, false, p.Og, p.P, p.Kc, Wg, p.Kc, col, p.P, Tx(1), y, p.P);
+        } else {
+          kernels::gemm<Tx>(false, false, p.Og, ld, p.Kc, Wg, p.Kc, col, ld, Tx(0), tmp, ld);
+          for (std::size_t s = 0; s < nbc; ++s)
+            for (std::size_t o = 0; o < p.Og; ++o) {
+              const Tx* t = tmp + o * ld + s * p.P;
+              Tx* y = a.y + (n0 + s) * out_n + (gi * p.Og + o) * p.P;
+              const Tx bo = bg[o];
+              for (std::size_t q = 0; q < p.P; ++q) y[q] = t[q] + bo;
+            }
+        }
+      }
+    }
+  }
+
+  template <class Tx>
+  static void backward(const L& l, const backward_args<Tx>& a, L* grad) {
+    if (!a.dx && !grad) return;
+    const conv_geometry g = geometry_of(&l);
+    const detail::conv_plan p = detail::make_conv_plan(g, a.in, a.out, a.batch);
+    const std::size_t in_n = p.C * p.H * p.W, out_n = p.O * p.P, in_g = p.Cg * p.H * p.W;
+    const Tx* Wd = l.W.data();
+    Tx* gW = grad ? grad->W.data() : nullptr;
+    if (grad) {
+      Tx* gb = grad->b.data();
+      for (std::size_t n = 0; n < a.batch; ++n)
+        for (std::size_t o = 0; o < p.O; ++o) {
+          const Tx* d = a.dy + n * out_n + o * p.P;
+          Tx s = Tx(0);
+          for (std::size_t q = 0; q < p.P; ++q) s += d[q];
+          gb[o] += s;
+        }
+    }
+    if (p.direct) {
+      for (std::size_t n = 0; n < a.batch; ++n)
+        for (std::size_t gi = 0; gi < p.G; ++gi) {
+          const Tx* dyg = a.dy + n * out_n + gi * p.Og * p.P;
+          if (grad)
+            kernels::gemm<Tx>(false, true, p.Og, p.Cg, p.P, dyg, p.P, a.x + n * in_n + gi * in_g, p.P, Tx(1),
+                              gW + gi * p.Og * p.Kc, p.Kc);
+          if (a.dx)
+            kernels::gemm<Tx>(true, false, p.Cg, p.P, p.Og, Wd + gi * p.Og * p.Kc, p.Kc, dyg, p.P, Tx(0),
+                              a.dx + n * in_n + gi * in_g, p.P);
+        }
+      return;
+    }
+    if (a.dx) std::fill(a.dx, a.dx + a.batch * in_n, Tx(0));
+    Tx* col = a.scratch;
+    Tx* tmp = a.scratch + p.col_size();
+    for (std::size_t n0 = 0; n0 < a.batch; n0 += p.nb) {
+      const std::size_t nbc = std::min(p.nb, a.batch - n0), ld = nbc * p.P;
+      for (std::size_t gi = 0; gi < p.G; ++gi) {
+        const Tx* dyg = a.dy + n0 * out_n + gi * p.Og * p.P;
+        if (nbc > 1) {  // gather dy of the chunk into [Og, nbc*P]
+          for (std::size_t s = 0; s < nbc; ++s)
+            for (std::size_t o = 0; o < p.Og; ++o)
+              std::copy_n(a.dy + (n0 + s) * out_n + (gi * p.Og + o) * p.P, p.P, tmp + o * ld + s * p.P);
+          dyg = tmp;
+        }
+        if (grad) {
+          for (std::size_t s = 0; s < nbc; ++s)
+            kernels::im2col(a.x + (n0 + s) * in_n + gi * in_g, p.Cg, p.H, p.W, g, p.OH, p.OW, col + s * p.P, ld);
+          kernels::gemm<Tx>(false, true, p.Og, p.Kc, ld, dyg, ld, col, ld, Tx(1), gW + gi * p.Og * p.Kc, p.Kc);
+        }
+        if (a.dx) {
+          kernels::gemm<Tx>(true, false, p.Kc, ld, p.Og, Wd + gi * p.Og * p.Kc, p.Kc, dyg, ld, Tx(0), col, ld);
+          for (std::size_t s = 0; s < nbc; ++s)
+            kernels::col2im(col + s * p.P, ld, p.Cg, p.H, p.W, g, p.OH, p.OW, a.dx + (n0 + s) * in_n + gi * in_g);
+        }
+      }
+    }
+  }
+
+  template <class Self>
+  static auto parameters(Self& l) {
+    using S = std::conditional_t<std::is_const_v<Self>, const T, T>;
+    return std::array<std::span<S>, 2>{std::span<S>(l.W.data(), l.W.size()), std::span<S>(l.b.data(), l.b.size())};
+  }
+
+  /// PyTorch's nn.Conv2d default: kaiming_uniform(a = sqrt(5)) for W, i.e. U(-1/sqrt(fan_in),
+  /// 1/sqrt(fan_in)) with fan_in = in/groups * kh * kw, and the same bound for b.  W is drawn
+  /// first, in row-major order, then b.
+  static void init(L& l, shape in, std::mt19937_64& rng) {
+    static_assert(Out != dyn, "Conv2D<dyn> cannot be initialised from its type; set W and b");
+    const conv_geometry g = geometry_of(&l);
+    const std::size_t cg = in[0] / g.groups, fan_in = cg * g.kh * g.kw;
+    l.W = tensor<T, 4>::from_shape({Out, cg, g.kh, g.kw});
+    l.b = tensor<T, 1>::from_shape({Out});
+    const double bound = 1.0 / std::sqrt(double(fan_in));
+    std::uniform_real_distribution<double> u(-bound, bound);
+    for (auto& w : l.W) w = T(u(rng));
+    for (auto& v : l.b) v = T(u(rng));
+  }
+};
+
+template <std::size_t Out, conv_geometry G, class T>
+struct dynamic_form<Conv2DG<Out, G, T>> {
+  using type = Conv2DG<dyn, conv_geometry_dyn, T>;
+  static type to_dynamic(const Conv2DG<Out, G, T>& l) {
+    return type{layer_traits<Conv2DG<Out, G, T>>::geometry_of(&l), l.W, l.b};
+  }
+  static Conv2DG<Out, G, T> from_dynamic(const type& d, const std::string& where) {
+    if constexpr (!G.is_dynamic()) {
+      if (!(d.geometry == G))
+        throw shape_error(detail::concat(where, ": Conv2D geometry differs from the static type (kernel ", d.geometry.kh,
+                                         "x", d.geometry.kw, ", expected ", G.kh, "x", G.kw, "; stride ",
+                                         d.geometry.stride_h, ",", d.geometry.stride_w, " vs ", G.stride_h, ",",
+                                         G.stride_w, "; padding ", d.geometry.pad_top, ",", d.geometry.pad_left, ",",
+                                         d.geometry.pad_bottom, ",", d.geometry.pad_right, " vs ", G.pad_top, ",",
+                                         G.pad_left, ",", G.pad_bottom, ",", G.pad_right, "; dilation ",
+                                         d.geometry.dilation_h, ",", d.geometry.dilation_w, " vs ", G.dilation_h, ",",
+                                         G.dilation_w, "; groups ", d.geometry.groups, " vs ", G.groups, ")"));
+    }
+    if constexpr (Out != dyn) {
+      const std::size_t got = d.W.dimension() == 4 ? d.W.shape(0) : 0;
+      if (got != Out)
+        throw shape_error(detail::concat(where, ": Conv2D expects ", Out, " output channels, the source has ", got));
+    }
+    Conv2DG<Out, G, T> l;
+    if constexpr (G.is_dynamic()) l.geometry = d.geometry;
+    l.W = d.W;
+    l.b = d.b;
+    return l;
+  }
+};
+
+}  // namespace nnlens

@@ -1,0 +1,54 @@
+// nnlens/layers/global_avg_pool.hpp -- GlobalAvgPool: [C, H, W] -> [C, 1, 1], each channel's mean.
+//
+// ONNX GlobalAveragePool (PyTorch: AdaptiveAvgPool2d(1)).  The output keeps rank 3, as ONNX's
+// does; put a Flatten after it before a Dense.  Weightless and shape-agnostic in H and W: it is its
+// own dynamic form.
+// requires: a rank-3 input.
+// ensures:  y[c] = sum(x[c]) / (H*W), summed in row-major order; backward: dx[c] = dy[c] / (H*W).
+#pragma once
+
+#include <cstddef>
+
+#include "nnlens/core/traits.hpp"
+
+namespace nnlens {
+
+struct GlobalAvgPool {};
+
+template <>
+struct layer_traits<GlobalAvgPool> : layer_defaults {
+  static constexpr std::string_view name = "GlobalAvgPool";
+  static constexpr shape_check infer(shape in) {
+    if (in.rank != 3) return {{}, "GlobalAvgPool needs an image input [C,H,W] (rank 3)"};
+    return {shape(in[0], 1, 1), nullptr};
+  }
+  static shape output_shape(const GlobalAvgPool&, shape in) {
+    if (in.rank != 3) throw shape_error(detail::concat("GlobalAvgPool needs an image input [C,H,W], got ", in.str()));
+    if (in[1] == 0 || in[2] == 0) throw shape_error(detail::concat("GlobalAvgPool: empty input plane ", in.str()));
+    return shape(in[0], 1, 1);
+  }
+
+  template <class T>
+  static void forward(const GlobalAvgPool&, const forward_args<T>& a) {
+    const std::size_t planes = a.batch * a.in[0], n = a.in[1] * a.in[2];
+    const T area = T(n);
+    for (std::size_t p = 0; p < planes; ++p) {
+      const T* x = a.x + p * n;
+      T s = T(0);
+      for (std::size_t i = 0; i < n; ++i) s += x[i];
+      a.y[p] = s / area;
+    }
+  }
+  template <class T>
+  static void backward(const GlobalAvgPool&, const backward_args<T>& a, GlobalAvgPool*) {
+    if (!a.dx) return;
+    const std::size_t planes = a.batch * a.in[0], n = a.in[1] * a.in[2];
+    for (std::size_t p = 0; p < planes; ++p) {
+      const T d = a.dy[p] / T(n);
+      T* dx = a.dx + p * n;
+      for (std::size_t i = 0; i < n; ++i) dx[i] = d;
+    }
+  }
+};
+
+}  // namespace nnlens
