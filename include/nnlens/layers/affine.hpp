@@ -1,0 +1,131 @@
+// nnlens/layers/affine.hpp -- Affine<N, T>: element-wise scale and shift y = x * s + t (input
+// normalisation, e.g. (x - mean) / std as s = 1/std, t = -mean/std).
+//
+// Broadcast rule.  s and t hold the same number n of values, and n must be one of
+//   n == size of one sample   one value per element (rank 1: per feature; rank 3: per c,h,w)
+//   n == first extent         one value per channel of a rank-3 input {C,H,W} (per feature for rank 1)
+//   n == 1                    one value for every element
+// Element e of a sample (channel-major order) uses index e / (sample size / n).  When two rules
+// coincide (H = W = 1, or a single channel with n = 1) they give the same result.
+// Template arguments: N fixes n in the type (checked against the input at compile time); N == dyn
+// (the default) takes n from s and t, and is the run-time form DynamicNetwork stores.
+// Trainable parameters: s and t (parameters() returns {s, t}; masks can freeze them).
+// requires: s.size() == t.size() == n satisfying the rule above (shape_error otherwise).
+// init: s = 1, t = 0, with N values, or one per channel (feature) when N == dyn.
+#pragma once
+
+#include <random>
+
+#include "nnlens/core/error.hpp"
+#include "nnlens/core/tensor.hpp"
+#include "nnlens/core/traits.hpp"
+#include "nnlens/network/dynamic_form.hpp"
+
+namespace nnlens {
+
+template <std::size_t N = dyn, class T = float>
+struct Affine {
+  using scalar_type = T;
+  static constexpr std::size_t values = N;
+  tensor<T, 1> s;  // [n] scale
+  tensor<T, 1> t;  // [n] shift
+};
+
+template <std::size_t N, class T, class U>
+struct rebind_scalar<Affine<N, T>, U> {
+  using type = Affine<N, U>;
+};
+
+template <std::size_t N, class T>
+struct layer_traits<Affine<N, T>> : layer_defaults {
+  using L = Affine<N, T>;
+  static constexpr std::string_view name = "Affine";
+
+  static constexpr bool fits(std::size_t n, shape in) { return n == 1 || n == in[0] || n == in.size(); }
+
+  static constexpr shape_check infer(shape in) {
+    if (in.rank != 1 && in.rank != 3) return {{}, "Affine needs a rank-1 or rank-3 input"};
+    if (N != dyn && in.is_static() && !fits(N, in))
+      return {{}, "Affine<N>: N must be 1, the channel (feature) count, or the number of elements of a sample"};
+    return {in, nullptr};
+  }
+  static shape output_shape(const L& l, shape in) {
+    if (in.rank != 1 && in.rank != 3)
+      throw shape_error(detail::concat("Affine needs a rank-1 or rank-3 input, got ", in.str()));
+    const std::size_t n = l.s.size();
+    if (l.t.size() != n)
+      throw shape_error(detail::concat("Affine: s has ", n, " elements but t has ", l.t.size()));
+    if (N != dyn && n != N) throw shape_error(detail::concat("Affine<", N, ">: s has ", n, " elements"));
+    if (!fits(n, in))
+      throw shape_error(detail::concat("Affine: s and t have ", n, " elements; for input ", in.str(), " expected 1, ",
+                                       in[0], in.rank == 3 ? " (per channel)" : " (per feature)",
+                                       in.rank == 3 ? detail::concat(" or ", in.size(), " (per element)") : std::string()));
+    return in;
+  }
+
+  template <class Tx>
+  static void forward(const L& l, const forward_args<Tx>& a) {
+    const std::size_t E = a.in.size(), n = l.s.size(), G = E / n;
+    const Tx* s = l.s.data();
+    const Tx* t = l.t.data();
+    for (std::size_t b = 0; b < a.batch; ++b) {
+      const Tx* x = a.x + b * E;
+      Tx* y = a.y + b * E;
+      for (std::size_t k = 0; k < n; ++k) {
+        const Tx sk = s[k], tk = t[k];
+        for (std::size_t g = 0; g < G; ++g) y[k * G + g] = x[k * G + g] * sk + tk;
+      }
+    }
+  }
+
+  template <class Tx>
+  static void backward(const L& l, const backward_args<Tx>& a, L* grad) {
+    const std::size_t E = a.in.size(), n = l.s.size(), G = E / n;
+    const Tx* s = l.s.data();
+    for (std::size_t b = 0; b < a.batch; ++b) {
+      const Tx* x = a.x + b * E;
+      const Tx* dy = a.dy + b * E;
+      for (std::size_t k = 0; k < n; ++k) {
+        if (a.dx) {
+          Tx* dx = a.dx + b * E;
+          for (std::size_t g = 0; g < G; ++g) dx[k * G + g] = dy[k * G + g] * s[k];
+        }
+        if (grad) {
+          Tx ss = Tx(0), st = Tx(0);
+          for (std::size_t g = 0; g < G; ++g) {
+            ss += dy[k * G + g] * x[k * G + g];
+            st += dy[k * G + g];
+          }
+          grad->s(k) += ss;
+          grad->t(k) += st;
+        }
+      }
+    }
+  }
+
+  template <class Self>
+  static auto parameters(Self& l) {
+    using S = std::conditional_t<std::is_const_v<Self>, const T, T>;
+    return std::array<std::span<S>, 2>{std::span<S>(l.s.data(), l.s.size()), std::span<S>(l.t.data(), l.t.size())};
+  }
+
+  /// The identity: s = 1, t = 0 (N values, or one per channel / feature when N == dyn).
+  static void init(L& l, shape in, std::mt19937_64&) {
+    const std::size_t n = N == dyn ? in[0] : N;
+    l.s = xt::ones<T>({n});
+    l.t = xt::zeros<T>({n});
+  }
+};
+
+template <std::size_t N, class T>
+struct dynamic_form<Affine<N, T>> {
+  using type = Affine<dyn, T>;
+  static type to_dynamic(const Affine<N, T>& l) { return type{l.s, l.t}; }
+  static Affine<N, T> from_dynamic(const type& d, const std::string& where) {
+    if (N != dyn && d.s.size() != N)
+      throw shape_error(detail::concat(where, ": Affine expects ", N, " values, the source has ", d.s.size()));
+    return Affine<N, T>{d.s, d.t};
+  }
+};
+
+}  // namespace nnlens

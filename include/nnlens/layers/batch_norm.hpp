@@ -1,0 +1,170 @@
+// nnlens/layers/batch_norm.hpp -- BatchNorm<C, T>: batch normalisation in its inference form.
+//
+//   y = (x - running_mean[c]) * gamma[c] / sqrt(running_var[c] + eps) + beta[c]
+//
+// One type for both PyTorch forms; the input's rank decides: a rank-1 input {F} is normalised per
+// feature (nn.BatchNorm1d on [N, F]), a rank-3 input {C, H, W} per channel (nn.BatchNorm2d).  c is
+// the feature / channel index, i.e. the first extent of the per-sample shape.
+//
+// Template arguments, as for Dense: C is the channel (feature) count the type fixes; C == dyn (the
+// default) takes it from the input shape, so BatchNorm<> fits anywhere in a Sequential and is also
+// the run-time form DynamicNetwork stores.  T is the scalar type.
+// Data: gamma, beta, running_mean, running_var [C]; eps (double, default 1e-5, PyTorch's).
+// Trainable parameters: gamma and beta (parameters() returns {gamma, beta}); the running
+// statistics are fixed (the inference form: backward treats mean and var as constants, so
+// dx = dy * gamma / sqrt(var + eps), dgamma = sum dy * x_hat, dbeta = sum dy).
+// requires: rank-1 or rank-3 input whose first extent is C; all four vectors have C elements
+//           (shape_error otherwise); eps >= 0 and var + eps > 0 everywhere (value_error).
+// init (PyTorch's reset_parameters): gamma = 1, beta = 0, running_mean = 0, running_var = 1.
+#pragma once
+
+#include <cmath>
+#include <random>
+
+#include "nnlens/core/error.hpp"
+#include "nnlens/core/tensor.hpp"
+#include "nnlens/core/traits.hpp"
+#include "nnlens/network/dynamic_form.hpp"
+
+namespace nnlens {
+
+template <std::size_t C = dyn, class T = float>
+struct BatchNorm {
+  using scalar_type = T;
+  static constexpr std::size_t channels = C;
+  tensor<T, 1> gamma;         // [C] scale (PyTorch: weight)
+  tensor<T, 1> beta;          // [C] shift (PyTorch: bias)
+  tensor<T, 1> running_mean;  // [C]
+  tensor<T, 1> running_var;   // [C]
+  double eps = 1e-5;
+};
+
+template <std::size_t C, class T, class U>
+struct rebind_scalar<BatchNorm<C, T>, U> {
+  using type = BatchNorm<C, U>;
+};
+
+template <std::size_t C, class T>
+struct layer_traits<BatchNorm<C, T>> : layer_defaults {
+  using L = BatchNorm<C, T>;
+  static constexpr std::string_view name = "BatchNorm";
+
+  static constexpr shape_check infer(shape in) {
+    if (in.rank != 1 && in.rank != 3) return {{}, "BatchNorm needs a rank-1 (features) or rank-3 (channels) input"};
+    if (C != dyn && in[0] != dyn && in[0] != C)
+      return {{}, "BatchNorm<C>: the input's channel count (rank 3) or feature count (rank 1) is not C"};
+    return {in, nullptr};
+  }
+  static shape output_shape(const L& l, shape in) {
+    if (in.rank != 1 && in.rank != 3)
+      throw shape_error(detail::concat("BatchNorm needs a rank-1 or rank-3 input, got ", in.str()));
+    const std::size_t c = in[0];
+    if (C != dyn && c != C)
+      throw shape_error(detail::concat("BatchNorm<", C, ">: the input ", in.str(), " has ", c,
+                                       in.rank == 3 ? " channels" : " features"));
+    auto check = [&](const tensor<T, 1>& v, const char* what) {
+      if (v.size() != c)
+        throw shape_error(detail::concat("BatchNorm: ", what, " has ", v.size(), " elements, expected ", c,
+                                         " (one per ", in.rank == 3 ? "channel" : "feature", " of input ", in.str(), ")"));
+    };
+    check(l.gamma, "gamma");
+    check(l.beta, "beta");
+    check(l.running_mean, "running_mean");
+    check(l.running_var, "running_var");
+    if (!(l.eps >= 0) || !std::isfinite(l.eps))
+      throw value_error(detail::concat("BatchNorm: eps is ", l.eps, ", expected a finite eps >= 0"));
+    for (std::size_t k = 0; k < c; ++k)
+      if (!(double(l.running_var(k)) + l.eps > 0))
+        throw value_error(detail::concat("BatchNorm: running_var[", k, "] + eps = ", double(l.running_var(k)) + l.eps,
+                                         ", expected > 0"));
+    return in;
+  }
+
+  /// Scratch: the per-channel factor gamma / sqrt(var + eps).
+  static constexpr std::size_t scratch_size(const L*, shape in, shape, std::size_t) { return in[0]; }
+
+  template <class Tx>
+  static void forward(const L& l, const forward_args<Tx>& a) {
+    const std::size_t Cn = a.in[0], P = a.in.size() / Cn;
+    Tx* s = a.scratch;
+    factors(l, Cn, s);
+    const Tx* m = l.running_mean.data();
+    const Tx* b = l.beta.data();
+    for (std::size_t n = 0; n < a.batch; ++n)
+      for (std::size_t c = 0; c < Cn; ++c) {
+        const Tx* x = a.x + (n * Cn + c) * P;
+        Tx* y = a.y + (n * Cn + c) * P;
+        const Tx mc = m[c], sc = s[c], bc = b[c];
+        for (std::size_t p = 0; p < P; ++p) y[p] = (x[p] - mc) * sc + bc;
+      }
+  }
+
+  template <class Tx>
+  static void backward(const L& l, const backward_args<Tx>& a, L* grad) {
+    const std::size_t Cn = a.in[0], P = a.in.size() / Cn;
+    Tx* s = a.scratch;
+    factors(l, Cn, s);
+    if (a.dx)
+      for (std::size_t n = 0; n < a.batch; ++n)
+        for (std::size_t c = 0; c < Cn; ++c) {
+          const Tx* dy = a.dy + (n * Cn + c) * P;
+          Tx* dx = a.dx + (n * Cn + c) * P;
+          const Tx sc = s[c];
+          for (std::size_t p = 0; p < P; ++p) dx[p] = dy[p] * sc;
+        }
+    if (grad) {
+      Tx* gg = grad->gamma.data();
+      Tx* gb = grad->beta.data();
+      for (std::size_t c = 0; c < Cn; ++c) {
+        const Tx mc = l.running_mean(c);
+        const Tx inv = Tx(1) / std::sqrt(l.running_var(c) + Tx(l.eps));
+        Tx sg = Tx(0), sb = Tx(0);
+        for (std::size_t n = 0; n < a.batch; ++n) {
+          const Tx* x = a.x + (n * Cn + c) * P;
+          const Tx* dy = a.dy + (n * Cn + c) * P;
+          for (std::size_t p = 0; p < P; ++p) {
+            sg += dy[p] * (x[p] - mc);
+            sb += dy[p];
+          }
+        }
+        gg[c] += sg * inv;
+        gb[c] += sb;
+      }
+    }
+  }
+
+  template <class Self>
+  static auto parameters(Self& l) {
+    using S = std::conditional_t<std::is_const_v<Self>, const T, T>;
+    return std::array<std::span<S>, 2>{std::span<S>(l.gamma.data(), l.gamma.size()),
+                                       std::span<S>(l.beta.data(), l.beta.size())};
+  }
+
+  /// PyTorch's default: gamma = 1, beta = 0, running_mean = 0, running_var = 1 (rng unused).
+  static void init(L& l, shape in, std::mt19937_64&) {
+    const std::size_t c = in[0];
+    l.gamma = xt::ones<T>({c});
+    l.beta = xt::zeros<T>({c});
+    l.running_mean = xt::zeros<T>({c});
+    l.running_var = xt::ones<T>({c});
+  }
+
+ private:
+  template <class Tx>
+  static void factors(const L& l, std::size_t Cn, Tx* s) {
+    for (std::size_t c = 0; c < Cn; ++c) s[c] = l.gamma(c) / std::sqrt(l.running_var(c) + Tx(l.eps));
+  }
+};
+
+template <std::size_t C, class T>
+struct dynamic_form<BatchNorm<C, T>> {
+  using type = BatchNorm<dyn, T>;
+  static type to_dynamic(const BatchNorm<C, T>& l) { return type{l.gamma, l.beta, l.running_mean, l.running_var, l.eps}; }
+  static BatchNorm<C, T> from_dynamic(const type& d, const std::string& where) {
+    if (C != dyn && d.gamma.size() != C)
+      throw shape_error(detail::concat(where, ": BatchNorm expects ", C, " channels, the source has ", d.gamma.size()));
+    return BatchNorm<C, T>{d.gamma, d.beta, d.running_mean, d.running_var, d.eps};
+  }
+};
+
+}  // namespace nnlens

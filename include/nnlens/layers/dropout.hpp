@@ -1,0 +1,56 @@
+// nnlens/layers/dropout.hpp -- Identity, and Dropout (the identity at inference); any shape.
+//
+//   Identity        y = x.  Also the default shortcut of Residual.
+//   Dropout{p}      nn.Dropout(p) in evaluation mode: y = x.  nnlens models inference, so the
+//                   random mask of training is not modelled: layer_traits<Dropout>::inference_only
+//                   is true, and backward is the identity too.  p (default 0.5) is kept so that a
+//                   model round-trips; requires 0 <= p < 1 (output_shape throws value_error).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+
+#include "nnlens/core/error.hpp"
+#include "nnlens/core/traits.hpp"
+
+namespace nnlens {
+
+struct Identity {};
+
+struct Dropout {
+  double p = 0.5;
+};
+
+namespace detail {
+template <class L>
+struct identity_traits : layer_defaults {
+  static constexpr shape_check infer(shape in) { return {in, nullptr}; }
+  template <class T>
+  static void forward(const L&, const forward_args<T>& a) {
+    std::copy_n(a.x, a.batch * a.in.size(), a.y);
+  }
+  template <class T>
+  static void backward(const L&, const backward_args<T>& a, L*) {
+    if (a.dx) std::copy_n(a.dy, a.batch * a.in.size(), a.dx);
+  }
+};
+}  // namespace detail
+
+template <>
+struct layer_traits<Identity> : detail::identity_traits<Identity> {
+  static constexpr std::string_view name = "Identity";
+  static shape output_shape(const Identity&, shape in) { return in; }
+};
+
+template <>
+struct layer_traits<Dropout> : detail::identity_traits<Dropout> {
+  static constexpr std::string_view name = "Dropout";
+  static constexpr bool inference_only = true;
+  static shape output_shape(const Dropout& l, shape in) {
+    if (!(l.p >= 0.0 && l.p < 1.0))
+      throw value_error(detail::concat("Dropout: p is ", l.p, ", expected 0 <= p < 1"));
+    return in;
+  }
+};
+
+}  // namespace nnlens

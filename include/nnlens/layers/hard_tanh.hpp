@@ -1,0 +1,76 @@
+// nnlens/layers/hard_tanh.hpp -- Clamp and HardTanh: y = min(max(x, lo), hi); any shape.
+//
+//   Clamp{lo, hi}      the general clamp (torch.clamp, ONNX Clip).  ReLU6 = Clamp{0, 6};
+//                      Clamp{0, +inf} is ReLU in the forward pass.
+//   HardTanh{lo, hi}   nn.Hardtanh; defaults -1, 1.  PyTorch's nn.ReLU6 is HardTanh{0, 6}.
+//
+// lo and hi are run-time data members (double; converted to the network's scalar in the kernels);
+// either may be -inf / +inf.  The two types differ only in the derivative AT the kinks, each
+// following its PyTorch namesake:
+//   HardTanh: d/dx = 1 for lo <  x <  hi, 0 otherwise   (hardtanh_backward: 0 at x == lo, hi)
+//   Clamp:    d/dx = 1 for lo <= x <= hi, 0 otherwise   (clamp's backward: 1 at x == lo, hi)
+// requires: lo <= hi and neither is NaN (output_shape throws value_error otherwise).
+#pragma once
+
+#include <cmath>
+#include <limits>
+
+#include "nnlens/core/error.hpp"
+#include "nnlens/core/traits.hpp"
+
+namespace nnlens {
+
+struct Clamp {
+  double lo = -std::numeric_limits<double>::infinity();
+  double hi = std::numeric_limits<double>::infinity();
+};
+
+struct HardTanh {
+  double lo = -1.0;
+  double hi = 1.0;
+};
+
+namespace detail {
+/// The shared traits; Closed selects the derivative at the kinks (see the header comment).
+template <class L, bool Closed>
+struct clamp_traits : layer_defaults {
+  static constexpr shape_check infer(shape in) { return {in, nullptr}; }
+  static shape output_shape(const L& l, shape in) {
+    if (std::isnan(l.lo) || std::isnan(l.hi) || l.lo > l.hi)
+      throw value_error(concat(layer_traits<L>::name, ": bounds [", l.lo, ", ", l.hi, "] are not an interval (lo <= hi)"));
+    return in;
+  }
+
+  template <class T>
+  static void forward(const L& l, const forward_args<T>& a) {
+    const T lo = T(l.lo), hi = T(l.hi);
+    const std::size_t n = a.batch * a.in.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      const T v = a.x[i];
+      a.y[i] = v < lo ? lo : (v > hi ? hi : v);
+    }
+  }
+  template <class T>
+  static void backward(const L& l, const backward_args<T>& a, L*) {
+    if (!a.dx) return;
+    const T lo = T(l.lo), hi = T(l.hi);
+    const std::size_t n = a.batch * a.in.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      const T v = a.x[i];
+      const bool pass = Closed ? (v >= lo && v <= hi) : (v > lo && v < hi);
+      a.dx[i] = pass ? a.dy[i] : T(0);
+    }
+  }
+};
+}  // namespace detail
+
+template <>
+struct layer_traits<Clamp> : detail::clamp_traits<Clamp, true> {
+  static constexpr std::string_view name = "Clamp";
+};
+template <>
+struct layer_traits<HardTanh> : detail::clamp_traits<HardTanh, false> {
+  static constexpr std::string_view name = "HardTanh";
+};
+
+}  // namespace nnlens

@@ -1,0 +1,48 @@
+// nnlens/layers/leaky_relu.hpp -- LeakyReLU: y = x for x > 0, alpha * x otherwise; any shape.
+//
+// requires: alpha finite (output_shape throws value_error otherwise).  Any slope is accepted,
+//           including alpha > 1 or alpha < 0 (then the layer is not monotone).
+// ensures:  forward is element-wise; backward follows PyTorch's leaky_relu_backward: the
+//           derivative is 1 for x > 0 and alpha for x <= 0 (so alpha at the kink x = 0).
+// alpha is a run-time data member (default 0.01, PyTorch's negative_slope); it is stored as double
+// and converted to the network's scalar in the kernels, so the layer has no scalar type and is its
+// own dynamic form.
+#pragma once
+
+#include <cmath>
+
+#include "nnlens/core/error.hpp"
+#include "nnlens/core/traits.hpp"
+
+namespace nnlens {
+
+struct LeakyReLU {
+  double alpha = 0.01;
+};
+
+template <>
+struct layer_traits<LeakyReLU> : layer_defaults {
+  static constexpr std::string_view name = "LeakyReLU";
+  static constexpr shape_check infer(shape in) { return {in, nullptr}; }
+  static shape output_shape(const LeakyReLU& l, shape in) {
+    if (!std::isfinite(l.alpha)) throw value_error(detail::concat("LeakyReLU: alpha is ", l.alpha, ", expected a finite slope"));
+    return in;
+  }
+
+  template <class T>
+  static void forward(const LeakyReLU& l, const forward_args<T>& a) {
+    const T alpha = T(l.alpha);
+    const std::size_t n = a.batch * a.in.size();
+    for (std::size_t i = 0; i < n; ++i) a.y[i] = a.x[i] > T(0) ? a.x[i] : alpha * a.x[i];
+  }
+  /// d/dx = 1 for x > 0, alpha for x <= 0 (PyTorch: the kink x = 0 takes the slope alpha).
+  template <class T>
+  static void backward(const LeakyReLU& l, const backward_args<T>& a, LeakyReLU*) {
+    if (!a.dx) return;
+    const T alpha = T(l.alpha);
+    const std::size_t n = a.batch * a.in.size();
+    for (std::size_t i = 0; i < n; ++i) a.dx[i] = a.x[i] > T(0) ? a.dy[i] : alpha * a.dy[i];
+  }
+};
+
+}  // namespace nnlens

@@ -1,0 +1,67 @@
+// nnlens/layers/softmax.hpp -- Softmax over the features of a rank-1 input: y_i = e^{x_i} / sum_j e^{x_j}.
+//
+// An output layer only: it is not piecewise-linear, so it has no pwl_rule / sign_rule and the
+// analyses that need them reject it at compile time (apply them to the logits before it).
+// requires: a rank-1 input (infer rejects images; insert Flatten before it).
+// ensures:  numerically stable (the row maximum is subtracted before exp, so logits of 1e4 or
+//           -1e4 give finite results; each row sums to 1 up to rounding).
+//           backward is the Jacobian-vector product dx_i = y_i (dy_i - sum_j y_j dy_j), computed
+//           from the forward output y (no cache, no scratch).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+
+#include "nnlens/core/error.hpp"
+#include "nnlens/core/traits.hpp"
+
+namespace nnlens {
+
+struct Softmax {};
+
+template <>
+struct layer_traits<Softmax> : layer_defaults {
+  static constexpr std::string_view name = "Softmax";
+  static constexpr shape_check infer(shape in) {
+    if (in.rank != 1) return {{}, "Softmax works on the features of a flat (rank-1) input; insert Flatten before it"};
+    return {in, nullptr};
+  }
+  static shape output_shape(const Softmax&, shape in) {
+    if (in.rank != 1)
+      throw shape_error(detail::concat("Softmax needs a flat (rank-1) input, got ", in.str(), "; insert Flatten"));
+    return in;
+  }
+
+  template <class T>
+  static void forward(const Softmax&, const forward_args<T>& a) {
+    const std::size_t F = a.in[0];
+    if (F == 0) return;
+    for (std::size_t n = 0; n < a.batch; ++n) {
+      const T* x = a.x + n * F;
+      T* y = a.y + n * F;
+      const T m = *std::max_element(x, x + F);
+      T s = T(0);
+      for (std::size_t i = 0; i < F; ++i) {
+        y[i] = std::exp(x[i] - m);
+        s += y[i];
+      }
+      for (std::size_t i = 0; i < F; ++i) y[i] /= s;  // s >= 1: the maximum contributes exp(0)
+    }
+  }
+  /// dx = J^T dy with J = diag(y) - y y^T.
+  template <class T>
+  static void backward(const Softmax&, const backward_args<T>& a, Softmax*) {
+    if (!a.dx) return;
+    const std::size_t F = a.in[0];
+    for (std::size_t n = 0; n < a.batch; ++n) {
+      const T* y = a.y + n * F;
+      const T* dy = a.dy + n * F;
+      T* dx = a.dx + n * F;
+      T dot = T(0);
+      for (std::size_t i = 0; i < F; ++i) dot += y[i] * dy[i];
+      for (std::size_t i = 0; i < F; ++i) dx[i] = y[i] * (dy[i] - dot);
+    }
+  }
+};
+
+}  // namespace nnlens
