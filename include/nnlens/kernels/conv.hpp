@@ -4,8 +4,10 @@
 //                   groups.  Unnamed fields follow the named ones: conv_geometry{.kh = 3} is a 3x3
 //                   kernel, stride 1, no padding; {.kh = 3, .kw = 5, .stride_h = 2, .pad_top = 1}
 //                   has stride_w = 2 and pad_bottom = 1, pad_left = pad_right = 0.
-//   pool_geometry   window kh x kw, per-axis stride (default: the window), padding, ceil_mode and
-//                   count_include_pad (AvgPool2D only).
+//   pool_geometry   window kh x kw, per-axis stride, padding, ceil_mode and count_include_pad
+//                   (AvgPool2D only).  The strides default to the window (non-overlapping); an
+//                   explicit stride_h other than kh is also stride_w's default:
+//                   {.kh = 3, .stride_h = 2} strides 2 both ways, {.kh = 2, .kw = 3} strides 2, 3.
 //   conv_geometry_dyn / pool_geometry_dyn   the "known only at run time" sentinels (the layer then
 //                   holds its geometry as a member; see layers/conv2d.hpp).
 //   kernels::im2col(x, C, H, W, g, OH, OW, col, ld)    col[(c*kh+i)*kw+j][oh*OW+ow] (row stride ld) =
@@ -67,7 +69,8 @@ inline constexpr conv_geometry conv_geometry_dyn{dyn, dyn, dyn, dyn, dyn, dyn, d
 /// Geometry of a 2-D pooling window.
 struct pool_geometry {
   std::size_t kh = 1, kw = kh;
-  std::size_t stride_h = kh, stride_w = kw;  // default: non-overlapping windows
+  std::size_t stride_h = kh;                       // default: non-overlapping windows
+  std::size_t stride_w = stride_h == kh ? kw : stride_h;  // default: likewise, or stride_h if it was set
   std::size_t pad_top = 0, pad_left = pad_top;
   std::size_t pad_bottom = pad_top, pad_right = pad_left;
   bool ceil_mode = false;         // PyTorch's rule: an extra window if it starts inside the input
@@ -77,11 +80,15 @@ struct pool_geometry {
   constexpr bool operator==(const pool_geometry&) const = default;
 
   constexpr bool is_dynamic() const { return kh == dyn; }
-  constexpr std::size_t out_h(std::size_t h) const {
-    return detail::window_out(h, kh, stride_h, pad_top, pad_bottom, 1, ceil_mode);
-  }
-  constexpr std::size_t out_w(std::size_t w) const {
-    return detail::window_out(w, kw, stride_w, pad_left, pad_right, 1, ceil_mode);
+  constexpr std::size_t out_h(std::size_t h) const { return out_extent(h, kh, stride_h, pad_top, pad_bottom); }
+  constexpr std::size_t out_w(std::size_t w) const { return out_extent(w, kw, stride_w, pad_left, pad_right); }
+  /// PyTorch's pooling_output_shape with per-side padding: in ceil_mode the last window must start
+  /// inside the input or the top/left padding, also when the division is exact (reachable only
+  /// with a bottom/right padding >= the window, which PyTorch's symmetric pad <= k/2 excludes).
+  constexpr std::size_t out_extent(std::size_t in, std::size_t k, std::size_t s, std::size_t lo, std::size_t hi) const {
+    std::size_t n = detail::window_out(in, k, s, lo, hi, 1, ceil_mode);
+    if (ceil_mode && n != dyn && n > 0 && (n - 1) * s >= in + lo) --n;
+    return n;
   }
   constexpr const char* invalid() const {
     if (kh == 0 || kw == 0) return "the window must be at least 1x1";
