@@ -41,12 +41,12 @@ int check(const char* name) {
 }
 
 using MLP = Sequential<Input<784>, Dense<256>, ReLU, Dense<256>, ReLU, Dense<10>>;
+using LeNet5 = Sequential<Input<1, 28, 28>, Conv2D<6, 5, 1, 2>, ReLU, MaxPool2D<2>, Conv2D<16, 5>, ReLU, MaxPool2D<2>,
+                          Flatten, Dense<120>, ReLU, Dense<84>, ReLU, Dense<10>>;
 
 int main() {
   int fails = 0;
   fails += check<MLP>("MLP 784-256-256-10");
-#ifdef NNLENS_ALLOC_LENET
-  fails += check<NNLENS_ALLOC_LENET>("LeNet-5");
-#endif
+  fails += check<LeNet5>("LeNet-5");
   return fails;
 }
