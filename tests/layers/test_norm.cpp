@@ -23,7 +23,7 @@ std::vector<double> randn(std::size_t n, std::mt19937_64& r, double scale = 1.0)
 }
 
 /// A random per-sample shape: rank 1 {2..5} or rank 3 {1..4, 1..4, 1..4}.
-shape random_shape(std::mt19937_64& r, bool rank3_allowed = true) {
+[[maybe_unused]] shape random_shape(std::mt19937_64& r, bool rank3_allowed = true) {
   std::uniform_int_distribution<std::size_t> d(1, 4);
   if (rank3_allowed && r() % 2) return shape(d(r), d(r), d(r));
   return shape(d(r) + 1);

@@ -476,6 +476,7 @@ constexpr std::size_t parameter_tensor_count() {
           k += std::tuple_size_v<decltype(layer_traits<L>::parameters(std::declval<L&>()))>;
       };
       (one(std::type_identity<Ls>{}), ...);
+      (void)one;
     }(std::type_identity<B>{});
   }
   return k;
