@@ -116,7 +116,9 @@ std::vector<T> pool_forward(const L& l, shape in, std::size_t batch, const std::
   const shape out = Tr::output_shape(l, in);
   std::vector<T> y(batch * out.size(), T(-777));
   std::vector<T> cache(Tr::cache_size(&l, in, out) * batch + 1, T(-1));
-  Tr::forward(l, forward_args<T>{in, out, batch, x.data(), y.data(), with_cache ? cache.data() : nullptr, nullptr});
+  std::vector<T> scratch(Tr::scratch_size(&l, in, out, batch) + 1, T(std::nan("")));  // undefined contents
+  Tr::forward(l, forward_args<T>{in, out, batch, x.data(), y.data(), with_cache ? cache.data() : nullptr,
+                                 scratch.data()});
   if (cache_out) *cache_out = cache;
   return y;
 }
@@ -129,9 +131,10 @@ std::vector<double> pool_backward(const L& l, shape in, std::size_t batch, const
   std::vector<double> cache;
   const auto y = pool_forward(l, in, batch, x, with_cache, &cache);
   std::vector<double> dx(x.size(), std::nan(""));
+  std::vector<double> scratch(Tr::scratch_size(&l, in, out, batch) + 1, std::nan(""));
   Tr::backward(l,
                backward_args<double>{in, out, batch, x.data(), y.data(), dy.data(), with_cache ? cache.data() : nullptr,
-                                     dx.data(), nullptr},
+                                     dx.data(), scratch.data()},
                nullptr);
   return dx;
 }
@@ -173,6 +176,10 @@ std::vector<pool_case> fixed_pool_cases() {
       {1, 1, 6, 6, pool_geometry{.kh = 3, .stride_h = 2, .pad_top = 1, .ceil_mode = true, .count_include_pad = false}},
       {3, 2, 4, 4, pool_geometry{.kh = 4, .kw = 1}},
       {2, 2, 5, 5, pool_geometry{.kh = 5}},  // window == input
+      {2, 2, 9, 37, pool_geometry{.kh = 3, .stride_h = 2, .pad_top = 1}},  // wide rows: vector path + overlap
+      {1, 3, 6, 19, pool_geometry{.kh = 2, .kw = 3, .stride_h = 1, .stride_w = 1, .ceil_mode = true}},
+      {2, 2, 12, 40, pool_geometry{.kh = 2}},                        // whole-plane strided runs (20 x 6 outputs)
+      {1, 2, 9, 36, pool_geometry{.kh = 3, .kw = 2, .stride_h = 2}},  // rows tile, stride_h 2 gathers rows
   };
 }
 
@@ -297,7 +304,8 @@ TEST_CASE("MaxPool2D / AvgPool2D: forward matches the naive references on many g
     const shape in(c.C, c.H, c.W);
     std::normal_distribution<double> nd(0, 1);
     std::vector<double> x(c.N * in.size());
-    for (auto& v : x) v = nd(r);
+    const bool ties = (run + rejected) % 2 == 1;  // every other case: small integers, many ties
+    for (auto& v : x) v = ties ? std::floor(2 * nd(r)) : nd(r);
     DMax mp;
     mp.geometry = c.g;
     mp.geometry.count_include_pad = true;
@@ -332,6 +340,17 @@ TEST_CASE("MaxPool2D / AvgPool2D: forward matches the naive references on many g
     for (std::size_t k = 0; k < x.size(); ++k) {
       REQUIRE(near(d1[k], dref[k], 1e-14));
       REQUIRE(d1[k] == d2[k]);  // cached arg-max == recomputed arg-max
+    }
+    // float (twice the vector lanes): values and cached arg-max against the reference on the
+    // float-rounded input
+    std::vector<float> xf(x.begin(), x.end());
+    std::vector<window_ref> fref;
+    REQUIRE(naive_max(c, std::vector<double>(xf.begin(), xf.end()), fref));
+    std::vector<float> fcache;
+    const auto yf = pool_forward(mp, in, c.N, xf, true, &fcache);
+    for (std::size_t k = 0; k < yf.size(); ++k) {
+      REQUIRE(double(yf[k]) == fref[k].value);
+      REQUIRE(std::size_t(fcache[k]) == fref[k].arg % (c.H * c.W));
     }
     ++run;
   }

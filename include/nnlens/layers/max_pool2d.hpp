@@ -20,11 +20,14 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <string>
 
 #include "nnlens/core/traits.hpp"
 #include "nnlens/kernels/conv.hpp"
+#include "nnlens/kernels/simd.hpp"
 #include "nnlens/network/dynamic_form.hpp"
 
 namespace nnlens {
@@ -47,30 +50,179 @@ using MaxPool2D =
 
 namespace detail {
 
-/// Arg-max (index h*W + w in the plane) of every output of one [H, W] plane.  Ties: the first
-/// maximum in row-major order; NaN beats numbers (the first NaN wins).
-template <class T, class F>
-void max_pool_plane(const T* x, std::size_t H, std::size_t W, const pool_geometry& g, std::size_t OH, std::size_t OW,
-                    F&& emit) {
-  for (std::size_t oh = 0; oh < OH; ++oh) {
-    const window_bounds r = pool_window(oh, g.stride_h, g.pad_top, g.kh, H);
-    for (std::size_t ow = 0; ow < OW; ++ow) {
-      const window_bounds c = pool_window(ow, g.stride_w, g.pad_left, g.kw, W);
-      std::size_t best_i = r.lo * W + c.lo;
-      T best = x[best_i];
-      for (std::size_t h = r.lo; h < r.hi; ++h) {
-        const T* row = x + h * W;
-        for (std::size_t w = c.lo; w < c.hi; ++w) {
-          const T v = row[w];
-          if (v > best || (v != v && best == best)) {
-            best = v;
-            best_i = h * W + w;
-          }
-        }
-      }
-      emit(oh * OW + ow, best_i, best);
+/// True where candidate (v, key k) beats the incumbent (b, key bk): a larger value, a NaN over a
+/// number, or an equal value (or both NaN) with a smaller key.  X: a scalar or a simd vector.
+template <class X>
+inline auto argmax_beats(X v, X k, X b, X bk) {
+  return (v > b) | ((v != v) & (b == b)) | (((v == b) | ((v != v) & (b != b))) & (k < bk));
+}
+
+/// Lane-wise arg-max update of lanes [0, n): the candidate v[i] with key k[i] (or the constant
+/// `key` when k == nullptr) replaces (b, bk)[i] where it beats it, and then also sets tag[i] = t
+/// (when tag != nullptr).
+template <class T>
+void argmax_update(std::size_t n, const T* v, const T* k, T key, T* b, T* bk, T* tag, T t) {
+  namespace simd = kernels::simd;
+  using V = simd::vec<T>;
+  constexpr std::size_t N = simd::width<T>;
+  if (n >= N) {
+    const V keyv = simd::broadcast(key), tv = simd::broadcast(t);
+    // full vectors, then one last vector overlapping the previous one (the update is idempotent)
+    for (std::size_t j = 0;; j += N) {
+      const std::size_t i = std::min(j, n - N);
+      const V vv = simd::load(v + i), bv = simd::load(b + i), bkv = simd::load(bk + i);
+      const V kv = k ? simd::load(k + i) : keyv;
+      const auto w = argmax_beats(vv, kv, bv, bkv);
+      simd::store(b + i, w ? vv : bv);
+      simd::store(bk + i, w ? kv : bkv);
+      if (tag) simd::store(tag + i, w ? tv : simd::load(tag + i));
+      if (i == n - N) break;
     }
+    return;
   }
+  // fewer lanes than a vector: one vector step on padded copies (branch-free: each comparison's
+  // outcome is data-dependent and would be mispredicted half the time)
+  T lv[N] = {}, lk[N] = {}, lb[N] = {}, lbk[N] = {}, ltag[N] = {};
+  for (std::size_t i = 0; i < n; ++i) {
+    lv[i] = v[i];
+    lk[i] = k ? k[i] : key;
+    lb[i] = b[i];
+    lbk[i] = bk[i];
+    if (tag) ltag[i] = tag[i];
+  }
+  argmax_update<T>(N, lv, lk, key, lb, lbk, tag ? ltag : nullptr, t);
+  for (std::size_t i = 0; i < n; ++i) {
+    b[i] = lb[i];
+    bk[i] = lbk[i];
+    if (tag) tag[i] = ltag[i];
+  }
+}
+
+/// p[0, n) = v with vector stores (std::fill_n stays scalar at -O2).
+template <class T>
+inline void vfill(T* p, std::size_t n, T v) {
+  namespace simd = kernels::simd;
+  constexpr std::size_t N = simd::width<T>;
+  if (n < N) {
+    for (std::size_t i = 0; i < n; ++i) p[i] = v;
+    return;
+  }
+  const auto vv = simd::broadcast(v);
+  for (std::size_t i = 0; i + N <= n; i += N) simd::store(p + i, vv);
+  simd::store(p + n - N, vv);
+}
+
+/// dst[t] = src[t * stride] for t in [0, n).  Stride 2 deinterleaves whole vectors; it may read
+/// up to src[2n] (the caller keeps that inside its buffer).
+template <class T>
+inline void strided_copy(const T* src, std::size_t stride, std::size_t n, T* dst) {
+  namespace simd = kernels::simd;
+  using V = simd::vec<T>;
+  constexpr std::size_t N = simd::width<T>;
+  if (stride == 2 && n >= N) {
+    using I = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
+    typedef I M __attribute__((vector_size(sizeof(V))));
+    M even;
+    for (std::size_t k = 0; k < N; ++k) even[k] = I(2 * k);
+    for (std::size_t j = 0;; j += N) {
+      const std::size_t t = std::min(j, n - N);
+      const V a = simd::load(src + 2 * t), b = simd::load(src + 2 * t + N);
+      simd::store(dst + t, V(__builtin_shuffle(a, b, even)));
+      if (t == n - N) break;
+    }
+    return;
+  }
+  for (std::size_t t = 0; t < n; ++t) dst[t] = src[t * stride];
+}
+
+/// Scratch scalars max_pool_plane needs for an [H, W] plane pooled to [OH, OW].
+constexpr std::size_t max_pool_work(std::size_t W, std::size_t OH, std::size_t OW) {
+  return 3 * OH * W + 5 * OH * OW;
+}
+
+/// Arg-max of every output of `planes` consecutive [H, W] planes (planes > 1 only when
+/// max_pool_planes_per_block allows it); emit(o, plane, index h*W + w in that plane, value) with o
+/// the output's index among the block's outputs.
+/// Ties: the first maximum in row-major order; NaN beats numbers (the first NaN wins).
+/// Two vectorised stages over the whole plane: (1) for every output row and input column, the
+/// maximum over the window's rows and the window row i holding it (rows visited top-down, so
+/// a tie keeps the upper one); (2) for every output, the best over the window's columns j, visited
+/// left to right, a tie going to the smaller i.  Padding never takes part: it enters as -inf with
+/// a key that loses every tie.  work: max_pool_work(W, planes * OH, OW) scalars.
+template <class T, class F>
+void max_pool_plane(const T* x, std::size_t planes, std::size_t H1, std::size_t W, const pool_geometry& g,
+                    std::size_t OH1, std::size_t OW, T* work, F&& emit) {
+  const T ninf = -std::numeric_limits<T>::infinity();
+  const std::size_t H = planes * H1, OH = planes * OH1;  // the planes stacked into one tall plane
+  const std::size_t sh = g.stride_h, sw = g.stride_w, P = OH * OW;
+  T* m = work;          // [OH][W]: column maxima of each output row's window rows
+  T* mi = m + OH * W;   //          the window row i holding them
+  T* xs = mi + OH * W;  // [OH][W]: the input rows of one window row i, gathered (stride_h > 1)
+  T* best = xs + OH * W;  // [OH][OW]: value, window row i, window column j
+  T* bi = best + P;
+  T* bj = bi + P;
+  T* gv = bj + P;  // [OH][OW]: stage-2 gathers
+  T* gi = gv + P;
+  vfill(m, OH * W, ninf);
+  vfill(mi, OH * W, T(g.kh));  // loses every tie against a real row
+  for (std::size_t i = 0; i < g.kh; ++i) {
+    const kernels::output_range r = kernels::valid_outputs(H, OH, sh, std::ptrdiff_t(i) - std::ptrdiff_t(g.pad_top));
+    const std::size_t n = r.hi - r.lo;
+    if (n == 0) continue;
+    const T* src = x + r.first * W;  // rows r.first, r.first + sh, ...
+    if (sh != 1) {
+      for (std::size_t q = 0; q < n; ++q) std::copy_n(x + (r.first + q * sh) * W, W, xs + q * W);
+      src = xs;
+    }
+    argmax_update<T>(n * W, src, nullptr, T(i), m + r.lo * W, mi + r.lo * W, nullptr, T(0));
+  }
+  vfill(best, P, ninf);
+  vfill(bi, P, T(g.kh));
+  vfill(bj, P, T(0));
+  for (std::size_t j = 0; j < g.kw; ++j) {
+    const kernels::output_range c = kernels::valid_outputs(W, OW, sw, std::ptrdiff_t(j) - std::ptrdiff_t(g.pad_left));
+    if (c.hi == c.lo) continue;
+    if (c.lo == 0 && c.hi == OW && W == sw * OW) {
+      // the tap is inside every window and the rows tile exactly: one strided run over the plane
+      // (stride 2 may read one vector past m / mi: into mi / xs, never outside the work buffer)
+      strided_copy(m + c.first, sw, P, gv);
+      strided_copy(mi + c.first, sw, P, gi);
+      argmax_update<T>(P, gv, gi, T(0), best, bi, bj, T(j));
+      continue;
+    }
+    for (std::size_t oh = 0; oh < OH; ++oh) {
+      T* v = gv + oh * OW;
+      T* k = gi + oh * OW;
+      const T* mrow = m + oh * W + c.first;
+      const T* irow = mi + oh * W + c.first;
+      for (std::size_t ow = 0; ow < c.lo; ++ow) v[ow] = ninf, k[ow] = T(g.kh);
+      for (std::size_t q = 0; q < c.hi - c.lo; ++q) {
+        v[c.lo + q] = mrow[q * sw];
+        k[c.lo + q] = irow[q * sw];
+      }
+      for (std::size_t ow = c.hi; ow < OW; ++ow) v[ow] = ninf, k[ow] = T(g.kh);
+    }
+    argmax_update<T>(P, gv, gi, T(0), best, bi, bj, T(j));
+  }
+  std::size_t o = 0;
+  for (std::size_t p = 0; p < planes; ++p)
+    for (std::size_t oh = 0; oh < OH1; ++oh) {
+      const std::size_t h0 = oh * sh - g.pad_top;  // modular arithmetic: h0 + i is the row in the plane
+      for (std::size_t ow = 0; ow < OW; ++ow, ++o) {
+        const std::size_t w0 = ow * sw - g.pad_left;
+        const std::size_t h = h0 + std::size_t(std::ptrdiff_t(bi[o])), w = w0 + std::size_t(std::ptrdiff_t(bj[o]));
+        emit(o, p, h * W + w, best[o]);
+      }
+    }
+}
+
+/// How many planes max_pool_plane takes at once: several when the windows tile the rows exactly
+/// (no vertical padding, H == OH * stride_h, no window past the last row), so that stacked planes
+/// never share a window; enough for ~256 outputs.
+constexpr std::size_t max_pool_planes_per_block(const pool_geometry& g, std::size_t H, std::size_t OH, std::size_t OW) {
+  const bool stack = g.pad_top == 0 && g.pad_bottom == 0 && H == OH * g.stride_h && (OH - 1) * g.stride_h + g.kh <= H;
+  if (!stack || OH * OW == 0) return 1;
+  return std::clamp<std::size_t>((256 + OH * OW - 1) / (OH * OW), 1, 64);
 }
 
 template <class T>
@@ -99,22 +251,31 @@ struct layer_traits<MaxPool2DG<G>> : layer_defaults {
 
   /// One arg-max index per output.
   static constexpr std::size_t cache_size(const L*, shape, shape out) { return out.size(); }
+  /// Work space of detail::max_pool_plane (one block of planes at a time).
+  static constexpr std::size_t scratch_size(const L* l, shape in, shape out, std::size_t) {
+    const std::size_t pb = detail::max_pool_planes_per_block(geometry_of(l), in[1], out[1], out[2]);
+    return detail::max_pool_work(in[2], pb * out[1], out[2]);
+  }
 
   template <class T>
   static void forward(const L& l, const forward_args<T>& a) {
     const pool_geometry g = geometry_of(&l);
-    const std::size_t C = a.in[0], H = a.in[1], W = a.in[2], OH = a.out[1], OW = a.out[2];
+    const std::size_t C = a.in[0], H = a.in[1], W = a.in[2], OH = a.out[1], OW = a.out[2], P = OH * OW;
+    const std::size_t planes = a.batch * C, pb = detail::max_pool_planes_per_block(g, H, OH, OW);
     const bool cache = a.cache && detail::index_exact_in<T>(H * W);
-    for (std::size_t pl = 0; pl < a.batch * C; ++pl) {
-      T* y = a.y + pl * OH * OW;
+    for (std::size_t p0 = 0; p0 < planes; p0 += pb) {
+      const std::size_t np = std::min(pb, planes - p0);
+      T* y = a.y + p0 * P;
       if (cache) {
-        T* ci = a.cache + pl * OH * OW;
-        detail::max_pool_plane(a.x + pl * H * W, H, W, g, OH, OW, [&](std::size_t o, std::size_t i, T v) {
-          y[o] = v;
-          ci[o] = T(i);
-        });
+        T* ci = a.cache + p0 * P;
+        detail::max_pool_plane(a.x + p0 * H * W, np, H, W, g, OH, OW, a.scratch,
+                               [&](std::size_t o, std::size_t, std::size_t i, T v) {
+                                 y[o] = v;
+                                 ci[o] = T(i);
+                               });
       } else {
-        detail::max_pool_plane(a.x + pl * H * W, H, W, g, OH, OW, [&](std::size_t o, std::size_t, T v) { y[o] = v; });
+        detail::max_pool_plane(a.x + p0 * H * W, np, H, W, g, OH, OW, a.scratch,
+                               [&](std::size_t o, std::size_t, std::size_t, T v) { y[o] = v; });
       }
     }
   }
@@ -123,19 +284,24 @@ struct layer_traits<MaxPool2DG<G>> : layer_defaults {
   static void backward(const L& l, const backward_args<T>& a, L*) {
     if (!a.dx) return;
     const pool_geometry g = geometry_of(&l);
-    const std::size_t C = a.in[0], H = a.in[1], W = a.in[2], OH = a.out[1], OW = a.out[2];
-    std::fill(a.dx, a.dx + a.batch * C * H * W, T(0));
-    const bool cache = a.cache && detail::index_exact_in<T>(H * W);
-    for (std::size_t pl = 0; pl < a.batch * C; ++pl) {
-      T* dx = a.dx + pl * H * W;
-      const T* dy = a.dy + pl * OH * OW;
-      if (cache) {
-        const T* ci = a.cache + pl * OH * OW;
-        for (std::size_t o = 0; o < OH * OW; ++o) dx[std::size_t(ci[o])] += dy[o];
-      } else {
-        detail::max_pool_plane(a.x + pl * H * W, H, W, g, OH, OW,
-                               [&](std::size_t o, std::size_t i, T) { dx[i] += dy[o]; });
+    const std::size_t C = a.in[0], H = a.in[1], W = a.in[2], OH = a.out[1], OW = a.out[2], P = OH * OW;
+    const std::size_t planes = a.batch * C;
+    std::fill(a.dx, a.dx + planes * H * W, T(0));
+    if (a.cache && detail::index_exact_in<T>(H * W)) {
+      for (std::size_t pl = 0; pl < planes; ++pl) {
+        T* dx = a.dx + pl * H * W;
+        const T* dy = a.dy + pl * P;
+        const T* ci = a.cache + pl * P;
+        for (std::size_t o = 0; o < P; ++o) dx[std::size_t(ci[o])] += dy[o];
       }
+      return;
+    }
+    const std::size_t pb = detail::max_pool_planes_per_block(g, H, OH, OW);
+    for (std::size_t p0 = 0; p0 < planes; p0 += pb) {
+      T* dx = a.dx + p0 * H * W;
+      const T* dy = a.dy + p0 * P;
+      detail::max_pool_plane(a.x + p0 * H * W, std::min(pb, planes - p0), H, W, g, OH, OW, a.scratch,
+                             [&](std::size_t o, std::size_t p, std::size_t i, T) { dx[p * H * W + i] += dy[o]; });
     }
   }
 };
