@@ -1,0 +1,22 @@
+// tools/nnlens/demo.hpp -- `nnlens demo`: train (or reuse) LeNet-5 on Fashion-MNIST and report.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace nnlens::tool {
+
+struct demo_options {
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string cache_dir = "models-cache";
+  std::size_t epochs = 0;  // 0: the recipe's default
+  std::uint64_t seed = 1;
+  std::size_t threads = 0;  // 0: all cores (or NNLENS_NUM_THREADS)
+  bool retrain = false;
+};
+
+/// Runs the demo; returns the process exit code.  Throws nnlens::error on bad input.
+int run_demo(const demo_options& o);
+
+}  // namespace nnlens::tool
