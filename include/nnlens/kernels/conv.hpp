@@ -13,6 +13,8 @@
 //   kernels::im2col(x, C, H, W, g, OH, OW, col, ld)    col[(c*kh+i)*kw+j][oh*OW+ow] (row stride ld) =
 //                   x[c][oh*sh + i*dh - pad_top][ow*sw + j*dw - pad_left], 0 in the padding
 //   kernels::col2im(col, ld, C, H, W, g, OH, OW, dx)   the adjoint: ADDS every col entry into dx
+//   kernels::gemm_nt(M, N, K, A, lda, B, ldb, C, ldc)  C += A B^T for a long K (weight gradients)
+//   kernels::sum(x, n)                                 vectorised sum (bias gradients)
 //   kernels::valid_outputs(in, out, stride, off)       the outputs o in [lo, hi) with
 //                                                      0 <= o*stride + off < in (no div in loops)
 //   detail::pool_infer / pool_output_shape / pool_window   shape checks and window bounds shared
@@ -28,8 +30,14 @@
 #include <cstddef>
 #include <cstring>
 #include <string_view>
+#include <type_traits>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "nnlens/core/shape.hpp"
+#include "nnlens/kernels/simd.hpp"
 
 namespace nnlens {
 
@@ -169,6 +177,136 @@ inline output_range valid_outputs(std::size_t in, std::size_t out, std::size_t s
   return r;
 }
 
+namespace detail {
+/// dst[0, n) = src[0, n) with vector moves (short rows: no library call); regions do not overlap.
+template <class T>
+inline void copy_row(T* dst, const T* src, std::size_t n) {
+  constexpr std::size_t N = simd::width<T>;
+  if (n < N) {
+#if defined(__AVX512F__)
+    if constexpr (std::is_same_v<T, float> && N == 16) {
+      const __mmask16 m = __mmask16((1u << n) - 1);
+      _mm512_mask_storeu_ps(dst, m, _mm512_maskz_loadu_ps(m, src));
+      return;
+    } else if constexpr (std::is_same_v<T, double> && N == 8) {
+      const __mmask8 m = __mmask8((1u << n) - 1);
+      _mm512_mask_storeu_pd(dst, m, _mm512_maskz_loadu_pd(m, src));
+      return;
+    }
+#endif
+    for (std::size_t i = 0; i < n; ++i) dst[i] = src[i];
+    return;
+  }
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) simd::store(dst + i, simd::load(src + i));
+  if (i < n) simd::store(dst + n - N, simd::load(src + n - N));
+}
+/// dst[0, n) = 0.
+template <class T>
+inline void zero_row(T* dst, std::size_t n) {
+  constexpr std::size_t N = simd::width<T>;
+  if (n < N) {
+    for (std::size_t i = 0; i < n; ++i) dst[i] = T(0);
+    return;
+  }
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) simd::store(dst + i, simd::vec<T>{});
+  if (i < n) simd::store(dst + n - N, simd::vec<T>{});
+}
+}  // namespace detail
+
+/// sum of x[0, n), with vector accumulators (deterministic order for a given build).
+template <class T>
+inline T sum(const T* x, std::size_t n) {
+  constexpr std::size_t N = simd::width<T>;
+  simd::vec<T> a0{}, a1{};
+  std::size_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    a0 += simd::load(x + i);
+    a1 += simd::load(x + i + N);
+  }
+  for (; i + N <= n; i += N) a0 += simd::load(x + i);
+  T s = simd::hsum<T>(a0 + a1);
+  for (; i < n; ++i) s += x[i];
+  return s;
+}
+
+namespace detail {
+/// C[R x S] += A[R rows, lda] . B[S rows, ldb]^T over k in [0, K), one register tile.
+template <std::size_t R, std::size_t S, class T>
+inline void gemm_nt_tile(std::size_t K, const T* A, std::size_t lda, const T* B, std::size_t ldb, T* C,
+                         std::size_t ldc) {
+  using V = simd::vec<T>;
+  constexpr std::size_t N = simd::width<T>;
+  V acc[R][S] = {};
+  std::size_t k = 0;
+  for (; k + N <= K; k += N) {
+    V b[S];
+    for (std::size_t s = 0; s < S; ++s) b[s] = simd::load(B + s * ldb + k);
+    for (std::size_t r = 0; r < R; ++r) {
+      const V a = simd::load(A + r * lda + k);
+      for (std::size_t s = 0; s < S; ++s) acc[r][s] += a * b[s];
+    }
+  }
+  if (k < K) {  // the tail as one more vector step on zero-padded copies
+    const std::size_t n = K - k;
+    V b[S];
+    for (std::size_t s = 0; s < S; ++s) {
+      alignas(64) T tmp[N] = {};
+      for (std::size_t q = 0; q < n; ++q) tmp[q] = B[s * ldb + k + q];
+      b[s] = simd::load(tmp);
+    }
+    for (std::size_t r = 0; r < R; ++r) {
+      alignas(64) T tmp[N] = {};
+      for (std::size_t q = 0; q < n; ++q) tmp[q] = A[r * lda + k + q];
+      const V a = simd::load(tmp);
+      for (std::size_t s = 0; s < S; ++s) acc[r][s] += a * b[s];
+    }
+  }
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t s = 0; s < S; ++s) C[r * ldc + s] += simd::hsum<T>(acc[r][s]);
+}
+}  // namespace detail
+
+/// C[M, N] += A[M, K] . B[N, K]^T for a long K (both operands with K contiguous): the convolution
+/// weight gradient dW += dy . col^T.  Register tiles of 6 x 2 dot products, K in blocks that keep
+/// six rows of A in L1.  Deterministic for given sizes.
+template <class T>
+void gemm_nt(std::size_t M, std::size_t N, std::size_t K, const T* A, std::size_t lda, const T* B, std::size_t ldb,
+             T* C, std::size_t ldc) {
+  constexpr std::size_t MR = 6, NR = 2, KC = 1024, W = simd::width<T>;
+  // K in equal blocks of at most KC (whole vectors), so no block is a short remainder
+  const std::size_t blocks = (K + KC - 1) / KC;
+  const std::size_t kb = ((K + blocks - 1) / std::max<std::size_t>(1, blocks) + W - 1) / W * W;
+  for (std::size_t k0 = 0; k0 < K; k0 += kb) {
+    const std::size_t kc = std::min(kb, K - k0);
+    for (std::size_t i = 0; i < M; i += MR) {
+      const std::size_t mr = std::min(MR, M - i);
+      const T* a = A + i * lda + k0;
+      for (std::size_t j = 0; j < N; j += NR) {
+        const std::size_t nr = std::min(NR, N - j);
+        const T* b = B + j * ldb + k0;
+        T* c = C + i * ldc + j;
+        // dispatch on the tile shape (the compiler keeps each accumulator block in registers)
+        switch (mr * 2 + nr - 1) {
+          case 6 * 2 + 1: detail::gemm_nt_tile<6, 2>(kc, a, lda, b, ldb, c, ldc); break;
+          case 6 * 2 + 0: detail::gemm_nt_tile<6, 1>(kc, a, lda, b, ldb, c, ldc); break;
+          case 5 * 2 + 1: detail::gemm_nt_tile<5, 2>(kc, a, lda, b, ldb, c, ldc); break;
+          case 5 * 2 + 0: detail::gemm_nt_tile<5, 1>(kc, a, lda, b, ldb, c, ldc); break;
+          case 4 * 2 + 1: detail::gemm_nt_tile<4, 2>(kc, a, lda, b, ldb, c, ldc); break;
+          case 4 * 2 + 0: detail::gemm_nt_tile<4, 1>(kc, a, lda, b, ldb, c, ldc); break;
+          case 3 * 2 + 1: detail::gemm_nt_tile<3, 2>(kc, a, lda, b, ldb, c, ldc); break;
+          case 3 * 2 + 0: detail::gemm_nt_tile<3, 1>(kc, a, lda, b, ldb, c, ldc); break;
+          case 2 * 2 + 1: detail::gemm_nt_tile<2, 2>(kc, a, lda, b, ldb, c, ldc); break;
+          case 2 * 2 + 0: detail::gemm_nt_tile<2, 1>(kc, a, lda, b, ldb, c, ldc); break;
+          case 1 * 2 + 1: detail::gemm_nt_tile<1, 2>(kc, a, lda, b, ldb, c, ldc); break;
+          default: detail::gemm_nt_tile<1, 1>(kc, a, lda, b, ldb, c, ldc); break;
+        }
+      }
+    }
+  }
+}
+
 /// See the header comment.  Writes every entry of the C*kh*kw x OH*OW block of col.
 template <class T>
 void im2col(const T* x, std::size_t C, std::size_t H, std::size_t W, const conv_geometry& g, std::size_t OH,
@@ -187,18 +325,18 @@ void im2col(const T* x, std::size_t C, std::size_t H, std::size_t W, const conv_
         for (std::size_t oh = 0; oh < OH; ++oh) {
           T* d = dst + oh * OW;
           if (oh < rh.lo || oh >= rh.hi || nw == 0) {
-            std::fill(d, d + OW, T(0));
+            detail::zero_row(d, OW);
             continue;
           }
           const T* s = xc + (rh.first + (oh - rh.lo) * sh) * W + rw.first;
-          std::fill(d, d + rw.lo, T(0));
+          for (std::size_t k = 0; k < rw.lo; ++k) d[k] = T(0);
           T* dv = d + rw.lo;
           if (sw == 1) {
-            std::memcpy(dv, s, nw * sizeof(T));
+            detail::copy_row(dv, s, nw);
           } else {
             for (std::size_t k = 0; k < nw; ++k) dv[k] = s[k * sw];
           }
-          std::fill(d + rw.hi, d + OW, T(0));
+          for (std::size_t k = rw.hi; k < OW; ++k) d[k] = T(0);
         }
       }
     }

@@ -17,7 +17,8 @@
 // ensures:  forward is im2col + kernels::gemm, W_g[Out/g, C/g*kh*kw] x col[C/g*kh*kw, columns]
 //           with several samples side by side in `columns` when one sample's output plane is
 //           small (so the GEMMs stay large); 1x1 stride-1 unpadded convolutions skip im2col.
-//           backward: dx = col2im(W^T dy); dW += dy col^T; db += sum dy.  Scratch comes from
+//           backward: dx = col2im(W^T dy); dW += dy col^T (kernels::gemm_nt: dot products along
+//           the long pixel axis); db += sum dy.  Scratch comes from
 //           scratch_size (a compile-time constant for a static layer); nothing is allocated except
 //           the GEMM's own packing buffers, which grow once.
 #pragma once
@@ -235,10 +236,7 @@ struct layer_traits<Conv2DG<Out, G, T>> : layer_defaults {
       Tx* gb = grad->b.data();
       for (std::size_t n = 0; n < a.batch; ++n)
         for (std::size_t o = 0; o < p.O; ++o) {
-          const Tx* d = a.dy + n * out_n + o * p.P;
-          Tx s = Tx(0);
-          for (std::size_t q = 0; q < p.P; ++q) s += d[q];
-          gb[o] += s;
+          gb[o] += kernels::sum(a.dy + n * out_n + o * p.P, p.P);
         }
     }
     if (p.direct) {
@@ -246,8 +244,8 @@ struct layer_traits<Conv2DG<Out, G, T>> : layer_defaults {
         for (std::size_t gi = 0; gi < p.G; ++gi) {
           const Tx* dyg = a.dy + n * out_n + gi * p.Og * p.P;
           if (grad)
-            kernels::gemm<Tx>(false, true, p.Og, p.Cg, p.P, dyg, p.P, a.x + n * in_n + gi * in_g, p.P, Tx(1),
-                              gW + gi * p.Og * p.Kc, p.Kc);
+            kernels::gemm_nt<Tx>(p.Og, p.Cg, p.P, dyg, p.P, a.x + n * in_n + gi * in_g, p.P, gW + gi * p.Og * p.Kc,
+                                 p.Kc);
           if (a.dx)
             kernels::gemm<Tx>(true, false, p.Cg, p.P, p.Og, Wd + gi * p.Og * p.Kc, p.Kc, dyg, p.P, Tx(0),
                               a.dx + n * in_n + gi * in_g, p.P);
@@ -270,7 +268,7 @@ struct layer_traits<Conv2DG<Out, G, T>> : layer_defaults {
         if (grad) {
           for (std::size_t s = 0; s < nbc; ++s)
             kernels::im2col(a.x + (n0 + s) * in_n + gi * in_g, p.Cg, p.H, p.W, g, p.OH, p.OW, col + s * p.P, ld);
-          kernels::gemm<Tx>(false, true, p.Og, p.Kc, ld, dyg, ld, col, ld, Tx(1), gW + gi * p.Og * p.Kc, p.Kc);
+          kernels::gemm_nt<Tx>(p.Og, p.Kc, ld, dyg, ld, col, ld, gW + gi * p.Og * p.Kc, p.Kc);
         }
         if (a.dx) {
           kernels::gemm<Tx>(true, false, p.Kc, ld, p.Og, Wd + gi * p.Og * p.Kc, p.Kc, dyg, ld, Tx(0), col, ld);
