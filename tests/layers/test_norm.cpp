@@ -1,11 +1,12 @@
 // BatchNorm (inference form, per feature / per channel) and Affine (per element / channel / one
 // value): hand-computed cases, backward (dx, dgamma, dbeta, ds, dt) against central finite
-// differences on random shapes, static vs DynamicNetwork (bitwise, forward and gradients),
+// differences on random shapes, static vs DynamicNetwork (outputs bitwise, gradients to 1e-12),
 // from_dynamic, initialisation, shape and value errors naming the layer.
 #include <doctest/doctest.h>
 
 #include <nnlens/nnlens.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <utility>
@@ -132,6 +133,17 @@ void check_bitwise(const A& a, const B& b) {
   std::size_t diff = 0;
   for (std::size_t i = 0; i < a.size(); ++i) diff += !(a.data()[i] == b.data()[i]);
   CHECK(diff == 0);
+}
+
+/// Gradients of the static and the run-time form: the same code, but with compile-time shapes g++
+/// -O3 may vectorise a reduction loop differently and contract a*b+c into an FMA in one form and
+/// not the other (seen for BatchNorm's dgamma: 1 ulp), so gradients are compared to 1e-12.
+template <class A, class B>
+void check_close(const A& a, const B& b) {
+  REQUIRE(a.size() == b.size());
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) bad += !(a[i] == b[i] || std::abs(a[i] - b[i]) <= 1e-12 * std::max(std::abs(a[i]), std::abs(b[i])));
+  CHECK(bad == 0);
 }
 
 }  // namespace
@@ -283,7 +295,7 @@ TEST_CASE("initialisation follows PyTorch (BatchNorm) and gives the identity (Af
   for (std::size_t i = 0; i < y.size(); ++i) CHECK(y.data()[i] == doctest::Approx(x.data()[i] / (1 + 1e-5)).epsilon(1e-6));
 }
 
-TEST_CASE("BatchNorm and Affine: static and dynamic networks agree bitwise (outputs and gradients)") {
+TEST_CASE("BatchNorm and Affine: static and dynamic networks agree (outputs bitwise, gradients to 1e-12)") {
   using Net = Sequential<Input<3, 6, 6>, Affine<3>, Conv2D<4, 3, 1, 1>, BatchNorm<>, ReLU, MaxPool2D<2>, Flatten,
                          Dense<10>, BatchNorm<10>, ReLU, Affine<>, Dense<3>, Affine<1>>;
   Net net;
@@ -320,11 +332,11 @@ TEST_CASE("BatchNorm and Affine: static and dynamic networks agree bitwise (outp
   std::vector<double> dx1(xd.size()), dx2(xd.size());
   backward(nd, t1, c.data(), &g1, dx1.data());
   backward(dd, t2, c.data(), &g2, dx2.data());
-  CHECK(dx1 == dx2);
+  check_close(dx1, dx2);
   auto p1 = parameter_spans(g1);
   auto p2 = parameter_spans(g2);
   REQUIRE(p1.size() == p2.size());
-  for (std::size_t k = 0; k < p1.size(); ++k) CHECK(std::equal(p1[k].begin(), p1[k].end(), p2[k].begin(), p2[k].end()));
+  for (std::size_t k = 0; k < p1.size(); ++k) check_close(p1[k], p2[k]);
 }
 
 TEST_CASE("BatchNorm and Affine shape errors name the layer") {
