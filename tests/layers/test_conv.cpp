@@ -209,6 +209,8 @@ TEST_CASE("Conv2D: compile-time shapes and messages") {
   static_assert(std::is_same_v<dynamic_form_t<Conv2D<6, 5>>, Conv2D<dyn>>);
   // a static layer's scratch is a compile-time constant
   static_assert(layer_traits<L1>::scratch_size(nullptr, shape(1, 28, 28), shape(6, 28, 28), 1) == 25 * 784);
+  // batch 8: three samples side by side backward (784 * 3 >= 2048): im2col and gathered dy
+  static_assert(layer_traits<L1>::scratch_size(nullptr, shape(1, 28, 28), shape(6, 28, 28), 8) == (25 + 6) * 784 * 3);
   CHECK(std::string(layer_traits<L1>::infer(shape(784)).error).find("rank 3") != std::string::npos);
   CHECK(std::string(layer_traits<Conv2D<6, 5>>::infer(shape(1, 4, 28)).error).find("larger than the padded input") !=
         std::string::npos);
@@ -269,22 +271,28 @@ TEST_CASE("Conv2D: forward matches the naive reference on many geometries") {
 
 TEST_CASE("Conv2D: both batch chunkings, the chunk remainder and the direct path") {
   std::mt19937_64 r(11);
-  // P = 16: 64 samples side by side, then a chunk of one (65 = 64 + 1)
-  const conv_case small{65, 3, 6, 6, 4, conv_geometry{.kh = 3, .pad_top = 0}};
+  // P = 16: forward 32 samples side by side, backward 128; 129 = 4 * 32 + 1 = 128 + 1
+  const conv_case small{129, 3, 6, 6, 4, conv_geometry{.kh = 3, .pad_top = 0}};
   const auto ps = detail::make_conv_plan(small.g, shape(3, 6, 6), shape(4, 4, 4), small.N);
-  CHECK(ps.nb == 64);
+  CHECK(ps.nb == 32);
+  CHECK(ps.nb_back == 128);
   CHECK(!ps.direct);
-  // P = 33*33 > 1024: one sample at a time
+  // P = 33*33 >= 512: one sample at a time forward, two backward (3 = 2 + 1)
   const conv_case big{3, 2, 35, 35, 3, conv_geometry{.kh = 3, .pad_top = 0}};
-  CHECK(detail::make_conv_plan(big.g, shape(2, 35, 35), shape(3, 33, 33), 3).nb == 1);
-  // a padded 1x1 convolution is not direct; P = 42: 25 samples side by side
+  const auto pb = detail::make_conv_plan(big.g, shape(2, 35, 35), shape(3, 33, 33), 3);
+  CHECK(pb.nb == 1);
+  CHECK(pb.nb_back == 2);
+  // a padded 1x1 convolution is not direct; P = 42: 13 samples side by side forward, all 40 backward
   const conv_case pad1{40, 30, 4, 5, 2, conv_geometry{.kh = 1, .stride_h = 1, .pad_top = 1}};
   const auto pp = detail::make_conv_plan(pad1.g, shape(30, 4, 5), shape(2, 6, 7), 40);
-  CHECK(pp.nb == 25);
+  CHECK(pp.nb == 13);
+  CHECK(pp.nb_back == 40);
   CHECK(!pp.direct);
-  // P = 16 with a tall im2col (1170 rows): the buffer cap limits the chunk to 2^20 / (1170*16) = 56
+  // P = 16 with a tall im2col (1170 rows): the buffer cap 2^20 / (1170*16) = 56 limits the backward chunk
   const conv_case wide{60, 130, 6, 6, 2, conv_geometry{.kh = 3}};
-  CHECK(detail::make_conv_plan(wide.g, shape(130, 6, 6), shape(2, 4, 4), 60).nb == 56);
+  const auto pw = detail::make_conv_plan(wide.g, shape(130, 6, 6), shape(2, 4, 4), 60);
+  CHECK(pw.nb == 32);
+  CHECK(pw.nb_back == 56);
   CHECK(detail::make_conv_plan(conv_geometry{}, shape(5, 4, 6), shape(3, 4, 6), 8).direct);
   for (const auto& c : {small, big, pad1, wide, conv_case{9, 4, 3, 3, 6, conv_geometry{.groups = 2}}}) {
     CAPTURE(describe(c));
@@ -446,7 +454,7 @@ TEST_CASE("Conv2D/pools: Sequential and DynamicNetwork give bitwise-identical ou
   CHECK(dnet.layer_name(2) == "MaxPool2D");
   CHECK(dnet.layer_name(5) == "AvgPool2D");
   CHECK(dnet.layer_name(8) == "GlobalAvgPool");
-  for (std::size_t batch : {1, 9}) {  // batch 9: a chunk of 8 samples, then one
+  for (std::size_t batch : {1, 9}) {  // batch 9: forward chunks of 4, 4 and 1 samples in the first conv
     auto x = random_images<float>({batch, 3, 12, 12}, 4);
     auto y1 = forward(net, x);
     auto y2 = forward(dnet, x);

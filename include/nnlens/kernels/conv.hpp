@@ -178,29 +178,28 @@ inline output_range valid_outputs(std::size_t in, std::size_t out, std::size_t s
 }
 
 namespace detail {
-/// dst[0, n) = src[0, n) with vector moves (short rows: no library call); regions do not overlap.
-template <class T>
-inline void copy_row(T* dst, const T* src, std::size_t n) {
-  constexpr std::size_t N = simd::width<T>;
-  if (n < N) {
 #if defined(__AVX512F__)
-    if constexpr (std::is_same_v<T, float> && N == 16) {
-      const __mmask16 m = __mmask16((1u << n) - 1);
-      _mm512_mask_storeu_ps(dst, m, _mm512_maskz_loadu_ps(m, src));
-      return;
-    } else if constexpr (std::is_same_v<T, double> && N == 8) {
-      const __mmask8 m = __mmask8((1u << n) - 1);
-      _mm512_mask_storeu_pd(dst, m, _mm512_maskz_loadu_pd(m, src));
-      return;
-    }
-#endif
-    for (std::size_t i = 0; i < n; ++i) dst[i] = src[i];
-    return;
-  }
-  std::size_t i = 0;
-  for (; i + N <= n; i += N) simd::store(dst + i, simd::load(src + i));
-  if (i < n) simd::store(dst + n - N, simd::load(src + n - N));
+template <class T>
+inline constexpr bool masked_ops = (std::is_same_v<T, float> || std::is_same_v<T, double>) && simd::width<T> * sizeof(T) == 64;
+template <class T>
+inline auto tail_mask(std::size_t n) {
+  if constexpr (std::is_same_v<T, float>)
+    return __mmask16((1u << n) - 1);
+  else
+    return __mmask8((1u << n) - 1);
 }
+template <class T, class M>
+inline void masked_copy(T* dst, const T* src, M m) {
+  if constexpr (std::is_same_v<T, float>)
+    _mm512_mask_storeu_ps(dst, m, _mm512_maskz_loadu_ps(m, src));
+  else
+    _mm512_mask_storeu_pd(dst, m, _mm512_maskz_loadu_pd(m, src));
+}
+#else
+template <class T>
+inline constexpr bool masked_ops = false;
+#endif
+
 /// dst[0, n) = 0.
 template <class T>
 inline void zero_row(T* dst, std::size_t n) {
@@ -213,6 +212,30 @@ inline void zero_row(T* dst, std::size_t n) {
   for (; i + N <= n; i += N) simd::store(dst + i, simd::vec<T>{});
   if (i < n) simd::store(dst + n - N, simd::vec<T>{});
 }
+
+/// rows x n block copy: dst[r*dld + k] = src[r*sld + k] (no overlap; short rows without calls).
+template <class T>
+inline void copy_block(T* dst, std::size_t dld, const T* src, std::size_t sld, std::size_t rows, std::size_t n) {
+  constexpr std::size_t N = simd::width<T>;
+  if (n >= N) {
+    for (std::size_t r = 0; r < rows; ++r, dst += dld, src += sld) {
+      std::size_t i = 0;
+      for (; i + N <= n; i += N) simd::store(dst + i, simd::load(src + i));
+      if (i < n) simd::store(dst + n - N, simd::load(src + n - N));  // overlapping: same values
+    }
+    return;
+  }
+#if defined(__AVX512F__)
+  if constexpr (masked_ops<T>) {
+    const auto m = tail_mask<T>(n);
+    for (std::size_t r = 0; r < rows; ++r, dst += dld, src += sld) masked_copy(dst, src, m);
+    return;
+  }
+#endif
+  for (std::size_t r = 0; r < rows; ++r, dst += dld, src += sld)
+    for (std::size_t i = 0; i < n; ++i) dst[i] = src[i];
+}
+
 }  // namespace detail
 
 /// sum of x[0, n), with vector accumulators (deterministic order for a given build).
@@ -321,22 +344,25 @@ void im2col(const T* x, std::size_t C, std::size_t H, std::size_t W, const conv_
         const output_range rw =
             valid_outputs(W, OW, sw, std::ptrdiff_t(j * g.dilation_w) - std::ptrdiff_t(g.pad_left));
         T* dst = col + ((c * g.kh + i) * g.kw + j) * ld;
-        const std::size_t nw = rw.hi - rw.lo;
-        for (std::size_t oh = 0; oh < OH; ++oh) {
-          T* d = dst + oh * OW;
-          if (oh < rh.lo || oh >= rh.hi || nw == 0) {
-            detail::zero_row(d, OW);
-            continue;
+        const std::size_t nw = rw.hi - rw.lo, rows = rh.hi - rh.lo;
+        if (nw == 0 || rows == 0) {
+          detail::zero_row(dst, OH * OW);
+          continue;
+        }
+        detail::zero_row(dst, rh.lo * OW);  // output rows whose tap lies in the top / bottom padding
+        detail::zero_row(dst + rh.hi * OW, (OH - rh.hi) * OW);
+        T* d = dst + rh.lo * OW;
+        if (rw.lo > 0 || rw.hi < OW)  // columns whose tap lies in the left / right padding
+          for (std::size_t r = 0; r < rows; ++r) {
+            for (std::size_t k = 0; k < rw.lo; ++k) d[r * OW + k] = T(0);
+            for (std::size_t k = rw.hi; k < OW; ++k) d[r * OW + k] = T(0);
           }
-          const T* s = xc + (rh.first + (oh - rh.lo) * sh) * W + rw.first;
-          for (std::size_t k = 0; k < rw.lo; ++k) d[k] = T(0);
-          T* dv = d + rw.lo;
-          if (sw == 1) {
-            detail::copy_row(dv, s, nw);
-          } else {
-            for (std::size_t k = 0; k < nw; ++k) dv[k] = s[k * sw];
-          }
-          for (std::size_t k = rw.hi; k < OW; ++k) d[k] = T(0);
+        const T* s = xc + rh.first * W + rw.first;
+        if (sw == 1) {
+          detail::copy_block(d + rw.lo, OW, s, sh * W, rows, nw);
+        } else {
+          for (std::size_t r = 0; r < rows; ++r)
+            for (std::size_t k = 0; k < nw; ++k) d[r * OW + rw.lo + k] = s[r * sh * W + k * sw];
         }
       }
     }
@@ -356,17 +382,16 @@ void col2im(const T* col, std::size_t ld, std::size_t C, std::size_t H, std::siz
       for (std::size_t j = 0; j < g.kw; ++j) {
         const output_range rw =
             valid_outputs(W, OW, sw, std::ptrdiff_t(j * g.dilation_w) - std::ptrdiff_t(g.pad_left));
-        const std::size_t nw = rw.hi - rw.lo;
-        if (nw == 0) continue;
-        const T* src = col + ((c * g.kh + i) * g.kw + j) * ld;
-        for (std::size_t oh = rh.lo; oh < rh.hi; ++oh) {
-          const T* s = src + oh * OW + rw.lo;
-          T* d = xc + (rh.first + (oh - rh.lo) * sh) * W + rw.first;
-          if (sw == 1) {
-            for (std::size_t k = 0; k < nw; ++k) d[k] += s[k];
-          } else {
-            for (std::size_t k = 0; k < nw; ++k) d[k * sw] += s[k];
-          }
+        const std::size_t nw = rw.hi - rw.lo, rows = rh.hi - rh.lo;
+        if (nw == 0 || rows == 0) continue;
+        const T* s = col + ((c * g.kh + i) * g.kw + j) * ld + rh.lo * OW + rw.lo;
+        T* d = xc + rh.first * W + rw.first;
+        if (sw == 1) {  // plain loops: overlapping masked stores for neighbouring taps stall store forwarding
+          for (std::size_t r = 0; r < rows; ++r)
+            for (std::size_t k = 0; k < nw; ++k) d[r * sh * W + k] += s[r * OW + k];
+        } else {
+          for (std::size_t r = 0; r < rows; ++r)
+            for (std::size_t k = 0; k < nw; ++k) d[r * sh * W + k * sw] += s[r * OW + k];
         }
       }
     }

@@ -74,20 +74,31 @@ struct rebind_scalar<Conv2DG<Out, G, T>, U> {
 
 namespace detail {
 
-/// How forward/backward cut a batch: `nb` samples side by side in one im2col buffer.
+/// How forward and backward cut a batch: nb (forward) / nb_back (backward) samples side by side in
+/// one im2col buffer.
 struct conv_plan {
   std::size_t C = 0, H = 0, W = 0, O = 0, OH = 0, OW = 0;
-  std::size_t G = 1, Cg = 0, Og = 0, Kc = 0, P = 0, nb = 1;
+  std::size_t G = 1, Cg = 0, Og = 0, Kc = 0, P = 0, nb = 1, nb_back = 1;
   bool direct = false;  // 1x1, stride 1, no padding: x is its own im2col
-  constexpr std::size_t col_size() const { return direct ? 0 : Kc * nb * P; }
-  constexpr std::size_t tmp_size() const { return nb > 1 ? Og * nb * P : 0; }
+  constexpr std::size_t nb_max() const { return std::max(nb, nb_back); }
+  constexpr std::size_t col_size() const { return direct ? 0 : Kc * nb_max() * P; }
+  constexpr std::size_t tmp_size() const { return nb_max() > 1 ? Og * nb_max() * P : 0; }
   constexpr std::size_t scratch() const { return col_size() + tmp_size(); }
 };
 
-/// Aim for GEMMs at least this many columns wide ...
-inline constexpr std::size_t conv_target_columns = 1024;
+/// Aim for GEMMs at least this many columns wide (forward: a wider im2col buffer costs an extra
+/// copy of the output; backward: the weight gradient's dot products get longer) ...
+inline constexpr std::size_t conv_target_columns = 512;
+inline constexpr std::size_t conv_target_columns_back = 2048;
 /// ... with an im2col buffer of at most this many scalars (unless one sample needs more).
 inline constexpr std::size_t conv_max_col_scalars = std::size_t(1) << 20;
+
+constexpr std::size_t conv_chunk(std::size_t target, std::size_t P, std::size_t Kc, std::size_t batch) {
+  if (P == 0 || P >= target || batch <= 1) return 1;
+  const std::size_t nb = (target + P - 1) / P;
+  const std::size_t cap = std::max<std::size_t>(1, conv_max_col_scalars / std::max<std::size_t>(1, Kc * P));
+  return std::max<std::size_t>(1, std::min({nb, cap, batch}));
+}
 
 constexpr conv_plan make_conv_plan(const conv_geometry& g, shape in, shape out, std::size_t batch) {
   conv_plan p;
@@ -104,12 +115,9 @@ constexpr conv_plan make_conv_plan(const conv_geometry& g, shape in, shape out, 
   p.P = p.OH * p.OW;
   p.direct = g.kh == 1 && g.kw == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_top == 0 && g.pad_left == 0 &&
              g.pad_bottom == 0 && g.pad_right == 0;
-  p.nb = 1;
-  if (!p.direct && p.P > 0 && p.P < conv_target_columns && batch > 1) {
-    std::size_t nb = (conv_target_columns + p.P - 1) / p.P;
-    const std::size_t cap = std::max<std::size_t>(1, conv_max_col_scalars / std::max<std::size_t>(1, p.Kc * p.P));
-    nb = std::min({nb, cap, batch});
-    p.nb = std::max<std::size_t>(1, nb);
+  if (!p.direct) {
+    p.nb = conv_chunk(conv_target_columns, p.P, p.Kc, batch);
+    p.nb_back = conv_chunk(conv_target_columns_back, p.P, p.Kc, batch);
   }
   return p;
 }
@@ -255,8 +263,8 @@ struct layer_traits<Conv2DG<Out, G, T>> : layer_defaults {
     if (a.dx) std::fill(a.dx, a.dx + a.batch * in_n, Tx(0));
     Tx* col = a.scratch;
     Tx* tmp = a.scratch + p.col_size();
-    for (std::size_t n0 = 0; n0 < a.batch; n0 += p.nb) {
-      const std::size_t nbc = std::min(p.nb, a.batch - n0), ld = nbc * p.P;
+    for (std::size_t n0 = 0; n0 < a.batch; n0 += p.nb_back) {
+      const std::size_t nbc = std::min(p.nb_back, a.batch - n0), ld = nbc * p.P;
       for (std::size_t gi = 0; gi < p.G; ++gi) {
         const Tx* dyg = a.dy + n0 * out_n + gi * p.Og * p.P;
         if (nbc > 1) {  // gather dy of the chunk into [Og, nbc*P]
