@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <concepts>
+#include <iterator>
 #include <cstddef>
 #include <span>
 #include <type_traits>

@@ -22,6 +22,7 @@
 #include <initializer_list>
 #include <span>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "nnlens/core/error.hpp"
