@@ -206,3 +206,13 @@ TEST_CASE("forward reports overflow when everything is finite") {
   x(0, 0) = 10.0f;
   CHECK_THROWS_WITH_AS(forward(net, x), doctest::Contains("overflow"), value_error);
 }
+
+TEST_CASE("bad hyper-parameters are reported with the layer index") {
+  DynamicNetwork d(shape(4));
+  d.add(ReLU{});
+  CHECK_THROWS_WITH_AS(d.add(Clamp{3.0, 1.0}), doctest::Contains("layer 1 (Clamp)"), value_error);
+  Sequential<Input<4>, ReLU, LeakyReLU> net;
+  net.layer<1>().alpha = std::nan("");
+  xt::xarray<float> x = xt::zeros<float>({1, 4});
+  CHECK_THROWS_WITH_AS(forward(net, x), doctest::Contains("layer 1 (LeakyReLU)"), value_error);
+}

@@ -91,6 +91,8 @@ class basic_dynamic_network {
             return layer_traits<L>::output_shape(l, in);
           } catch (const shape_error& e) {
             throw shape_error(detail::concat("layer ", i, " (", layer_traits<L>::name, "): ", e.what()));
+          } catch (const value_error& e) {
+            throw value_error(detail::concat("layer ", i, " (", layer_traits<L>::name, "): ", e.what()));
           }
         },
         layers_[i]);

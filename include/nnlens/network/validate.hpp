@@ -24,6 +24,8 @@ void check_shapes(const Net& net) {
       got = layer_traits<L>::output_shape(l, in);
     } catch (const shape_error& e) {
       throw shape_error(detail::concat("layer ", std::size_t(idx), " (", layer_traits<L>::name, "): ", e.what()));
+    } catch (const value_error& e) {
+      throw value_error(detail::concat("layer ", std::size_t(idx), " (", layer_traits<L>::name, "): ", e.what()));
     }
     if (!(got == out))
       throw shape_error(detail::concat("layer ", std::size_t(idx), " (", layer_traits<L>::name, "): produces ",
