@@ -165,7 +165,7 @@ conv_case random_case(std::mt19937_64& r) {
   const std::size_t mh = g.span_h() > g.pad_top + g.pad_bottom ? g.span_h() - g.pad_top - g.pad_bottom : 1;
   const std::size_t mw = g.span_w() > g.pad_left + g.pad_right ? g.span_w() - g.pad_left - g.pad_right : 1;
   c.H = std::max<std::size_t>(1, mh) + U(0, 5);
-  c.W = std::max<std::size_t>(1, mw) + U(0, 5);
+  c.W = std::max<std::size_t>(1, mw) + (U(0, 3) == 0 ? U(14, 40) : U(0, 5));  // sometimes wide rows
   c.N = U(1, 3);
   c.g = g;
   return c;
@@ -188,6 +188,13 @@ std::vector<conv_case> fixed_cases() {
       {1, 1, 3, 3, 2, conv_geometry{.kh = 5, .pad_top = 1}},                                       // kernel > input, padded
       {2, 2, 6, 5, 2, conv_geometry{.kh = 3, .kw = 2, .stride_h = 3, .stride_w = 2, .pad_top = 0, .pad_left = 1,
                                     .pad_bottom = 2, .pad_right = 0, .dilation_h = 2, .dilation_w = 1}},
+      // the direct stride-1 kernel: output rows >= 16 wide, <= 16 output channels per group
+      {2, 3, 7, 18, 5, conv_geometry{.kh = 3, .pad_top = 1}},                       // 18 = 16 + overlapping vector
+      {1, 1, 5, 20, 16, conv_geometry{.kh = 5, .pad_top = 2}},                      // 16 channels: tiles 6, 6, 4
+      {2, 2, 4, 37, 7, conv_geometry{.kh = 2, .kw = 3}},                            // 35 wide: a pair + one vector
+      {1, 4, 9, 21, 6, conv_geometry{.kh = 3, .kw = 2, .pad_top = 2, .pad_left = 0, .pad_bottom = 1, .pad_right = 3,
+                                     .dilation_h = 2, .dilation_w = 3, .groups = 2}},  // asymmetric, dilated, grouped
+      {2, 3, 6, 40, 3, conv_geometry{.kh = 3, .pad_top = 1, .groups = 3}},          // depthwise, 40 wide
   };
 }
 
@@ -276,7 +283,7 @@ TEST_CASE("Conv2D: both batch chunkings, the chunk remainder and the direct path
   const auto ps = detail::make_conv_plan(small.g, shape(3, 6, 6), shape(4, 4, 4), small.N);
   CHECK(ps.nb == 32);
   CHECK(ps.nb_back == 128);
-  CHECK(!ps.direct);
+  CHECK(!ps.pointwise);
   // P = 33*33 >= 512: one sample at a time forward, two backward (3 = 2 + 1)
   const conv_case big{3, 2, 35, 35, 3, conv_geometry{.kh = 3, .pad_top = 0}};
   const auto pb = detail::make_conv_plan(big.g, shape(2, 35, 35), shape(3, 33, 33), 3);
@@ -287,14 +294,20 @@ TEST_CASE("Conv2D: both batch chunkings, the chunk remainder and the direct path
   const auto pp = detail::make_conv_plan(pad1.g, shape(30, 4, 5), shape(2, 6, 7), 40);
   CHECK(pp.nb == 13);
   CHECK(pp.nb_back == 40);
-  CHECK(!pp.direct);
+  CHECK(!pp.pointwise);
   // P = 16 with a tall im2col (1170 rows): the buffer cap 2^20 / (1170*16) = 56 limits the backward chunk
   const conv_case wide{60, 130, 6, 6, 2, conv_geometry{.kh = 3}};
   const auto pw = detail::make_conv_plan(wide.g, shape(130, 6, 6), shape(2, 4, 4), 60);
   CHECK(pw.nb == 32);
   CHECK(pw.nb_back == 56);
-  CHECK(detail::make_conv_plan(conv_geometry{}, shape(5, 4, 6), shape(3, 4, 6), 8).direct);
-  for (const auto& c : {small, big, pad1, wide, conv_case{9, 4, 3, 3, 6, conv_geometry{.groups = 2}}}) {
+  CHECK(detail::make_conv_plan(conv_geometry{}, shape(5, 4, 6), shape(3, 4, 6), 8).pointwise);
+  // stride 1, 6 output channels, 28-wide rows: the direct kernel (LeNet's first layer)
+  const auto pd = detail::make_conv_plan(conv_geometry{.kh = 5, .pad_top = 2}, shape(1, 28, 28), shape(6, 28, 28), 4);
+  CHECK(pd.direct);
+  CHECK(pd.direct_size() == 6 * 25 + 32 * 32);
+  CHECK(!detail::make_conv_plan(conv_geometry{.kh = 5}, shape(6, 14, 14), shape(16, 10, 10), 4).direct);  // 10 wide
+  const conv_case lenet1{5, 1, 28, 28, 6, conv_geometry{.kh = 5, .pad_top = 2}};
+  for (const auto& c : {small, big, pad1, wide, lenet1, conv_case{9, 4, 3, 3, 6, conv_geometry{.groups = 2}}}) {
     CAPTURE(describe(c));
     const DConv l = make_conv(c, r);
     const auto x = randn(c.N * c.C * c.H * c.W, r);
@@ -533,17 +546,23 @@ TEST_CASE("Conv2D: float forward agrees with double forward") {
   MESSAGE("float vs double, worst relative difference " << worst);
   CHECK(worst < 1e-5);
 
-  // and a wide LeNet-sized convolution alone
-  Sequential<Input<6, 14, 14>, Conv2D<16, 5>> c;
-  initialize(c, 3);
-  rebind_scalar_t<decltype(c), double> cd;
-  cd.layer<0>().W = c.layer<0>().W;
-  cd.layer<0>().b = c.layer<0>().b;
-  auto x2 = random_images<float>({4, 6, 14, 14}, 8);
-  xt::xarray<double> x2d = x2;
-  auto a = forward(c, x2);
-  auto b = forward(cd, x2d);
-  for (std::size_t i = 0; i < a.size(); ++i) CHECK(std::abs(double(a.data()[i]) - b.data()[i]) < 1e-5);
+  // and LeNet's two convolutions alone (the direct kernel and im2col + GEMM, float vector widths)
+  auto check_alone = [](auto net, std::vector<std::size_t> shp) {
+    initialize(net, 3);
+    rebind_scalar_t<decltype(net), double> nd;
+    nd.template layer<0>().W = net.template layer<0>().W;
+    nd.template layer<0>().b = net.template layer<0>().b;
+    auto xf = random_images<float>(shp, 8);
+    xt::xarray<double> xd2 = xf;
+    auto a = forward(net, xf);
+    auto b = forward(nd, xd2);
+    double w = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) w = std::max(w, std::abs(double(a.data()[i]) - b.data()[i]));
+    CHECK(w < 1e-5);
+  };
+  check_alone(Sequential<Input<6, 14, 14>, Conv2D<16, 5>>{}, {4, 6, 14, 14});
+  check_alone(Sequential<Input<1, 28, 28>, Conv2D<6, 5, 1, 2>>{}, {3, 1, 28, 28});
+  check_alone(Sequential<Input<3, 9, 35>, Conv2D<8, 3, 1, 1, 2>>{}, {2, 3, 9, 35});
 }
 
 TEST_CASE("Conv2D: PyTorch default initialisation") {

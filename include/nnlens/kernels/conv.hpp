@@ -14,6 +14,7 @@
 //                   x[c][oh*sh + i*dh - pad_top][ow*sw + j*dw - pad_left], 0 in the padding
 //   kernels::col2im(col, ld, C, H, W, g, OH, OW, dx)   the adjoint: ADDS every col entry into dx
 //   kernels::gemm_nt(M, N, K, A, lda, B, ldb, C, ldc)  C += A B^T for a long K (weight gradients)
+//   kernels::pad_planes / conv_direct                  direct stride-1 convolution (few channels)
 //   kernels::sum(x, n)                                 vectorised sum (bias gradients)
 //   kernels::valid_outputs(in, out, stride, off)       the outputs o in [lo, hi) with
 //                                                      0 <= o*stride + off < in (no div in loops)
@@ -292,12 +293,12 @@ inline void gemm_nt_tile(std::size_t K, const T* A, std::size_t lda, const T* B,
 }  // namespace detail
 
 /// C[M, N] += A[M, K] . B[N, K]^T for a long K (both operands with K contiguous): the convolution
-/// weight gradient dW += dy . col^T.  Register tiles of 6 x 2 dot products, K in blocks that keep
-/// six rows of A in L1.  Deterministic for given sizes.
+/// weight gradient dW += dy . col^T.  Register tiles of 6 x 2 dot products, K in equal blocks of
+/// at most 4096.  Deterministic for given sizes.
 template <class T>
 void gemm_nt(std::size_t M, std::size_t N, std::size_t K, const T* A, std::size_t lda, const T* B, std::size_t ldb,
              T* C, std::size_t ldc) {
-  constexpr std::size_t MR = 6, NR = 2, KC = 1024, W = simd::width<T>;
+  constexpr std::size_t MR = 6, NR = 2, KC = 4096, W = simd::width<T>;
   // K in equal blocks of at most KC (whole vectors), so no block is a short remainder
   const std::size_t blocks = (K + KC - 1) / KC;
   const std::size_t kb = ((K + blocks - 1) / std::max<std::size_t>(1, blocks) + W - 1) / W * W;
@@ -325,6 +326,93 @@ void gemm_nt(std::size_t M, std::size_t N, std::size_t K, const T* A, std::size_
           case 1 * 2 + 1: detail::gemm_nt_tile<1, 2>(kc, a, lda, b, ldb, c, ldc); break;
           default: detail::gemm_nt_tile<1, 1>(kc, a, lda, b, ldb, c, ldc); break;
         }
+      }
+    }
+  }
+}
+
+/// xp[c][Hp][Wp] = x[c] with the geometry's zero padding around it (Hp = H + pad_top + pad_bottom,
+/// Wp = W + pad_left + pad_right).
+template <class T>
+void pad_planes(const T* x, std::size_t C, std::size_t H, std::size_t W, const conv_geometry& g, T* xp) {
+  const std::size_t Hp = H + g.pad_top + g.pad_bottom, Wp = W + g.pad_left + g.pad_right;
+  for (std::size_t c = 0; c < C; ++c) {
+    T* p = xp + c * Hp * Wp;
+    detail::zero_row(p, g.pad_top * Wp);
+    for (std::size_t h = 0; h < H; ++h) {
+      T* row = p + (g.pad_top + h) * Wp;
+      for (std::size_t k = 0; k < g.pad_left; ++k) row[k] = T(0);
+      detail::copy_block(row + g.pad_left, 0, x + (c * H + h) * W, 0, 1, W);
+      for (std::size_t k = g.pad_left + W; k < Wp; ++k) row[k] = T(0);
+    }
+    detail::zero_row(p + (g.pad_top + H) * Wp, g.pad_bottom * Wp);
+  }
+}
+
+namespace detail {
+/// R output channels x V vectors of one output row: acc = b + sum_{c,i,j} w * xp[c][i*dh][s + j*dw].
+template <std::size_t R, std::size_t V, class T>
+inline void direct_tile(const T* xp, std::size_t C, std::size_t plane, std::size_t Wp, const T* wt, std::size_t O,
+                        const T* b, const conv_geometry& g, const std::size_t* starts, T* y, std::size_t P) {
+  using Vec = simd::vec<T>;
+  Vec acc[R][V];
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t v = 0; v < V; ++v) acc[r][v] = simd::broadcast(b[r]);
+  for (std::size_t c = 0; c < C; ++c)
+    for (std::size_t i = 0; i < g.kh; ++i) {
+      const T* xr = xp + c * plane + i * g.dilation_h * Wp;
+      const T* w = wt + (c * g.kh + i) * g.kw * O;
+      for (std::size_t j = 0; j < g.kw; ++j, w += O) {
+        Vec xv[V];
+        for (std::size_t v = 0; v < V; ++v) xv[v] = simd::load(xr + starts[v] + j * g.dilation_w);
+        for (std::size_t r = 0; r < R; ++r) {
+          const Vec wv = simd::broadcast(w[r]);
+          for (std::size_t v = 0; v < V; ++v) acc[r][v] += wv * xv[v];
+        }
+      }
+    }
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t v = 0; v < V; ++v) simd::store(y + r * P + starts[v], acc[r][v]);
+}
+
+template <std::size_t V, class T>
+inline void direct_tile_rows(std::size_t R, const T* xp, std::size_t C, std::size_t plane, std::size_t Wp, const T* wt,
+                             std::size_t O, const T* b, const conv_geometry& g, const std::size_t* starts, T* y,
+                             std::size_t P) {
+  switch (R) {
+    case 6: direct_tile<6, V>(xp, C, plane, Wp, wt, O, b, g, starts, y, P); break;
+    case 5: direct_tile<5, V>(xp, C, plane, Wp, wt, O, b, g, starts, y, P); break;
+    case 4: direct_tile<4, V>(xp, C, plane, Wp, wt, O, b, g, starts, y, P); break;
+    case 3: direct_tile<3, V>(xp, C, plane, Wp, wt, O, b, g, starts, y, P); break;
+    case 2: direct_tile<2, V>(xp, C, plane, Wp, wt, O, b, g, starts, y, P); break;
+    default: direct_tile<1, V>(xp, C, plane, Wp, wt, O, b, g, starts, y, P); break;
+  }
+}
+}  // namespace detail
+
+/// Direct stride-1 convolution of one sample (one group), for few output channels and output rows
+/// of at least one vector: y[o][oh][ow] = b[o] + sum_{c,i,j} wt[(c*kh+i)*kw+j][o] *
+/// xp[c][oh + i*dh][ow + j*dw], xp from pad_planes, wt the weights transposed to [C*kh*kw][O].
+/// Register tiles of up to 6 channels x 2 vectors of one output row; the last vector of a row
+/// overlaps the one before (recomputing the same outputs) instead of a scalar tail.
+/// requires: stride 1 on both axes; OW >= simd::width<T>.
+template <class T>
+void conv_direct(const T* xp, std::size_t C, const T* wt, const T* b, std::size_t O, const conv_geometry& g,
+                 std::size_t OH, std::size_t OW, T* y) {
+  constexpr std::size_t N = simd::width<T>, R = 6;
+  const std::size_t Hp = (OH - 1) + g.span_h(), Wp = (OW - 1) + g.span_w(), P = OH * OW;
+  const std::size_t nv = (OW + N - 1) / N;  // vectors per output row, the last one shifted left
+  for (std::size_t o0 = 0; o0 < O; o0 += R) {
+    const std::size_t r = std::min(R, O - o0);
+    for (std::size_t oh = 0; oh < OH; ++oh) {
+      const T* xr = xp + oh * Wp;
+      T* yr = y + o0 * P + oh * OW;
+      for (std::size_t v = 0; v < nv; v += 2) {
+        const std::size_t starts[2] = {std::min(v * N, OW - N), std::min((v + 1) * N, OW - N)};
+        if (v + 1 < nv)
+          detail::direct_tile_rows<2>(r, xr, C, Hp * Wp, Wp, wt + o0, O, b + o0, g, starts, yr, P);
+        else
+          detail::direct_tile_rows<1>(r, xr, C, Hp * Wp, Wp, wt + o0, O, b + o0, g, starts, yr, P);
       }
     }
   }

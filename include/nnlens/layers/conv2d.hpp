@@ -16,7 +16,9 @@
 //           (static messages from infer, shape_error naming what is wrong from output_shape).
 // ensures:  forward is im2col + kernels::gemm, W_g[Out/g, C/g*kh*kw] x col[C/g*kh*kw, columns]
 //           with several samples side by side in `columns` when one sample's output plane is
-//           small (so the GEMMs stay large); 1x1 stride-1 unpadded convolutions skip im2col.
+//           small (so the GEMMs stay large); 1x1 stride-1 unpadded convolutions skip im2col, and
+//           other stride-1 convolutions with few output channels and wide rows run a direct
+//           register-tiled kernel (kernels::conv_direct) instead.
 //           backward: dx = col2im(W^T dy); dW += dy col^T (kernels::gemm_nt: dot products along
 //           the long pixel axis); db += sum dy.  Scratch comes from
 //           scratch_size (a compile-time constant for a static layer); nothing is allocated except
@@ -77,13 +79,16 @@ namespace detail {
 /// How forward and backward cut a batch: nb (forward) / nb_back (backward) samples side by side in
 /// one im2col buffer.
 struct conv_plan {
-  std::size_t C = 0, H = 0, W = 0, O = 0, OH = 0, OW = 0;
+  std::size_t C = 0, H = 0, W = 0, O = 0, OH = 0, OW = 0, Hp = 0, Wp = 0;  // Hp, Wp: padded input
   std::size_t G = 1, Cg = 0, Og = 0, Kc = 0, P = 0, nb = 1, nb_back = 1;
-  bool direct = false;  // 1x1, stride 1, no padding: x is its own im2col
-  constexpr std::size_t nb_max() const { return std::max(nb, nb_back); }
-  constexpr std::size_t col_size() const { return direct ? 0 : Kc * nb_max() * P; }
+  bool pointwise = false;  // 1x1, stride 1, no padding: x is its own im2col
+  bool direct = false;     // forward by kernels::conv_direct (stride 1, few channels, wide rows)
+  constexpr std::size_t nb_max() const { return std::max(direct ? 1 : nb, nb_back); }
+  constexpr std::size_t col_size() const { return pointwise ? 0 : Kc * nb_max() * P; }
   constexpr std::size_t tmp_size() const { return nb_max() > 1 ? Og * nb_max() * P : 0; }
-  constexpr std::size_t scratch() const { return col_size() + tmp_size(); }
+  /// forward by conv_direct: transposed weights, then one group's padded input planes
+  constexpr std::size_t direct_size() const { return direct ? O * Kc + Cg * Hp * Wp : 0; }
+  constexpr std::size_t scratch() const { return std::max(col_size() + tmp_size(), direct_size()); }
 };
 
 /// Aim for GEMMs at least this many columns wide (forward: a wider im2col buffer costs an extra
@@ -92,6 +97,11 @@ inline constexpr std::size_t conv_target_columns = 512;
 inline constexpr std::size_t conv_target_columns_back = 2048;
 /// ... with an im2col buffer of at most this many scalars (unless one sample needs more).
 inline constexpr std::size_t conv_max_col_scalars = std::size_t(1) << 20;
+/// Forward without im2col (kernels::conv_direct) for stride-1 convolutions with at most this many
+/// output channels per group and output rows at least this wide (>= any vector width): there the
+/// GEMM is too thin to pay for the im2col copies.
+inline constexpr std::size_t conv_direct_max_out = 16;
+inline constexpr std::size_t conv_direct_min_width = 16;
 
 constexpr std::size_t conv_chunk(std::size_t target, std::size_t P, std::size_t Kc, std::size_t batch) {
   if (P == 0 || P >= target || batch <= 1) return 1;
@@ -108,14 +118,18 @@ constexpr conv_plan make_conv_plan(const conv_geometry& g, shape in, shape out, 
   p.O = out[0];
   p.OH = out[1];
   p.OW = out[2];
+  p.Hp = p.H + g.pad_top + g.pad_bottom;
+  p.Wp = p.W + g.pad_left + g.pad_right;
   p.G = g.groups;
   p.Cg = p.C / p.G;
   p.Og = p.O / p.G;
   p.Kc = p.Cg * g.kh * g.kw;
   p.P = p.OH * p.OW;
-  p.direct = g.kh == 1 && g.kw == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_top == 0 && g.pad_left == 0 &&
-             g.pad_bottom == 0 && g.pad_right == 0;
-  if (!p.direct) {
+  p.pointwise = g.kh == 1 && g.kw == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_top == 0 && g.pad_left == 0 &&
+                g.pad_bottom == 0 && g.pad_right == 0;
+  p.direct = !p.pointwise && g.stride_h == 1 && g.stride_w == 1 && p.OW >= conv_direct_min_width &&
+             p.Og <= conv_direct_max_out;
+  if (!p.pointwise) {
     p.nb = conv_chunk(conv_target_columns, p.P, p.Kc, batch);
     p.nb_back = conv_chunk(conv_target_columns_back, p.P, p.Kc, batch);
   }
@@ -196,6 +210,20 @@ struct layer_traits<Conv2DG<Out, G, T>> : layer_defaults {
     const Tx* Wd = l.W.data();
     const Tx* bd = l.b.data();
     if (p.direct) {
+      Tx* wt = a.scratch;  // [G][Kc][Og]: each group's weights transposed
+      Tx* xp = a.scratch + p.O * p.Kc;
+      for (std::size_t gi = 0; gi < p.G; ++gi)
+        for (std::size_t o = 0; o < p.Og; ++o)
+          for (std::size_t k = 0; k < p.Kc; ++k) wt[(gi * p.Kc + k) * p.Og + o] = Wd[(gi * p.Og + o) * p.Kc + k];
+      for (std::size_t n = 0; n < a.batch; ++n)
+        for (std::size_t gi = 0; gi < p.G; ++gi) {
+          kernels::pad_planes(a.x + n * in_n + gi * in_g, p.Cg, p.H, p.W, g, xp);
+          kernels::conv_direct(xp, p.Cg, wt + gi * p.Kc * p.Og, bd + gi * p.Og, p.Og, g, p.OH, p.OW,
+                               a.y + n * out_n + gi * p.Og * p.P);
+        }
+      return;
+    }
+    if (p.pointwise) {
       for (std::size_t n = 0; n < a.batch; ++n)
         for (std::size_t gi = 0; gi < p.G; ++gi) {
           Tx* y = a.y + n * out_n + gi * p.Og * p.P;
@@ -247,7 +275,7 @@ struct layer_traits<Conv2DG<Out, G, T>> : layer_defaults {
           gb[o] += kernels::sum(a.dy + n * out_n + o * p.P, p.P);
         }
     }
-    if (p.direct) {
+    if (p.pointwise) {
       for (std::size_t n = 0; n < a.batch; ++n)
         for (std::size_t gi = 0; gi < p.G; ++gi) {
           const Tx* dyg = a.dy + n * out_n + gi * p.Og * p.P;
