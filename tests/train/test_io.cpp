@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <vector>
 
 using namespace nnlens;
@@ -354,4 +355,67 @@ TEST_CASE("weights: truncated, corrupt and foreign files are io_errors; NaN is a
   CHECK_THROWS_WITH_AS(io::load_weights(d / "nan.nnlw", target), doctest::Contains("layer 2 (Dense): parameter 0"),
                        value_error);
   CHECK(target.layer<2>().W == before.layer<2>().W);
+}
+
+TEST_CASE("fuzz: random mutations of IDX and weights files never crash, only throw nnlens::error") {
+  temp_dir d;
+  std::mt19937_64 r(2024);
+  bytes pixels(2 * 5 * 4);
+  for (auto& p : pixels) p = std::uint8_t(r());
+  const bytes good_idx = idx(0x08, {2, 5, 4}, pixels);
+  MLP net;
+  initialize(net, 1);
+  io::save_weights(d / "w.nnlw", net, {{"k", "v"}});
+  const bytes good_w = read_file(d / "w.nnlw");
+  auto mutate = [&](bytes b) {
+    const int kind = int(r() % 4);
+    const std::size_t n = 1 + r() % 4;
+    for (std::size_t i = 0; i < n && !b.empty(); ++i) {
+      const std::size_t pos = r() % b.size();
+      if (kind == 0) b[pos] = std::uint8_t(r());
+      if (kind == 1) b[pos] ^= std::uint8_t(1u << (r() % 8));
+      if (kind == 2) b.resize(pos);
+      if (kind == 3) b.insert(b.begin() + std::ptrdiff_t(pos), std::uint8_t(r()));
+    }
+    return b;
+  };
+  std::size_t threw = 0, parsed = 0;
+  for (int it = 0; it < 1500; ++it) {
+    write_file(d / "f", mutate(good_idx));
+    try {
+      (void)io::read_idx_images(d / "f");
+      ++parsed;
+    } catch (const nnlens::error&) {
+      ++threw;
+    }
+#if NNLENS_HAS_ZLIB
+    write_gz(d / "f.gz", mutate(good_idx));
+    try {
+      (void)io::read_idx(d / "f.gz");
+      ++parsed;
+    } catch (const nnlens::error&) {
+      ++threw;
+    }
+    // a mutated compressed stream
+    write_gz(d / "g.gz", good_idx);
+    write_file(d / "g.gz", mutate(read_file(d / "g.gz")));
+    try {
+      (void)io::read_idx(d / "g.gz");
+      ++parsed;
+    } catch (const nnlens::error&) {
+      ++threw;
+    }
+#endif
+    write_file(d / "w", mutate(good_w));
+    MLP target;
+    initialize(target, 2);
+    try {
+      io::load_weights(d / "w", target);
+      ++parsed;
+    } catch (const nnlens::error&) {
+      ++threw;
+    }
+  }
+  CHECK(threw > 0);
+  CHECK(parsed > 0);  // e.g. a changed pixel value is still a valid file
 }

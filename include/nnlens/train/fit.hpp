@@ -26,12 +26,15 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <numeric>
 #include <optional>
 #include <random>
 #include <span>
+#include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "nnlens/core/execution.hpp"
