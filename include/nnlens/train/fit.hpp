@@ -159,6 +159,87 @@ struct chunk_state {
 
 }  // namespace detail
 
+/// Loss and correct predictions of one mini-batch step.
+struct step_result {
+  double loss = 0;  // mean cross-entropy over the mini-batch (before the update)
+  std::size_t correct = 0;
+};
+
+/// One optimisation step on a mini-batch: forward, softmax cross-entropy, backward and the
+/// optimiser's update.  The mini-batch is split into `chunks` contiguous pieces, each with its
+/// own trace and gradient network (run on `pool` when given), and the gradients are summed in
+/// piece order, so the result depends on the number of chunks and never on thread timing.
+/// The traces and gradient networks persist between calls: after the first step at a given batch
+/// size, a step allocates nothing.  fit() is a loop over this.
+template <class Net>
+class trainer {
+ public:
+  using scalar_type = network_scalar_t<Net>;
+
+  explicit trainer(const Net& net, std::size_t chunks = 1, nnlens::detail::thread_pool* pool = nullptr)
+      : st_(std::max<std::size_t>(1, chunks)), pool_(pool) {
+    for (auto& c : st_) c.grad = zeros_like(net);
+  }
+
+  /// xb: nb = yb.size() samples [nb, in...], contiguous; labels are checked (data_error).
+  template <class Opt, class Label>
+  step_result step(Net& net, Opt& opt, const scalar_type* xb, std::span<const Label> yb,
+                   const parameter_mask* mask = nullptr) {
+    using T = scalar_type;
+    const std::size_t nb = yb.size();
+    if (nb == 0) throw data_error("trainer::step: empty mini-batch");
+    const std::size_t in = input_shape_of(net).size(), classes = output_shape_of(net).size();
+    const std::size_t nc = std::min(st_.size(), nb);
+    const std::size_t per = (nb + nc - 1) / nc;
+    auto work = [&](std::size_t c) {
+      auto& cs = st_[c];
+      fill_parameters(cs.grad, 0);
+      cs.loss = 0;
+      cs.correct = 0;
+      const std::size_t c0 = c * per, c1 = std::min(nb, c0 + per);
+      if (c0 >= c1) return;
+      const std::size_t m = c1 - c0;
+      forward_trace(net, m, xb + c0 * in, cs.tr);
+      cs.dlogits.resize(m * classes);
+      const auto out = cs.tr.output();
+      const std::span<const Label> yl = yb.subspan(c0, m);
+      cs.loss = softmax_cross_entropy<T, Label>(out, classes, yl, cs.dlogits, nb, c0);
+      cs.correct = count_correct<T, Label>(out, classes, yl);
+      backward(net, cs.tr, cs.dlogits.data(), &cs.grad, static_cast<T*>(nullptr));
+    };
+    if (pool_ && nc > 1)
+      pool_->parallel_for(nc, work);
+    else
+      for (std::size_t c = 0; c < nc; ++c) work(c);
+    // Sum the gradients in chunk order (deterministic), into chunk 0's network.
+    T batch_loss = st_[0].loss;
+    std::size_t batch_correct = st_[0].correct;
+    if (nc > 1) {
+      auto g0 = parameter_spans(st_[0].grad);
+      for (std::size_t c = 1; c < nc; ++c) {
+        const auto gc = parameter_spans(std::as_const(st_[c].grad));
+        for (std::size_t k = 0; k < g0.size(); ++k) {
+          T* a = g0[k].data();
+          const T* b = gc[k].data();
+          for (std::size_t i = 0, len = g0[k].size(); i < len; ++i) a[i] += b[i];
+        }
+        batch_loss += st_[c].loss;
+        batch_correct += st_[c].correct;
+      }
+    }
+    if (mask) mask->apply(st_[0].grad);
+    opt.step(net, st_[0].grad, mask);
+    return {double(batch_loss), batch_correct};
+  }
+
+  /// The summed (and masked) gradient of the last step.
+  const Net& gradient() const { return st_[0].grad; }
+
+ private:
+  std::vector<detail::chunk_state<Net, scalar_type>> st_;
+  nnlens::detail::thread_pool* pool_;
+};
+
 /// Trains `net` with `opt`; see the header comment.
 template <class Policy, class Net, class Opt, class E, class Labels, class Callback = std::nullptr_t>
   requires execution::is_execution_policy_v<Policy>
@@ -184,8 +265,7 @@ fit_report fit(const Policy&, Net& net, Opt& opt, const E& x, const Labels& y, c
   const std::size_t batch = std::min(o.batch_size, n);
   const std::size_t chunks = std::min(batch, o.chunks ? o.chunks : (pool ? pool->size() : std::size_t(1)));
 
-  std::vector<detail::chunk_state<Net, T>> st(chunks);
-  for (auto& c : st) c.grad = zeros_like(net);
+  trainer<Net> step(net, chunks, pool);
   std::vector<T> xb(batch * in);
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), std::size_t(0));
@@ -216,49 +296,10 @@ fit_report fit(const Policy&, Net& net, Opt& opt, const E& x, const Labels& y, c
         std::copy_n(xs.data() + s * in, in, xb.data() + i * in);
         yb[i] = labels[s];
       }
-      const std::size_t nc = std::min(chunks, nb);
-      const std::size_t per = (nb + nc - 1) / nc;
-      auto work = [&](std::size_t c) {
-        auto& cs = st[c];
-        fill_parameters(cs.grad, 0);
-        cs.loss = 0;
-        cs.correct = 0;
-        const std::size_t c0 = c * per, c1 = std::min(nb, c0 + per);
-        if (c0 >= c1) return;
-        const std::size_t m = c1 - c0;
-        forward_trace(net, m, xb.data() + c0 * in, cs.tr);
-        cs.dlogits.resize(m * classes);
-        const auto out = cs.tr.output();
-        const std::span<const Label> yl(yb.data() + c0, m);
-        cs.loss = softmax_cross_entropy<T, Label>(out, classes, yl, cs.dlogits, nb);
-        cs.correct = count_correct<T, Label>(out, classes, yl);
-        backward(net, cs.tr, cs.dlogits.data(), &cs.grad, static_cast<T*>(nullptr));
-      };
-      if (pool && nc > 1)
-        pool->parallel_for(nc, work);
-      else
-        for (std::size_t c = 0; c < nc; ++c) work(c);
-      // Sum the gradients in chunk order (deterministic), into chunk 0's network.
-      T batch_loss = st[0].loss;
-      std::size_t batch_correct = st[0].correct;
-      if (nc > 1) {
-        auto g0 = parameter_spans(st[0].grad);
-        for (std::size_t c = 1; c < nc; ++c) {
-          const auto gc = parameter_spans(std::as_const(st[c].grad));
-          for (std::size_t k = 0; k < g0.size(); ++k) {
-            T* a = g0[k].data();
-            const T* b = gc[k].data();
-            for (std::size_t i = 0, len = g0[k].size(); i < len; ++i) a[i] += b[i];
-          }
-          batch_loss += st[c].loss;
-          batch_correct += st[c].correct;
-        }
-      }
-      if (o.mask) o.mask->apply(st[0].grad);
-      opt.step(net, st[0].grad, o.mask);
+      const step_result r = step.step(net, opt, xb.data(), std::span<const Label>(yb.data(), nb), o.mask);
       ++report.steps;
-      loss_sum += double(batch_loss) * double(nb);
-      correct += batch_correct;
+      loss_sum += r.loss * double(nb);
+      correct += r.correct;
       seen += nb;
       if (bar) bar->update(seen, fields);
     }
