@@ -352,6 +352,19 @@ TEST_CASE("MaxPool2D / AvgPool2D: forward matches the naive references on many g
       REQUIRE(double(yf[k]) == fref[k].value);
       REQUIRE(std::size_t(fcache[k]) == fref[k].arg % (c.H * c.W));
     }
+    {  // float backward, with and without the cache: dy lands on the reference arg-max
+      using Tr = layer_traits<DMax>;
+      std::vector<float> dyf(yf.size()), dxf(xf.size());
+      for (std::size_t k = 0; k < dyf.size(); ++k) dyf[k] = float(k % 5) + 0.5f;
+      std::vector<float> want(xf.size(), 0.0f);
+      for (std::size_t k = 0; k < dyf.size(); ++k) want[fref[k].arg] += dyf[k];
+      std::vector<float> scratch(Tr::scratch_size(&mp, in, out, c.N) + 1, std::nanf(""));
+      for (float* cp : {fcache.data(), static_cast<float*>(nullptr)}) {
+        Tr::backward(mp, backward_args<float>{in, out, c.N, xf.data(), yf.data(), dyf.data(), cp, dxf.data(), scratch.data()},
+                     nullptr);
+        REQUIRE(dxf == want);
+      }
+    }
     ++run;
   }
   MESSAGE("pool geometries checked: " << run << ", rejected (window in padding): " << rejected);

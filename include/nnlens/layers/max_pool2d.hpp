@@ -16,6 +16,9 @@
 //           forward stores each output's arg-max (the index h*W + w in its input plane, exact in T
 //           when H*W <= 2^digits(T); otherwise nothing is cached) and backward reads it; without a
 //           cache backward recomputes the arg-max from x.
+// Kernels: a general two-stage vectorised arg-max (detail::max_pool_plane) and, for float on
+// AVX-512, a dedicated 2x2 stride-2 kernel (detail::max_pool_2x2_plane); both give the same
+// arg-max and the same value bits.
 #pragma once
 
 #include <algorithm>
@@ -29,6 +32,10 @@
 #include "nnlens/kernels/conv.hpp"
 #include "nnlens/kernels/simd.hpp"
 #include "nnlens/network/dynamic_form.hpp"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 namespace nnlens {
 
@@ -225,6 +232,69 @@ constexpr std::size_t max_pool_planes_per_block(const pool_geometry& g, std::siz
   return std::clamp<std::size_t>((256 + OH * OW - 1) / (OH * OW), 1, 64);
 }
 
+/// The 2x2, stride-2, unpadded window with every window inside the input (LeNet's, VGG's): a
+/// fully vectorised kernel for float on AVX-512 (16 outputs per step, masked row tails).
+constexpr bool max_pool_is_2x2(const pool_geometry& g, std::size_t H, std::size_t W, std::size_t OH, std::size_t OW) {
+  return g.kh == 2 && g.kw == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_top == 0 && g.pad_left == 0 &&
+         g.pad_bottom == 0 && g.pad_right == 0 && 2 * OH <= H && 2 * OW <= W;
+}
+template <class T>
+constexpr bool max_pool_2x2_vectorised() {
+#if defined(__AVX512F__)
+  return std::is_same_v<T, float>;
+#else
+  return false;
+#endif
+}
+
+#if defined(__AVX512F__)
+/// One plane: y[o] (if y) and idx[o] = h*W + w of the arg-max (if idx), same rules as
+/// max_pool_plane: the candidates in row-major order, each replacing the best if it beats it.
+inline void max_pool_2x2_plane(const float* x, std::size_t W, std::size_t OH, std::size_t OW, float* y, float* idx) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  const __m512i lane2 = even;  // 2 * lane
+  auto beats = [](__m512 c, __m512 b) {
+    return __mmask16(_mm512_cmp_ps_mask(c, b, _CMP_GT_OQ) |
+                     (_mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q) & _mm512_cmp_ps_mask(b, b, _CMP_ORD_Q)));
+  };
+  for (std::size_t oh = 0; oh < OH; ++oh) {
+    const float* r0 = x + 2 * oh * W;
+    const float* r1 = r0 + W;
+    for (std::size_t ow = 0; ow < OW; ow += 16) {
+      const std::size_t n = std::min<std::size_t>(16, OW - ow), cols = 2 * n;
+      const __mmask16 mo = __mmask16((1u << n) - 1);
+      const __mmask16 m0 = __mmask16(cols >= 16 ? 0xFFFF : (1u << cols) - 1);
+      const __mmask16 m1 = __mmask16(cols > 16 ? (1u << (cols - 16)) - 1 : 0);
+      const float* p0 = r0 + 2 * ow;
+      const float* p1 = r1 + 2 * ow;
+      const __m512 a0 = _mm512_maskz_loadu_ps(m0, p0), a1 = _mm512_maskz_loadu_ps(m1, p0 + 16);
+      const __m512 b0 = _mm512_maskz_loadu_ps(m0, p1), b1 = _mm512_maskz_loadu_ps(m1, p1 + 16);
+      __m512 best = _mm512_permutex2var_ps(a0, even, a1);  // (2oh, 2ow)
+      __m512i tag = _mm512_setzero_si512();
+      const __m512 c1 = _mm512_permutex2var_ps(a0, odd, a1);  // (2oh, 2ow + 1)
+      __mmask16 k = beats(c1, best);
+      best = _mm512_mask_blend_ps(k, best, c1);
+      tag = _mm512_mask_mov_epi32(tag, k, _mm512_set1_epi32(1));
+      const __m512 c2 = _mm512_permutex2var_ps(b0, even, b1);  // (2oh + 1, 2ow)
+      k = beats(c2, best);
+      best = _mm512_mask_blend_ps(k, best, c2);
+      tag = _mm512_mask_mov_epi32(tag, k, _mm512_set1_epi32(int(W)));
+      const __m512 c3 = _mm512_permutex2var_ps(b0, odd, b1);  // (2oh + 1, 2ow + 1)
+      k = beats(c3, best);
+      best = _mm512_mask_blend_ps(k, best, c3);
+      tag = _mm512_mask_mov_epi32(tag, k, _mm512_set1_epi32(int(W) + 1));
+      const std::size_t o = oh * OW + ow;
+      if (y) _mm512_mask_storeu_ps(y + o, mo, best);
+      if (idx) {
+        const __m512i base = _mm512_add_epi32(_mm512_set1_epi32(int(2 * oh * W + 2 * ow)), lane2);
+        _mm512_mask_storeu_ps(idx + o, mo, _mm512_maskz_cvtepi32_ps(mo, _mm512_add_epi32(base, tag)));
+      }
+    }
+  }
+}
+#endif
+
 template <class T>
 constexpr bool index_exact_in(std::size_t n) {
   return n <= (std::size_t(1) << std::min<int>(std::numeric_limits<T>::digits, 62));
@@ -263,6 +333,14 @@ struct layer_traits<MaxPool2DG<G>> : layer_defaults {
     const std::size_t C = a.in[0], H = a.in[1], W = a.in[2], OH = a.out[1], OW = a.out[2], P = OH * OW;
     const std::size_t planes = a.batch * C, pb = detail::max_pool_planes_per_block(g, H, OH, OW);
     const bool cache = a.cache && detail::index_exact_in<T>(H * W);
+#if defined(__AVX512F__)
+    if constexpr (detail::max_pool_2x2_vectorised<T>())
+      if (detail::max_pool_is_2x2(g, H, W, OH, OW)) {
+        for (std::size_t pl = 0; pl < planes; ++pl)
+          detail::max_pool_2x2_plane(a.x + pl * H * W, W, OH, OW, a.y + pl * P, cache ? a.cache + pl * P : nullptr);
+        return;
+      }
+#endif
     for (std::size_t p0 = 0; p0 < planes; p0 += pb) {
       const std::size_t np = std::min(pb, planes - p0);
       T* y = a.y + p0 * P;
@@ -296,6 +374,19 @@ struct layer_traits<MaxPool2DG<G>> : layer_defaults {
       }
       return;
     }
+#if defined(__AVX512F__)
+    if constexpr (detail::max_pool_2x2_vectorised<T>())
+      if (detail::max_pool_is_2x2(g, H, W, OH, OW) && detail::index_exact_in<T>(H * W)) {
+        T* idx = a.scratch;  // P arg-max indices of one plane
+        for (std::size_t pl = 0; pl < planes; ++pl) {
+          detail::max_pool_2x2_plane(a.x + pl * H * W, W, OH, OW, nullptr, idx);
+          T* dx = a.dx + pl * H * W;
+          const T* dy = a.dy + pl * P;
+          for (std::size_t o = 0; o < P; ++o) dx[std::size_t(idx[o])] += dy[o];
+        }
+        return;
+      }
+#endif
     const std::size_t pb = detail::max_pool_planes_per_block(g, H, OH, OW);
     for (std::size_t p0 = 0; p0 < planes; p0 += pb) {
       T* dx = a.dx + p0 * H * W;
