@@ -5,10 +5,14 @@
 //
 // Benchmarks are named <what>/<net>/<batch>.  "forward" is the public checked API
 // (nnlens::forward, with the host parallel policy from batch 2 on); "forward_into" the raw,
-// allocation-free path on one thread.  Threads: NNLENS_NUM_THREADS (default: all cores).
+// allocation-free path on one thread; "train_step" one SGD step on a mini-batch of 64 (forward,
+// softmax cross-entropy, backward, update), as train::fit runs it.  Threads: NNLENS_NUM_THREADS
+// (default: all cores).
 #include <benchmark/benchmark.h>
 
 #include <nnlens/nnlens.hpp>
+#include <nnlens/train/fit.hpp>
+#include <nnlens/train/optimizer.hpp>
 
 #include <random>
 
@@ -55,13 +59,35 @@ void bm_forward_into(benchmark::State& st) {
   st.counters["samples/s"] = benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+/// One SGD (momentum 0.9) step on a mini-batch: forward, softmax cross-entropy, backward, update,
+/// the mini-batch split over the pool's threads (exactly what train::fit runs per step).
+template <class Net>
+void bm_train_step(benchmark::State& st) {
+  const std::size_t batch = std::size_t(st.range(0));
+  Net net;
+  initialize(net, 1);
+  const auto x = random_batch<Net>(batch, 3);
+  std::vector<std::uint8_t> y(batch);
+  for (std::size_t i = 0; i < batch; ++i) y[i] = std::uint8_t(i % 10);
+  auto& pool = nnlens::detail::default_pool();
+  train::trainer<Net> trainer(net, pool.size(), &pool);
+  train::sgd opt(net, {.lr = 0.01, .momentum = 0.9});
+  for (auto _ : st) {
+    auto r = trainer.step(net, opt, x.data(), std::span<const std::uint8_t>(y), nullptr);
+    benchmark::DoNotOptimize(r.loss);
+  }
+  st.counters["samples/s"] = benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 }  // namespace
 
 BENCHMARK_TEMPLATE(bm_forward, bench::MLP)->Name("forward/mlp")->Arg(1)->Arg(256)->UseRealTime();
 BENCHMARK_TEMPLATE(bm_forward_into, bench::MLP)->Name("forward_into/mlp")->Arg(1)->Arg(256)->UseRealTime();
+BENCHMARK_TEMPLATE(bm_train_step, bench::MLP)->Name("train_step/mlp")->Arg(64)->UseRealTime();
 #if NNLENS_BENCH_HAS_LENET
 BENCHMARK_TEMPLATE(bm_forward, bench::LeNet5)->Name("forward/lenet5")->Arg(1)->Arg(256)->UseRealTime();
 BENCHMARK_TEMPLATE(bm_forward_into, bench::LeNet5)->Name("forward_into/lenet5")->Arg(1)->Arg(256)->UseRealTime();
+BENCHMARK_TEMPLATE(bm_train_step, bench::LeNet5)->Name("train_step/lenet5")->Arg(64)->UseRealTime();
 #endif
 
 BENCHMARK_MAIN();
