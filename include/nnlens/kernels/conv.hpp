@@ -196,6 +196,20 @@ inline void masked_copy(T* dst, const T* src, M m) {
   else
     _mm512_mask_storeu_pd(dst, m, _mm512_maskz_loadu_pd(m, src));
 }
+template <class T, class M>
+inline simd::vec<T> masked_load(M m, const T* p) {
+  if constexpr (std::is_same_v<T, float>)
+    return simd::vec<T>(_mm512_maskz_loadu_ps(m, p));
+  else
+    return simd::vec<T>(_mm512_maskz_loadu_pd(m, p));
+}
+template <class T, class M>
+inline void masked_store(T* p, M m, simd::vec<T> v) {
+  if constexpr (std::is_same_v<T, float>)
+    _mm512_mask_storeu_ps(p, m, __m512(v));
+  else
+    _mm512_mask_storeu_pd(p, m, __m512d(v));
+}
 #else
 template <class T>
 inline constexpr bool masked_ops = false;
@@ -458,10 +472,66 @@ void im2col(const T* x, std::size_t C, std::size_t H, std::size_t W, const conv_
 }
 
 /// The adjoint of im2col: dx[c][ih][iw] += col[...] for every entry that im2col copied from x.
+/// Per element the additions run in (c, i, j) order on every path.
 template <class T>
 void col2im(const T* col, std::size_t ld, std::size_t C, std::size_t H, std::size_t W, const conv_geometry& g,
             std::size_t OH, std::size_t OW, T* dx) {
   const std::size_t sh = g.stride_h, sw = g.stride_w;
+#if defined(__AVX512F__)
+  if constexpr (detail::masked_ops<T>) {
+    // stride 1 across: each vector of an input row gathers its kernel-column taps in a register
+    // (masked loads), then is stored once (no read-modify-write per tap)
+    constexpr std::size_t N = simd::width<T>, max_taps = 32;
+    using M = decltype(detail::tail_mask<T>(0));
+    if (sw == 1 && g.kw <= max_taps) {
+      for (std::size_t wb = 0; wb < W; wb += N) {  // one vector of input columns at a time
+        const std::size_t we = std::min(W, wb + N);
+        const M mw = detail::tail_mask<T>(we - wb);
+        // the taps j that reach these columns: lane l reads output column wb + l - first + lo (the
+        // vector's base may lie before the row for masked-off lanes, which are never accessed)
+        std::size_t nt = 0, tj[max_taps];
+        M tm[max_taps];
+        std::ptrdiff_t toff[max_taps];
+        for (std::size_t j = 0; j < g.kw; ++j) {
+          const output_range rw = valid_outputs(W, OW, 1, std::ptrdiff_t(j * g.dilation_w) - std::ptrdiff_t(g.pad_left));
+          const std::size_t a = std::max(wb, rw.first), b = std::min(we, rw.first + rw.hi - rw.lo);
+          if (a >= b) continue;
+          tj[nt] = j;
+          tm[nt] = M(detail::tail_mask<T>(b - wb) & ~detail::tail_mask<T>(a - wb));
+          toff[nt] = std::ptrdiff_t(rw.lo) + std::ptrdiff_t(wb) - std::ptrdiff_t(rw.first);
+          ++nt;
+        }
+        for (std::size_t c = 0; c < C; ++c) {
+          T* xc = dx + c * H * W + wb;
+          for (std::size_t i = 0; i < g.kh; ++i) {
+            const output_range rh =
+                valid_outputs(H, OH, sh, std::ptrdiff_t(i * g.dilation_h) - std::ptrdiff_t(g.pad_top));
+            const T* src = col + (c * g.kh + i) * g.kw * ld + rh.lo * OW;
+            T* d = xc + rh.first * W;
+            const std::size_t rows = rh.hi - rh.lo;
+            std::size_t r = 0;
+            for (; r + 4 <= rows; r += 4) {  // four independent accumulators
+              simd::vec<T> acc[4];
+              for (std::size_t u = 0; u < 4; ++u) acc[u] = detail::masked_load<T>(mw, d + (r + u) * sh * W);
+              for (std::size_t q = 0; q < nt; ++q) {
+                const T* sj = src + tj[q] * ld + r * OW + toff[q];
+                for (std::size_t u = 0; u < 4; ++u) acc[u] += detail::masked_load<T>(tm[q], sj + u * OW);
+              }
+              for (std::size_t u = 0; u < 4; ++u) detail::masked_store<T>(d + (r + u) * sh * W, mw, acc[u]);
+            }
+            for (; r < rows; ++r) {
+              auto acc = detail::masked_load<T>(mw, d + r * sh * W);
+              for (std::size_t q = 0; q < nt; ++q)
+                acc += detail::masked_load<T>(tm[q], src + tj[q] * ld + r * OW + toff[q]);
+              detail::masked_store<T>(d + r * sh * W, mw, acc);
+            }
+          }
+        }
+      }
+      return;
+    }
+  }
+#endif
   for (std::size_t c = 0; c < C; ++c) {
     T* xc = dx + c * H * W;
     for (std::size_t i = 0; i < g.kh; ++i) {
