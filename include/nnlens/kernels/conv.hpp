@@ -22,14 +22,15 @@
 //                                                      by the pooling layers
 //
 // requires: x holds C*H*W scalars (one sample, NCHW); col holds C*kh*kw rows of ld >= OH*OW
-//           scalars; OH, OW are detail::window_out of the geometry (the caller checked them).
-// ensures:  no division or modulo per element; contiguous copies when the stride is 1; the
-//           order of the additions in col2im depends only on the sizes (deterministic).
+//           scalars; OH, OW are the geometry's out_h / out_w (the caller checked them).
+// ensures:  no division or modulo per element; vector copies when the stride is 1 (masked for
+//           short rows on AVX-512); every result is deterministic for given sizes, and col2im adds
+//           in the same (c, i, j) order per element on every path.  Portable code (GCC vector
+//           extensions, kernels/simd.hpp) everywhere; AVX-512 intrinsics only behind __AVX512F__.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
-#include <cstring>
 #include <string_view>
 #include <type_traits>
 
@@ -257,6 +258,11 @@ inline void copy_block(T* dst, std::size_t dld, const T* src, std::size_t sld, s
 template <class T>
 inline T sum(const T* x, std::size_t n) {
   constexpr std::size_t N = simd::width<T>;
+  if (n < N) {  // (separately: no vector code for GCC's -Warray-bounds to see on short arrays)
+    T s = T(0);
+    for (std::size_t i = 0; i < n; ++i) s += x[i];
+    return s;
+  }
   simd::vec<T> a0{}, a1{};
   std::size_t i = 0;
   for (; i + 2 * N <= n; i += 2 * N) {

@@ -14,15 +14,18 @@
 // [Out, OH, OW], OH = floor((H + pad_top + pad_bottom - dilation_h*(kh-1) - 1) / stride_h) + 1.
 // requires: rank-3 input; C and Out divisible by groups; the dilated kernel fits the padded input
 //           (static messages from infer, shape_error naming what is wrong from output_shape).
-// ensures:  forward is im2col + kernels::gemm, W_g[Out/g, C/g*kh*kw] x col[C/g*kh*kw, columns]
-//           with several samples side by side in `columns` when one sample's output plane is
-//           small (so the GEMMs stay large); 1x1 stride-1 unpadded convolutions skip im2col, and
-//           other stride-1 convolutions with few output channels and wide rows run a direct
-//           register-tiled kernel (kernels::conv_direct) instead.
-//           backward: dx = col2im(W^T dy); dW += dy col^T (kernels::gemm_nt: dot products along
-//           the long pixel axis); db += sum dy.  Scratch comes from
-//           scratch_size (a compile-time constant for a static layer); nothing is allocated except
-//           the GEMM's own packing buffers, which grow once.
+// ensures:  forward, by plan (detail::make_conv_plan, from the shapes and the batch only):
+//             - 1x1, stride 1, unpadded: kernels::gemm on x itself, no im2col;
+//             - stride 1 with <= 16 output channels per group and output rows >= 16 wide: a direct
+//               register-tiled kernel on zero-padded input planes (kernels::conv_direct);
+//             - otherwise im2col + kernels::gemm, W_g[Out/g, C/g*kh*kw] x col[C/g*kh*kw, columns],
+//               several samples side by side in `columns` when one output plane is small, so the
+//               GEMMs stay wide.
+//           backward: dx = col2im(W_g^T dy_g); dW += dy_g col^T (kernels::gemm_nt: dot products
+//           along the long pixel axis); db += sum dy.  Scratch comes from scratch_size (a
+//           compile-time constant for a static layer); nothing is allocated except the GEMM's own
+//           packing buffers, which grow once.  Deterministic: the summation order depends only on
+//           the shapes and the batch, so the static and the run-time forms agree bit for bit.
 #pragma once
 
 #include <algorithm>

@@ -126,6 +126,7 @@ inline void strided_copy(const T* src, std::size_t stride, std::size_t n, T* dst
   namespace simd = kernels::simd;
   using V = simd::vec<T>;
   constexpr std::size_t N = simd::width<T>;
+#if !defined(__clang__)  // __builtin_shuffle is GCC's
   if (stride == 2 && n >= N) {
     using I = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
     typedef I M __attribute__((vector_size(sizeof(V))));
@@ -139,6 +140,7 @@ inline void strided_copy(const T* src, std::size_t stride, std::size_t n, T* dst
     }
     return;
   }
+#endif
   for (std::size_t t = 0; t < n; ++t) dst[t] = src[t * stride];
 }
 
