@@ -547,6 +547,35 @@ TEST_CASE("Conv2D: float forward agrees with double forward") {
   MESSAGE("float vs double, worst relative difference " << worst);
   CHECK(worst < 1e-5);
 
+  // gradients too (float kernels: other vector widths, the AVX-512 paths)
+  trace<float> tf;
+  trace<double> td;
+  forward_trace(net, 16, x.data(), tf);
+  forward_trace(dnet, 16, xd.data(), td);
+  std::vector<float> dyf(16 * 5);
+  std::vector<double> dyd(dyf.size());
+  for (std::size_t i = 0; i < dyf.size(); ++i) dyd[i] = dyf[i] = float(int(i % 9) - 4) / 4.0f;
+  auto gf = zeros_like(net);
+  auto gd = zeros_like(dnet);
+  std::vector<float> dxf(x.size());
+  std::vector<double> dxd(x.size());
+  backward(net, tf, dyf.data(), &gf, dxf.data());
+  backward(dnet, td, dyd.data(), &gd, dxd.data());
+  auto sf = parameter_spans(gf);
+  auto sd = parameter_spans(gd);
+  double gworst = 0, scale = 0;
+  for (std::size_t k = 0; k < sf.size(); ++k)
+    for (std::size_t i = 0; i < sf[k].size(); ++i) {
+      gworst = std::max(gworst, std::abs(double(sf[k][i]) - sd[k][i]));
+      scale = std::max(scale, std::abs(sd[k][i]));
+    }
+  for (std::size_t i = 0; i < dxf.size(); ++i) {
+    gworst = std::max(gworst, std::abs(double(dxf[i]) - dxd[i]));
+    scale = std::max(scale, std::abs(dxd[i]));
+  }
+  MESSAGE("float vs double gradients, worst difference " << gworst << " (largest gradient " << scale << ")");
+  CHECK(gworst < 1e-4 * scale);
+
   // and LeNet's two convolutions alone (the direct kernel and im2col + GEMM, float vector widths)
   auto check_alone = [](auto net, std::vector<std::size_t> shp) {
     initialize(net, 3);
