@@ -252,7 +252,7 @@ fit_report fit(const Policy&, Net& net, Opt& opt, const E& x, const Labels& y, c
   const std::size_t n = detail::check_dataset(net, x, labels, "fit");
   if (o.batch_size == 0) throw value_error("fit: batch_size must be at least 1");
   if (o.mask) o.mask->check(net);
-  const std::size_t in = input_shape_of(net).size(), classes = output_shape_of(net).size();
+  const std::size_t in = input_shape_of(net).size();
   detail::contiguous_input<T, E> xs(x);
   require_finite(std::span<const T>(xs.data(), n * in), in, "fit: input");
 
