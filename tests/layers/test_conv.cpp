@@ -418,6 +418,8 @@ TEST_CASE("Conv2D: output_shape names what is wrong") {
   l.b = tensor<double, 1>::from_shape({4});
   l.geometry.stride_w = 0;
   CHECK(message(shape(4, 5, 5)).find("strides must be positive") != std::string::npos);
+  l.geometry = conv_geometry_dyn;  // a run-time layer whose geometry was never set
+  CHECK(message(shape(4, 5, 5)).find("dyn field") != std::string::npos);
 
   // through DynamicNetwork: the message names the layer index and type
   basic_dynamic_network<double> d(shape(3, 8, 8));

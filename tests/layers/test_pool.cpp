@@ -444,6 +444,8 @@ TEST_CASE("pools: output_shape and DynamicNetwork name what is wrong") {
         std::string::npos);
   a.geometry.stride_w = 0;
   CHECK(message(a, shape(1, 9, 9)).find("strides must be positive") != std::string::npos);
+  a.geometry = pool_geometry_dyn;
+  CHECK(message(a, shape(1, 9, 9)).find("dyn field") != std::string::npos);
   CHECK(message(GlobalAvgPool{}, shape(4)).find("GlobalAvgPool needs an image input") != std::string::npos);
 
   DynamicNetwork d(shape(2, 6, 6));

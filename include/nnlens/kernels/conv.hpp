@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <initializer_list>
 #include <string_view>
 #include <type_traits>
 
@@ -65,6 +66,8 @@ struct conv_geometry {
   }
   /// A sentence saying what is wrong with the hyper-parameters, or nullptr.
   constexpr const char* invalid() const {
+    for (std::size_t v : {kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w, groups})
+      if (v == dyn) return "the geometry has a dyn field (never set)";
     if (kh == 0 || kw == 0) return "the kernel must be at least 1x1";
     if (stride_h == 0 || stride_w == 0) return "strides must be positive";
     if (dilation_h == 0 || dilation_w == 0) return "dilations must be positive";
@@ -101,6 +104,8 @@ struct pool_geometry {
     return n;
   }
   constexpr const char* invalid() const {
+    for (std::size_t v : {kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right})
+      if (v == dyn) return "the geometry has a dyn field (never set)";
     if (kh == 0 || kw == 0) return "the window must be at least 1x1";
     if (stride_h == 0 || stride_w == 0) return "strides must be positive";
     return nullptr;
