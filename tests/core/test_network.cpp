@@ -216,3 +216,19 @@ TEST_CASE("bad hyper-parameters are reported with the layer index") {
   xt::xarray<float> x = xt::zeros<float>({1, 4});
   CHECK_THROWS_WITH_AS(forward(net, x), doctest::Contains("layer 1 (LeakyReLU)"), value_error);
 }
+
+TEST_CASE("window_out follows PyTorch's pooling_output_shape, ceil_mode included") {
+  using detail::window_out;
+  // (in, k, stride, pad, dilation, ceil) -> the output width of PyTorch 1.13's max_pool2d
+  CHECK(window_out(28, 2, 2, 0, 0) == 14);
+  CHECK(window_out(5, 2, 2, 0, 0, 1, true) == 3);
+  CHECK(window_out(5, 2, 2, 0, 0, 1, false) == 2);
+  CHECK(window_out(1, 2, 2, 0, 0, 1, true) == 1);  // the window hangs past the input
+  CHECK(window_out(3, 4, 3, 0, 0, 1, true) == 1);
+  CHECK(window_out(1, 4, 2, 1, 1, 1, true) == 1);
+  CHECK(window_out(6, 3, 2, 1, 1, 1, true) == 4);
+  CHECK(window_out(4, 3, 2, 1, 1, 1, true) == 3);
+  CHECK(window_out(5, 2, 2, 1, 1, 1, true) == 3);  // a 4th window would start in the padding: dropped
+  CHECK(window_out(2, 3, 1, 0, 0) == 0);
+  CHECK(window_out(7, 3, 2, 0, 0, 2) == 2);        // dilation 2: span 5
+}

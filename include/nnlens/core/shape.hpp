@@ -87,14 +87,15 @@ constexpr bool shape_compatible(const shape& a, const shape& b) {
 constexpr std::size_t window_out(std::size_t in, std::size_t k, std::size_t stride, std::size_t pad_lo,
                                  std::size_t pad_hi, std::size_t dilation = 1, bool ceil_mode = false) {
   if (in == dyn || k == dyn || stride == dyn) return dyn;
-  const std::size_t span = dilation * (k - 1) + 1;
-  const std::size_t padded = in + pad_lo + pad_hi;
-  if (stride == 0 || padded < span) return 0;
-  std::size_t n = (padded - span) / stride + 1;
-  if (ceil_mode && (padded - span) % stride != 0) {
-    // PyTorch rule: the last window must start inside the input or the left padding.
-    if ((n) * stride < in + pad_lo) ++n;
-  }
+  // PyTorch's pooling_output_shape: out = floor((padded - span + (ceil ? stride - 1 : 0)) / stride) + 1,
+  // then, in ceil mode, drop a last window that starts in the right/bottom padding.
+  if (stride == 0) return 0;
+  const long long span = (long long)(dilation * (k - 1) + 1);
+  long long num = (long long)(in + pad_lo + pad_hi) - span;
+  if (ceil_mode) num += (long long)stride - 1;
+  if (num < 0) return 0;
+  std::size_t n = std::size_t(num) / stride + 1;
+  if (ceil_mode && (n - 1) * stride >= in + pad_lo) --n;
   return n;
 }
 }  // namespace detail

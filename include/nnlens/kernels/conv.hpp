@@ -95,13 +95,10 @@ struct pool_geometry {
   constexpr bool is_dynamic() const { return kh == dyn; }
   constexpr std::size_t out_h(std::size_t h) const { return out_extent(h, kh, stride_h, pad_top, pad_bottom); }
   constexpr std::size_t out_w(std::size_t w) const { return out_extent(w, kw, stride_w, pad_left, pad_right); }
-  /// PyTorch's pooling_output_shape with per-side padding: in ceil_mode the last window must start
-  /// inside the input or the top/left padding, also when the division is exact (reachable only
-  /// with a bottom/right padding >= the window, which PyTorch's symmetric pad <= k/2 excludes).
+  /// PyTorch's pooling_output_shape with per-side padding (core/shape.hpp: in ceil_mode the last
+  /// window must start inside the input or the top/left padding).
   constexpr std::size_t out_extent(std::size_t in, std::size_t k, std::size_t s, std::size_t lo, std::size_t hi) const {
-    std::size_t n = detail::window_out(in, k, s, lo, hi, 1, ceil_mode);
-    if (ceil_mode && n != dyn && n > 0 && (n - 1) * s >= in + lo) --n;
-    return n;
+    return detail::window_out(in, k, s, lo, hi, 1, ceil_mode);
   }
   constexpr const char* invalid() const {
     for (std::size_t v : {kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right})
