@@ -6,8 +6,13 @@ architectures, batch sizes and thread counts.  Prints medians and the ratio nnle
                                                    [--threads 1 2] [--reps 5] [--markdown]
 
 Needs Debian's python3-torch (never a dependency of the library itself).  Both sides use the same
-thread count: NNLENS_NUM_THREADS for nnlens, torch.set_num_threads for PyTorch.  Batch-1 forward
-runs on one thread on both sides regardless (nnlens' batch-1 path is sequential).
+thread count: NNLENS_NUM_THREADS for nnlens; for PyTorch torch.set_num_threads plus OMP_NUM_THREADS
+and OPENBLAS_NUM_THREADS, set in a fresh worker process before torch loads.  Debian's torch is built
+with BLAS_INFO=generic: its Linear layers run on whatever libblas.so.3 the alternatives system
+selects, so install OpenBLAS (benchmarks/run_comparison selects the OpenMP build, which shares
+torch's OpenMP pool).  Each PyTorch measurement runs under OMP_WAIT_POLICY=PASSIVE and ACTIVE and
+the better one is kept (with ACTIVE, 2 threads on 2 cores ran 5x slower than 1 here).  Batch-1
+forward runs on one thread on both sides (nnlens' batch-1 path is sequential).
 """
 import argparse
 import json
@@ -55,6 +60,27 @@ def median_rate(fn, batch, reps, min_time=0.5):
                 break
         rates.append(n * batch / dt)
     return statistics.median(rates)
+
+
+def torch_worker(threads, reps, train_batch, names):
+    """Runs in a fresh process whose OpenMP/OpenBLAS environment was set before torch loaded."""
+    out = {}
+    for name in names:
+        out.update(torch_rates(name, threads, reps, train_batch))
+    print(json.dumps(out))
+
+
+def torch_rates_subprocess(threads, reps, train_batch, names):
+    best = {}
+    for policy in ("PASSIVE", "ACTIVE"):
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
+                   OMP_WAIT_POLICY=policy)
+        cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker", str(threads), "--reps", str(reps),
+               "--train-batch", str(train_batch), "--nets", *names]
+        res = json.loads(subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout)
+        for k, v in res.items():
+            best[k] = max(best.get(k, 0.0), v)
+    return best
 
 
 def torch_rates(name, threads, reps, train_batch):
@@ -109,17 +135,20 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--train-batch", type=int, default=64)
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    ap.add_argument("--torch-worker", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--nets", nargs="*", default=list(NETS), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.torch_worker:
+        torch_worker(args.torch_worker, args.reps, args.train_batch, args.nets)
+        return
     if not os.path.exists(args.bench):
         sys.exit(f"compare_pytorch: {args.bench} not found; run ./scripts/build first")
 
     rows = []
     for threads in args.threads:
         ours, ctx = nnlens_rates(args.bench, threads, args.reps)
-        theirs = {}
-        for name in NETS:
-            if any(k.split("/")[1] == name for k in ours):
-                theirs.update(torch_rates(name, threads, args.reps, args.train_batch))
+        names = [n for n in NETS if any(k.split("/")[1] == n for k in ours)]
+        theirs = torch_rates_subprocess(threads, args.reps, args.train_batch, names)
         for key in sorted(k for k in theirs if not k.startswith("jit:")):
             if key in ours:
                 jit = theirs.get("jit:" + key)
