@@ -1,0 +1,74 @@
+// nnlens/io/onnx.hpp -- ONNX import (optional component nnlens::onnx: link that CMake target; it
+// brings Debian's libonnx-dev + libprotobuf-dev and the defines ONNX_NAMESPACE=onnx, ONNX_ML=1).
+// Not part of nnlens.hpp; nothing else in nnlens depends on it.
+//
+//   io::load_onnx(path [, options])          -> DynamicNetwork (float)
+//   io::load_onnx<Net>(path [, options])     -> Net, a static Sequential, via from_dynamic<Net>: every
+//                                               layer type and shape is checked (shape_error naming
+//                                               the layer on a mismatch)
+//   io::import_onnx(path, info [, options])  -> DynamicNetwork, and fills onnx_info (input/output
+//                                               names, declared input dims, batch axis, NHWC input)
+//   io::read_onnx_tensor(path)               -> onnx_tensor (a serialized TensorProto, .pb)
+//
+// Operators: Gemm (alpha, beta, transA = 0, transB), MatMul (x @ W, and W @ x for a file whose input
+// has no batch axis, as sisl's NNet exporter writes), Add/Sub/Mul/Div by constants (-> Affine, folded
+// into the preceding Dense/Conv2D bias when possible), Add of two branches forked from one value
+// (-> DynamicResidual), Conv (pads, strides, dilations, group, auto_pad), Relu, LeakyRelu, Clip
+// (attributes before opset 11, inputs from 11), MaxPool and AveragePool (pads, strides, ceil_mode,
+// auto_pad, count_include_pad), GlobalAveragePool, BatchNormalization (inference), Flatten (axis 1),
+// Reshape (to a flat sample), Transpose (layout bookkeeping, see below), Pad (constant zero, folded
+// into the next Conv / AveragePool), Dropout/Identity (dropped), Softmax (over a sample's features),
+// Constant and initializers, and the constant shape arithmetic of PyTorch exports (Shape, Gather,
+// Unsqueeze, Concat, Cast, Reshape of constants).  Opsets up to 17 of the default domain (tested: 7
+// to 17, and opset-1 node tests).
+//
+// Layouts.  The network's input is the file's input without its batch axis: [N,C,H,W] -> {C,H,W};
+// [N,F] -> {F}; [N,a,b] -> {a*b} (flat, row-major); an input without batch axis [F] -> {F}.  An
+// NHWC input [N,H,W,C] whose only reader is Transpose(0,3,1,2) (keras2onnx, tf2onnx, MATLAB) is
+// taken as NCHW {C,H,W}: onnx_info::input_nhwc is then true and NHWC data must be permuted to
+// NCHW before forward() (for C == 1 the two layouts are the same bytes).  A Transpose inside the
+// network changes no data: the importer tracks each value's logical ONNX layout, and the
+// Transpose(0,2,3,1) + Flatten + MatMul of NHWC exporters becomes a Dense whose weight rows are
+// permuted to nnlens' NCHW flatten order.  Layers and ops that need the real layout (Conv, pools,
+// BatchNorm) reject a transposed value.
+// Weights: Dense stores W [in, out]: Gemm's B (transB = 0) as is, B^T for transB = 1, alpha folded
+// into W and beta into b.  Affines that are exactly the identity (Sub 0, Div 1) are dropped.
+// Errors: an unreadable, truncated or corrupt file, an unsupported operator, attribute or
+// topology -> io_error naming the file, the node, its op type and (for operators) the supported
+// set; never a crash.
+#pragma once
+
+#include <string>
+
+#include "nnlens/io/onnx/import.hpp"
+#include "nnlens/io/onnx/proto.hpp"
+#include "nnlens/network/dynamic_network.hpp"
+
+namespace nnlens::io {
+
+/// Reads an ONNX model; `info` receives what the file says about its input and output.
+inline DynamicNetwork import_onnx(const std::string& path, onnx_info& info, const onnx_options& options = {}) {
+  const onnx::ModelProto m = detail::onnx_read_model(path);
+  detail::onnx_importer imp(m, path, options);
+  return imp.run(info);
+}
+
+/// Reads an ONNX model into a DynamicNetwork (float).
+inline DynamicNetwork load_onnx(const std::string& path, const onnx_options& options = {}) {
+  onnx_info info;
+  return import_onnx(path, info, options);
+}
+
+/// Reads an ONNX model into the static network type Net; throws shape_error naming the first layer
+/// whose type or shape differs from Net's.
+template <class Net>
+Net load_onnx(const std::string& path, const onnx_options& options = {}) {
+  const DynamicNetwork d = load_onnx(path, options);
+  try {
+    return from_dynamic<Net>(d);
+  } catch (const shape_error& e) {
+    throw shape_error("ONNX: " + path + ": " + e.what());
+  }
+}
+
+}  // namespace nnlens::io

@@ -1,0 +1,784 @@
+// nnlens/io/onnx/import.hpp -- ONNX graph -> DynamicNetwork (part of nnlens::onnx).
+//
+// detail::onnx_importer walks the nodes in their (topological) order, keeping constants as
+// onnx_tensor and activations as onnx_act (values.hpp).  Each node maps to zero or one layer:
+//   Gemm, MatMul (x@W, or W@x for a file without a batch axis)  -> Dense (W stored [in, out])
+//   Add/Sub/Mul/Div with a constant                              -> Affine (folded into a bias later)
+//   Add of two activations forked from one value                 -> DynamicResidual
+//   Conv -> Conv2D; MaxPool / AveragePool / GlobalAveragePool    -> the pooling layers
+//   BatchNormalization -> BatchNorm; Relu, LeakyRelu, Clip, Softmax -> themselves
+//   Flatten, Reshape (to flatten)  -> Flatten (or nothing when already flat)
+//   Transpose, Dropout, Identity, Pad (constant zero) -> no layer (layout bookkeeping / padding
+//   folded into the next Conv or AveragePool)
+//   Constant, Shape, Gather, Unsqueeze, Concat, Cast on constants -> constant folding
+// Chains are then folded by onnx_fuse (fuse.hpp).
+// requires: one run-time graph input (others bound through onnx_options::extra_inputs), a
+//           batch-leading input (or a rank-1 input without batch axis), opset <= 17 of the default
+//           domain (tested: 7..17).  Anything else -> io_error naming the node, its op type and the supported set.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nnlens/io/onnx/fuse.hpp"
+#include "nnlens/io/onnx/proto.hpp"
+#include "nnlens/io/onnx/values.hpp"
+
+namespace nnlens::io {
+
+/// Options of the ONNX loader.
+struct onnx_options {
+  /// Values for the 2nd, 3rd, ... run-time graph inputs (in graph order): bound as constants.
+  std::vector<onnx_tensor> extra_inputs;
+};
+
+/// What the loader found besides the network.
+struct onnx_info {
+  std::string input_name, output_name, producer;
+  std::vector<std::int64_t> input_dims;  // as declared (-1 for a symbolic extent)
+  bool batch_axis = true;                // false: the file's input has no batch axis (e.g. [5])
+  bool input_nhwc = false;  // the file's input is NHWC and begins with Transpose(0,3,1,2): the
+                            // network takes the same data in NCHW (permute NHWC data first)
+  std::int64_t opset = 0;
+};
+
+/// The supported operators (for messages and docs).
+inline constexpr const char* onnx_supported_ops =
+    "Gemm, MatMul, Add, Sub, Mul, Div, Conv, Relu, LeakyRelu, Clip, MaxPool, AveragePool, GlobalAveragePool, "
+    "BatchNormalization, Flatten, Reshape, Transpose, Pad, Dropout, Identity, Softmax, Constant, Shape, Gather, "
+    "Unsqueeze, Concat, Cast";
+
+namespace detail {
+
+struct onnx_anchor {
+  int parent = -1;
+  std::vector<onnx_layer> layers;  // from the parent anchor to this value
+  shape store{};                   // the value's storage shape
+};
+
+class onnx_importer {
+ public:
+  onnx_importer(const onnx::ModelProto& m, const std::string& path, const onnx_options& opt)
+      : m_(m), g_(m.graph()), path_(path), opt_(opt) {}
+
+  DynamicNetwork run(onnx_info& info) {
+    info.producer = m_.producer_name();
+    for (const auto& o : m_.opset_import())
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+    info.opset = opset_;
+    if (opset_ < 1 || opset_ > 17)
+      throw io_error(nnlens::detail::concat("ONNX: ", path_, ": opset ", opset_,
+                                            " of the default domain is not supported (1 to 17; tested: 7 to 17)"));
+    for (const auto& t : g_.initializer()) consts_[t.name()] = tensor_from_proto(t, where_t(t.name()));
+    // run-time inputs: graph inputs that are not initializers
+    std::vector<const onnx::ValueInfoProto*> ins;
+    for (const auto& v : g_.input())
+      if (!consts_.count(v.name())) ins.push_back(&v);
+    if (ins.empty()) throw io_error("ONNX: " + path_ + ": the graph has no run-time input");
+    if (ins.size() != 1 + opt_.extra_inputs.size())
+      throw io_error(nnlens::detail::concat("ONNX: ", path_, ": the graph has ", ins.size(),
+                                            " run-time inputs; nnlens networks take one (bind the others with "
+                                            "onnx_options::extra_inputs)"));
+    for (std::size_t i = 1; i < ins.size(); ++i) consts_[ins[i]->name()] = opt_.extra_inputs[i - 1];
+    if (g_.output_size() != 1)
+      throw io_error(nnlens::detail::concat("ONNX: ", path_, ": the graph has ", g_.output_size(),
+                                            " outputs; nnlens networks have one"));
+    count_uses();
+    const shape in = set_input(*ins[0], info);
+    for (const auto& n : g_.node()) node(n);
+    const std::string& out = g_.output(0).name();
+    info.output_name = out;
+    auto it = acts_.find(out);
+    if (it == acts_.end()) throw io_error("ONNX: " + path_ + ": the output '" + out + "' does not depend on the input");
+    onnx_act& a = it->second;
+    if (a.anchor != 0)
+      throw io_error("ONNX: " + path_ + ": unsupported topology: the graph branches without joining in an Add " +
+                     "(nnlens networks are chains with residual blocks)");
+    if (!a.perm.empty())
+      throw io_error("ONNX: " + path_ + ": the output is a transposed tensor (its layout differs from storage order)");
+    if (a.has_pad()) throw io_error("ONNX: " + path_ + ": the output is a Pad node's result");
+    onnx_fuse(a.layers);
+    DynamicNetwork net(in);
+    for (std::size_t i = 0; i < a.layers.size(); ++i) {
+      try {
+        net.add(std::move(a.layers[i]));
+      } catch (const error& e) {
+        throw io_error("ONNX: " + path_ + ": " + e.what());
+      }
+    }
+    return net;
+  }
+
+ private:
+  // ---- bookkeeping ----
+  std::string where_t(const std::string& name) const { return "ONNX: " + path_ + ": tensor '" + name + "'"; }
+  std::string where_n(const onnx::NodeProto& n) const {
+    return "ONNX: " + path_ + ": node '" + n.name() + "' (" + n.op_type() + ")";
+  }
+  [[noreturn]] void fail(const onnx::NodeProto& n, const std::string& why) const {
+    throw io_error(where_n(n) + ": " + why);
+  }
+
+  void count_uses() {
+    for (const auto& n : g_.node()) {
+      if (n.op_type() == "Shape") continue;  // reads only the shape
+      for (const auto& i : n.input())
+        if (!i.empty()) ++uses_[i];
+    }
+    for (const auto& o : g_.output()) ++uses_[o.name()];
+  }
+
+  shape set_input(const onnx::ValueInfoProto& v, onnx_info& info) {
+    info.input_name = v.name();
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape())
+      throw io_error("ONNX: " + path_ + ": the input '" + v.name() + "' has no tensor shape");
+    std::vector<std::int64_t> d;
+    for (const auto& dim : v.type().tensor_type().shape().dim())
+      d.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+    info.input_dims = d;
+    onnx_act a;
+    if (d.size() == 1) {
+      if (d[0] <= 0) throw io_error("ONNX: " + path_ + ": the input's only extent is not fixed");
+      batch_ = false;
+      info.batch_axis = false;
+      a.logical = d;
+    } else {
+      a.logical.assign(d.begin() + 1, d.end());
+    }
+    for (auto x : a.logical)
+      if (x <= 0)
+        throw io_error(nnlens::detail::concat("ONNX: ", path_, ": the input '", v.name(),
+                                              "' has a symbolic or zero extent other than the batch axis"));
+    if (a.logical.size() > 3)
+      throw io_error("ONNX: " + path_ + ": inputs of rank > 4 (with batch) are not supported");
+    if (a.logical.size() == 3) {
+      a.store = shape(std::size_t(a.logical[0]), std::size_t(a.logical[1]), std::size_t(a.logical[2]));
+      // NHWC input consumed (only) by Transpose(0,3,1,2): store it as NCHW
+      const onnx::NodeProto* t = nullptr;
+      for (const auto& n : g_.node())
+        for (const auto& i : n.input())
+          if (i == v.name()) t = (t || n.op_type() != "Transpose") ? reinterpret_cast<const onnx::NodeProto*>(1) : &n;
+      if (t && t != reinterpret_cast<const onnx::NodeProto*>(1) &&
+          onnx_attr_ints(*t, "perm") == std::vector<std::int64_t>{0, 3, 1, 2}) {
+        const std::size_t H = a.logical[0], W = a.logical[1], C = a.logical[2];
+        a.store = shape(C, H, W);
+        a.perm.resize(H * W * C);
+        for (std::size_t h = 0; h < H; ++h)
+          for (std::size_t w = 0; w < W; ++w)
+            for (std::size_t c = 0; c < C; ++c) a.perm[(h * W + w) * C + c] = (c * H + h) * W + w;
+        info.input_nhwc = true;
+      }
+    } else {
+      a.store = shape(onnx_prod(a.logical));
+    }
+    put(v.name(), std::move(a));
+    return acts_[v.name()].store;
+  }
+
+  /// Records activation `name`; a value several nodes read becomes an anchor (a fork point).
+  void put(const std::string& name, onnx_act a) {
+    if (uses_[name] > 1) {
+      anchors_.push_back({a.anchor, std::move(a.layers), a.store});
+      a.anchor = int(anchors_.size());  // anchor ids start at 1; 0 is the origin
+      a.layers.clear();
+    }
+    acts_[name] = std::move(a);
+  }
+  bool is_const(const std::string& s) const { return consts_.count(s) != 0; }
+  bool is_act(const std::string& s) const { return acts_.count(s) != 0; }
+  const onnx_tensor& cst(const onnx::NodeProto& n, int i) const {
+    if (i >= n.input_size() || n.input(i).empty()) fail(n, nnlens::detail::concat("input ", i, " is missing"));
+    auto it = consts_.find(n.input(i));
+    if (it == consts_.end()) fail(n, "input '" + n.input(i) + "' must be a constant (initializer or Constant)");
+    return it->second;
+  }
+  const onnx_tensor* opt_cst(const onnx::NodeProto& n, int i) const {
+    if (i >= n.input_size() || n.input(i).empty()) return nullptr;
+    return &cst(n, i);
+  }
+  /// The activation input i (moved out when this is its only reader).
+  onnx_act take(const onnx::NodeProto& n, int i) {
+    auto it = acts_.find(n.input(i));
+    if (it == acts_.end()) fail(n, "input '" + n.input(i) + "' is neither the network input's descendant nor a constant");
+    return uses_[n.input(i)] > 1 ? it->second : std::move(it->second);
+  }
+  /// Appends a layer to `a` and updates its storage shape (logical dims are the caller's job).
+  template <class L>
+  void emit(const onnx::NodeProto& n, onnx_act& a, L layer) {
+    try {
+      a.store = layer_traits<L>::output_shape(layer, a.store);
+    } catch (const error& e) {
+      fail(n, e.what());
+    }
+    a.layers.emplace_back(std::move(layer));
+  }
+  void out(const onnx::NodeProto& n, onnx_act a, int k = 0) {
+    for (int j = 0; j < n.output_size(); ++j)
+      if (j != k && !n.output(j).empty() && uses_[n.output(j)] > 0)
+        fail(n, nnlens::detail::concat("its output ", j, " ('", n.output(j), "') is used; only the first is supported"));
+    put(n.output(k), std::move(a));
+  }
+  void need_plain(const onnx::NodeProto& n, const onnx_act& a) const {
+    if (!a.plain_image())
+      fail(n, nnlens::detail::concat("needs an NCHW image input [N,C,H,W]; the input's per-sample shape is ",
+                                     dims_str(a.logical), a.perm.empty() ? "" : " (transposed)"));
+  }
+  static std::string dims_str(const std::vector<std::int64_t>& d) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+    return s + "]";
+  }
+
+  // ---- nodes ----
+  void node(const onnx::NodeProto& n) {
+    const std::string& op = n.op_type();
+    if (!n.domain().empty() && n.domain() != "ai.onnx") fail(n, "operators of domain '" + n.domain() + "' are not supported");
+    bool any_act = false;
+    for (const auto& i : n.input()) any_act = any_act || (!i.empty() && is_act(i));
+    if (op == "Constant") return constant(n);
+    if (op == "Shape") return shape_of(n);
+    if (!any_act) return fold(n);
+    if (op == "Gemm") return gemm(n);
+    if (op == "MatMul") return matmul(n);
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return arith(n);
+    if (op == "Conv") return conv(n);
+    if (op == "MaxPool" || op == "AveragePool") return pool(n);
+    if (op == "GlobalAveragePool") {
+      onnx_act a = take(n, 0);
+      need_plain(n, a);
+      emit(n, a, GlobalAvgPool{});
+      a.logical = {a.logical[0], 1, 1};
+      return out(n, std::move(a));
+    }
+    if (op == "BatchNormalization") return batchnorm(n);
+    if (op == "Relu" || op == "LeakyRelu" || op == "Clip") return activation(n);
+    if (op == "Softmax") return softmax(n);
+    if (op == "Flatten") return flatten(n);
+    if (op == "Reshape") return reshape(n);
+    if (op == "Transpose") return transpose(n);
+    if (op == "Pad") return pad(n);
+    if (op == "Dropout" || op == "Identity") {
+      if (op == "Dropout" && opset_ >= 12 && n.input_size() > 2 && !n.input(2).empty() && cst(n, 2).values.at(0) != 0)
+        fail(n, "training_mode = true is not supported");
+      onnx_act a = take(n, 0);
+      return out(n, std::move(a));
+    }
+    fail(n, std::string("unsupported operator; nnlens supports ") + onnx_supported_ops);
+  }
+
+  void constant(const onnx::NodeProto& n) {
+    onnx_tensor t;
+    if (const auto* a = onnx_attr(n, "value")) {
+      t = tensor_from_proto(a->t(), where_n(n));
+    } else if (const auto* f = onnx_attr(n, "value_float")) {
+      t.values = {double(f->f())};
+    } else if (const auto* fs = onnx_attr(n, "value_floats")) {
+      t.dims = {fs->floats_size()};
+      t.values.assign(fs->floats().begin(), fs->floats().end());
+    } else if (const auto* i = onnx_attr(n, "value_int")) {
+      t.values = {double(i->i())};
+    } else if (const auto* is = onnx_attr(n, "value_ints")) {
+      t.dims = {is->ints_size()};
+      t.values.assign(is->ints().begin(), is->ints().end());
+    } else {
+      fail(n, "only value, value_float(s) and value_int(s) constants are supported");
+    }
+    if (n.output_size() != 1) fail(n, "expected one output");
+    consts_[n.output(0)] = std::move(t);
+  }
+
+  void shape_of(const onnx::NodeProto& n) {
+    onnx_tensor t;
+    if (is_act(n.input(0))) {
+      const onnx_act& a = acts_[n.input(0)];
+      if (batch_) t.values.push_back(1);  // the batch extent, as an exporter traced it
+      for (auto d : a.logical) t.values.push_back(double(d));
+    } else {
+      for (auto d : cst(n, 0).dims) t.values.push_back(double(d));
+    }
+    t.dims = {std::int64_t(t.values.size())};
+    consts_[n.output(0)] = std::move(t);
+  }
+
+  /// Constant folding of the shape arithmetic exporters emit (PyTorch's flatten: Shape, Gather,
+  /// Unsqueeze, Concat, Reshape).
+  void fold(const onnx::NodeProto& n) {
+    const std::string& op = n.op_type();
+    onnx_tensor r;
+    if (op == "Identity" || op == "Cast" || op == "Dropout") {
+      r = cst(n, 0);
+    } else if (op == "Unsqueeze") {
+      r = cst(n, 0);
+      std::vector<std::int64_t> axes = opset_ >= 13 ? std::vector<std::int64_t>() : onnx_attr_ints(n, "axes");
+      if (opset_ >= 13)
+        for (double v : cst(n, 1).values) axes.push_back(std::int64_t(v));
+      const std::int64_t rank = std::int64_t(r.dims.size() + axes.size());
+      for (auto& a : axes) a = a < 0 ? a + rank : a;
+      std::sort(axes.begin(), axes.end());
+      for (auto a : axes) {
+        if (a < 0 || a > std::int64_t(r.dims.size())) fail(n, "axis out of range");
+        r.dims.insert(r.dims.begin() + a, 1);
+      }
+    } else if (op == "Gather") {
+      const onnx_tensor& d = cst(n, 0);
+      const onnx_tensor& idx = cst(n, 1);
+      if (d.dims.size() != 1 || onnx_attr_i(n, "axis", 0) != 0) fail(n, "only Gather on a 1-D constant is supported");
+      r.dims = idx.dims;
+      for (double v : idx.values) {
+        std::int64_t k = std::int64_t(v);
+        if (k < 0) k += d.dims[0];
+        if (k < 0 || k >= d.dims[0]) fail(n, "index out of range");
+        r.values.push_back(d.values[std::size_t(k)]);
+      }
+    } else if (op == "Concat") {
+      for (int i = 0; i < n.input_size(); ++i) {
+        const onnx_tensor& t = cst(n, i);
+        if (t.dims.size() > 1) fail(n, "only Concat of 1-D constants is supported");
+        r.values.insert(r.values.end(), t.values.begin(), t.values.end());
+      }
+      r.dims = {std::int64_t(r.values.size())};
+    } else if (op == "Reshape") {
+      r = cst(n, 0);
+      const onnx_tensor& s = cst(n, 1);
+      std::vector<std::int64_t> d;
+      std::int64_t known = 1, neg = -1;
+      for (std::size_t i = 0; i < s.values.size(); ++i) {
+        std::int64_t v = std::int64_t(s.values[i]);
+        if (v == 0 && i < r.dims.size()) v = r.dims[i];
+        if (v == -1) neg = std::int64_t(i);
+        else known *= v;
+        d.push_back(v);
+      }
+      if (neg >= 0 && known > 0) d[std::size_t(neg)] = std::int64_t(r.size()) / known;
+      if (onnx_count(d, where_n(n)) != r.size()) fail(n, "the new shape has a different number of elements");
+      r.dims = d;
+    } else {
+      fail(n, std::string("unsupported operator on constants; nnlens supports ") + onnx_supported_ops);
+    }
+    if (n.output_size() < 1) fail(n, "no output");
+    consts_[n.output(0)] = std::move(r);
+  }
+
+  /// Dense from a logical [K, N] matrix w(k, o) applied to activation a (rows permuted to storage).
+  template <class F>
+  void dense(const onnx::NodeProto& n, onnx_act& a, std::size_t K, std::size_t N, F w,
+             const std::vector<double>& bias) {
+    if (a.logical.size() != 1)
+      fail(n, "needs a flat input per sample (rank 2 with batch); got per-sample shape " + dims_str(a.logical));
+    if (std::size_t(a.logical[0]) != K)
+      fail(n, nnlens::detail::concat("the input has ", a.logical[0], " features, the weights expect ", K));
+    if (a.has_pad()) fail(n, "follows a Pad node (only Conv and AveragePool absorb padding)");
+    Dense<dyn, float> d;
+    d.W = tensor<float, 2>::from_shape({K, N});
+    d.b = tensor<float, 1>::from_shape({N});
+    for (std::size_t k = 0; k < K; ++k)
+      for (std::size_t o = 0; o < N; ++o) d.W(a.storage_index(k), o) = float(w(k, o));
+    for (std::size_t o = 0; o < N; ++o) d.b(o) = float(bias[o]);
+    if (a.store.rank != 1) emit(n, a, Flatten{});
+    emit(n, a, std::move(d));
+    a.perm.clear();
+    a.logical = {std::int64_t(N)};
+  }
+
+  /// A bias-like constant c broadcast to N outputs (scalar, [N], [1,N]).
+  std::vector<double> bias_of(const onnx::NodeProto& n, const onnx_tensor* c, std::size_t N, double beta) {
+    std::vector<double> b(N, 0.0);
+    if (!c) return b;
+    std::size_t cn = c->size();
+    for (std::size_t i = 0; i + 1 < c->dims.size(); ++i)
+      if (c->dims[i] != 1) fail(n, "the bias C must broadcast per output ([N], [1,N] or a scalar)");
+    if (cn != 1 && cn != N) fail(n, nnlens::detail::concat("the bias has ", cn, " values, expected 1 or ", N));
+    for (std::size_t o = 0; o < N; ++o) b[o] = beta * c->values[cn == 1 ? 0 : o];
+    return b;
+  }
+
+  void gemm(const onnx::NodeProto& n) {
+    if (!is_act(n.input(0))) fail(n, "input A must be the activation (B and C constants)");
+    const double alpha = onnx_attr_f(n, "alpha", 1.0), beta = onnx_attr_f(n, "beta", 1.0);
+    if (onnx_attr_i(n, "transA", 0) != 0) fail(n, "transA = 1 on the activation is not supported");
+    const bool tb = onnx_attr_i(n, "transB", 0) != 0;
+    const onnx_tensor& B = cst(n, 1);
+    if (B.dims.size() != 2) fail(n, "B must be a matrix");
+    const std::size_t K = std::size_t(tb ? B.dims[1] : B.dims[0]), N = std::size_t(tb ? B.dims[0] : B.dims[1]);
+    onnx_act a = take(n, 0);
+    if (!batch_) fail(n, "Gemm needs a batch-leading input");
+    const auto bias = bias_of(n, opt_cst(n, 2), N, beta);
+    dense(n, a, K, N, [&](std::size_t k, std::size_t o) { return alpha * (tb ? B.values[o * K + k] : B.values[k * N + o]); },
+          bias);
+    out(n, std::move(a));
+  }
+
+  void matmul(const onnx::NodeProto& n) {
+    if (is_act(n.input(0)) && is_const(n.input(1))) {
+      const onnx_tensor& B = cst(n, 1);
+      if (B.dims.size() != 2) fail(n, "the constant operand must be a matrix");
+      const std::size_t K = std::size_t(B.dims[0]), N = std::size_t(B.dims[1]);
+      onnx_act a = take(n, 0);
+      dense(n, a, K, N, [&](std::size_t k, std::size_t o) { return B.values[k * N + o]; }, std::vector<double>(N, 0.0));
+      return out(n, std::move(a));
+    }
+    if (is_const(n.input(0)) && is_act(n.input(1))) {  // W @ x, x a column vector (no batch axis)
+      const onnx_tensor& A = cst(n, 0);
+      if (A.dims.size() != 2) fail(n, "the constant operand must be a matrix");
+      onnx_act a = take(n, 1);
+      if (batch_) fail(n, "W @ x with the activation on the right needs an input without batch axis");
+      const std::size_t N = std::size_t(A.dims[0]), K = std::size_t(A.dims[1]);
+      dense(n, a, K, N, [&](std::size_t k, std::size_t o) { return A.values[o * K + k]; }, std::vector<double>(N, 0.0));
+      return out(n, std::move(a));
+    }
+    fail(n, "only a product of the activation with a constant matrix is supported");
+  }
+
+  void arith(const onnx::NodeProto& n) {
+    const std::string& op = n.op_type();
+    if (is_act(n.input(0)) && is_act(n.input(1))) {
+      if (op != "Add") fail(n, "of two activations is not supported (only Add: residual connections)");
+      return residual(n);
+    }
+    const bool act_first = is_act(n.input(0));
+    const onnx_tensor& c = cst(n, act_first ? 1 : 0);
+    onnx_act a = take(n, act_first ? 0 : 1);
+    if (a.has_pad()) fail(n, "follows a Pad node (only Conv and AveragePool absorb padding)");
+    std::vector<double> v = onnx_expand(c, a, batch_, where_n(n));
+    std::vector<double> s(v.size(), 1.0), t(v.size(), 0.0);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (op == "Add") t[i] = v[i];
+      else if (op == "Sub") {
+        if (act_first) t[i] = -v[i];
+        else s[i] = -1.0, t[i] = v[i];
+      } else if (op == "Mul") s[i] = v[i];
+      else {
+        if (!act_first) fail(n, "division of a constant by the activation is not piecewise-linear");
+        s[i] = 1.0 / v[i];
+      }
+    }
+    std::vector<double> sc = onnx_compress(s, a.store), tc = onnx_compress(t, a.store);
+    if (sc.size() != tc.size()) {  // bring both to the larger count
+      const std::size_t m = std::max(sc.size(), tc.size());
+      sc = sc.size() == m ? sc : (m == v.size() ? s : onnx_compress_to(s, a.store, m));
+      tc = tc.size() == m ? tc : (m == v.size() ? t : onnx_compress_to(t, a.store, m));
+    }
+    Affine<dyn, float> l;
+    l.s = tensor<float, 1>::from_shape({sc.size()});
+    l.t = tensor<float, 1>::from_shape({tc.size()});
+    for (std::size_t i = 0; i < sc.size(); ++i) l.s(i) = float(sc[i]), l.t(i) = float(tc[i]);
+    emit(n, a, std::move(l));
+    out(n, std::move(a));
+  }
+  static std::vector<double> onnx_compress_to(const std::vector<double>& v, shape s, std::size_t m) {
+    if (m == 1) return {v[0]};
+    std::vector<double> r(m);
+    const std::size_t g = v.size() / m;
+    for (std::size_t i = 0; i < m; ++i) r[i] = v[i * g];
+    (void)s;
+    return r;
+  }
+
+  void residual(const onnx::NodeProto& n) {
+    onnx_act a = take(n, 0), b = take(n, 1);
+    if (a.anchor != b.anchor || a.anchor == 0)
+      fail(n, "adds two activations that do not fork from one value (unsupported topology)");
+    if (a.store != b.store || a.logical != b.logical || a.perm != b.perm || a.has_pad() || b.has_pad())
+      fail(n, "adds activations of different shapes or layouts (broadcasting between activations is not supported)");
+    onnx_fuse(a.layers);
+    onnx_fuse(b.layers);
+    if (a.layers.size() < b.layers.size()) std::swap(a, b);
+    DynamicResidual<float> r;
+    r.block.layers = std::move(a.layers);
+    r.shortcut.layers = std::move(b.layers);
+    const onnx_anchor& an = anchors_[std::size_t(a.anchor - 1)];
+    onnx_act res;
+    res.anchor = an.parent;
+    res.layers = an.layers;
+    res.logical = a.logical;
+    res.perm = a.perm;
+    // the residual's input shape: recompute from the anchored value's shape
+    res.store = an.store;
+    emit(n, res, std::move(r));
+    out(n, std::move(res));
+  }
+  void conv(const onnx::NodeProto& n) {
+    if (!is_act(n.input(0))) fail(n, "the data input must be the activation");
+    const onnx_tensor& W = cst(n, 1);
+    if (W.dims.size() != 4) fail(n, "only 2-D convolutions (4-D weights) are supported");
+    onnx_act a = take(n, 0);
+    if (!a.plain_image()) need_plain(n, a);
+    conv_geometry g;
+    const auto k = onnx_attr_ints(n, "kernel_shape", {W.dims[2], W.dims[3]});
+    if (k.size() != 2 || k[0] != W.dims[2] || k[1] != W.dims[3]) fail(n, "kernel_shape does not match the weights");
+    g.kh = std::size_t(k[0]);
+    g.kw = std::size_t(k[1]);
+    const auto s = onnx_attr_ints(n, "strides", {1, 1}), d = onnx_attr_ints(n, "dilations", {1, 1});
+    if (s.size() != 2 || d.size() != 2 || s[0] < 1 || s[1] < 1 || d[0] < 1 || d[1] < 1) fail(n, "bad strides or dilations");
+    g.stride_h = std::size_t(s[0]), g.stride_w = std::size_t(s[1]);
+    g.dilation_h = std::size_t(d[0]), g.dilation_w = std::size_t(d[1]);
+    const auto grp = onnx_attr_i(n, "group", 1);
+    if (grp < 1) fail(n, "group must be positive");
+    g.groups = std::size_t(grp);
+    set_pads(n, a, g.kh, g.kw, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, g.pad_top, g.pad_left, g.pad_bottom,
+             g.pad_right);
+    Conv2DG<dyn, conv_geometry_dyn, float> c;
+    c.geometry = g;
+    const std::size_t O = std::size_t(W.dims[0]);
+    c.W = tensor<float, 4>::from_shape({O, std::size_t(W.dims[1]), g.kh, g.kw});
+    for (std::size_t i = 0; i < W.size(); ++i) c.W.data()[i] = float(W.values[i]);
+    c.b = tensor<float, 1>::from_shape({O});
+    const onnx_tensor* B = opt_cst(n, 2);
+    if (B && B->size() != O) fail(n, "the bias does not have one value per output channel");
+    for (std::size_t o = 0; o < O; ++o) c.b(o) = B ? float(B->values[o]) : 0.0f;
+    emit(n, a, std::move(c));
+    a.logical = {std::int64_t(a.store[0]), std::int64_t(a.store[1]), std::int64_t(a.store[2])};
+    out(n, std::move(a));
+  }
+
+  /// pads / auto_pad of Conv and pooling, plus a pending Pad node's padding.
+  void set_pads(const onnx::NodeProto& n, onnx_act& a, std::size_t kh, std::size_t kw, std::size_t sh, std::size_t sw,
+                std::size_t dh, std::size_t dw, std::size_t& pt, std::size_t& pl, std::size_t& pb, std::size_t& pr) {
+    const std::string ap = onnx_attr_s(n, "auto_pad", "NOTSET");
+    if (ap == "NOTSET") {
+      const auto p = onnx_attr_ints(n, "pads", {0, 0, 0, 0});
+      if (p.size() != 4) fail(n, "pads must have 4 values");
+      for (auto v : p)
+        if (v < 0) fail(n, "negative pads are not supported");
+      pt = std::size_t(p[0]), pl = std::size_t(p[1]), pb = std::size_t(p[2]), pr = std::size_t(p[3]);
+    } else if (ap == "VALID") {
+      pt = pl = pb = pr = 0;
+    } else if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+      auto same = [&](std::size_t in, std::size_t k, std::size_t s, std::size_t d, std::size_t& lo, std::size_t& hi) {
+        const std::size_t o = (in + s - 1) / s, span = d * (k - 1) + 1;
+        const std::size_t need = (o - 1) * s + span, total = need > in ? need - in : 0;
+        lo = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+        hi = total - lo;
+      };
+      same(a.store[1], kh, sh, dh, pt, pb);
+      same(a.store[2], kw, sw, dw, pl, pr);
+    } else {
+      fail(n, "auto_pad '" + ap + "' is not supported");
+    }
+    pt += a.pad[0], pl += a.pad[1], pb += a.pad[2], pr += a.pad[3];
+    a.pad = {0, 0, 0, 0};
+  }
+
+  void pool(const onnx::NodeProto& n) {
+    const bool is_max = n.op_type() == "MaxPool";
+    onnx_act a = take(n, 0);
+    const auto pending = a.pad;
+    a.pad = {0, 0, 0, 0};
+    need_plain(n, a);
+    const auto k = onnx_attr_ints(n, "kernel_shape");
+    if (k.size() != 2 || k[0] < 1 || k[1] < 1) fail(n, "only 2-D pooling with a positive kernel_shape is supported");
+    const auto s = onnx_attr_ints(n, "strides", {1, 1});
+    if (s.size() != 2 || s[0] < 1 || s[1] < 1) fail(n, "bad strides");
+    for (auto d : onnx_attr_ints(n, "dilations", {1, 1}))
+      if (d != 1) fail(n, "dilated pooling is not supported");
+    if (onnx_attr_i(n, "storage_order", 0) != 0) fail(n, "storage_order = 1 is not supported");
+    pool_geometry g;
+    g.kh = std::size_t(k[0]), g.kw = std::size_t(k[1]);
+    g.stride_h = std::size_t(s[0]), g.stride_w = std::size_t(s[1]);
+    g.ceil_mode = onnx_attr_i(n, "ceil_mode", 0) != 0;
+    set_pads(n, a, g.kh, g.kw, g.stride_h, g.stride_w, 1, 1, g.pad_top, g.pad_left, g.pad_bottom, g.pad_right);
+    const bool own_pad = g.pad_top || g.pad_left || g.pad_bottom || g.pad_right;
+    const bool pending_pad = pending[0] || pending[1] || pending[2] || pending[3];
+    if (is_max) {
+      if (pending_pad) fail(n, "zero padding from a Pad node before MaxPool is not supported (MaxPool pads with -inf)");
+      MaxPool2D<dyn> p;
+      p.geometry = g;
+      emit(n, a, std::move(p));
+    } else {
+      g.count_include_pad = onnx_attr_i(n, "count_include_pad", 0) != 0;
+      if (pending_pad) {
+        if (own_pad && !g.count_include_pad)
+          fail(n, "a Pad node before an AveragePool with its own pads and count_include_pad = 0 is not supported");
+        g.count_include_pad = true;  // the padded zeros are input elements
+        g.pad_top += pending[0], g.pad_left += pending[1], g.pad_bottom += pending[2], g.pad_right += pending[3];
+      }
+      AvgPool2D<dyn> p;
+      p.geometry = g;
+      emit(n, a, std::move(p));
+    }
+    a.logical = {std::int64_t(a.store[0]), std::int64_t(a.store[1]), std::int64_t(a.store[2])};
+    out(n, std::move(a));
+  }
+
+  void batchnorm(const onnx::NodeProto& n) {
+    if (onnx_attr_i(n, "training_mode", 0) != 0) fail(n, "training_mode = 1 is not supported");
+    if (opset_ < 9 && onnx_attr_i(n, "spatial", 1) != 1) fail(n, "spatial = 0 is not supported");
+    onnx_act a = take(n, 0);
+    if (a.has_pad()) fail(n, "follows a Pad node");
+    if (!a.perm.empty() || !(a.logical.size() == 1 || a.plain_image()))
+      fail(n, "needs per-sample shape [C] or an NCHW image, got " + dims_str(a.logical));
+    const std::size_t C = std::size_t(a.logical[0]);
+    BatchNorm<dyn, float> b;
+    tensor<float, 1>* dst[4] = {&b.gamma, &b.beta, &b.running_mean, &b.running_var};
+    for (int i = 0; i < 4; ++i) {
+      const onnx_tensor& t = cst(n, i + 1);
+      if (t.size() != C) fail(n, nnlens::detail::concat("parameter ", i + 1, " has ", t.size(), " values, expected ", C));
+      *dst[i] = tensor<float, 1>::from_shape({C});
+      for (std::size_t c = 0; c < C; ++c) (*dst[i])(c) = float(t.values[c]);
+    }
+    b.eps = double(float(onnx_attr_f(n, "epsilon", 1e-5)));
+    emit(n, a, std::move(b));
+    out(n, std::move(a));
+  }
+
+  void activation(const onnx::NodeProto& n) {
+    onnx_act a = take(n, 0);
+    if (a.has_pad()) fail(n, "follows a Pad node");
+    const std::string& op = n.op_type();
+    if (op == "Relu") emit(n, a, ReLU{});
+    else if (op == "LeakyRelu") emit(n, a, LeakyReLU{double(float(onnx_attr_f(n, "alpha", 0.01)))});
+    else {
+      Clamp c;
+      if (opset_ < 11) {
+        c.lo = onnx_attr_f(n, "min", -std::numeric_limits<double>::infinity());
+        c.hi = onnx_attr_f(n, "max", std::numeric_limits<double>::infinity());
+      } else {
+        if (const auto* lo = opt_cst(n, 1)) c.lo = lo->values.at(0);
+        if (const auto* hi = opt_cst(n, 2)) c.hi = hi->values.at(0);
+      }
+      emit(n, a, c);
+    }
+    out(n, std::move(a));
+  }
+
+  void softmax(const onnx::NodeProto& n) {
+    onnx_act a = take(n, 0);
+    const std::int64_t r = std::int64_t(a.logical.size()) + (batch_ ? 1 : 0);
+    std::int64_t axis = onnx_attr_i(n, "axis", opset_ >= 13 ? -1 : 1);
+    if (axis < 0) axis += r;
+    const bool ok = batch_ ? (axis == 1 && (opset_ < 13 || a.logical.size() == 1)) : (axis == 0 && a.logical.size() == 1);
+    if (!ok || a.has_pad()) fail(n, "only a softmax over all features of a sample is supported");
+    if (a.store.rank != 1) emit(n, a, Flatten{});
+    emit(n, a, Softmax{});
+    out(n, std::move(a));
+  }
+
+  void to_flat(const onnx::NodeProto& n, onnx_act& a) {
+    if (a.has_pad()) fail(n, "follows a Pad node");
+    if (a.store.rank != 1) emit(n, a, Flatten{});
+    a.logical = {std::int64_t(onnx_prod(a.logical))};
+  }
+
+  void flatten(const onnx::NodeProto& n) {
+    onnx_act a = take(n, 0);
+    std::int64_t axis = onnx_attr_i(n, "axis", 1);
+    const std::int64_t r = std::int64_t(a.logical.size()) + (batch_ ? 1 : 0);
+    if (axis < 0) axis += r;
+    if (!batch_ || axis != 1) fail(n, "only Flatten with axis = 1 (keeping the batch axis) is supported");
+    to_flat(n, a);
+    out(n, std::move(a));
+  }
+
+  void reshape(const onnx::NodeProto& n) {
+    onnx_act a = take(n, 0);
+    std::vector<std::int64_t> t;
+    if (n.input_size() > 1) {
+      for (double v : cst(n, 1).values) t.push_back(std::int64_t(v));
+    } else {
+      t = onnx_attr_ints(n, "shape");
+    }
+    if (onnx_attr_i(n, "allowzero", 0) != 0) fail(n, "allowzero = 1 is not supported");
+    if (batch_) {
+      if (t.empty() || !(t[0] == 0 || t[0] == -1 || t[0] == 1)) fail(n, "must keep the batch axis first");
+      t.erase(t.begin());
+    }
+    const std::size_t total = onnx_prod(a.logical);
+    std::int64_t known = 1, neg = -1;
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      if (t[i] == 0) {
+        if (i >= a.logical.size()) fail(n, "a 0 extent beyond the input's rank");
+        t[i] = a.logical[i];
+      }
+      if (t[i] == -1) {
+        if (neg >= 0) fail(n, "two -1 extents");
+        neg = std::int64_t(i);
+      } else if (t[i] < 0) {
+        fail(n, "negative extent");
+      } else {
+        known *= t[i];
+      }
+    }
+    if (neg >= 0 && known > 0) t[std::size_t(neg)] = std::int64_t(total) / known;
+    if (onnx_prod(t) != total) fail(n, "the new shape has a different number of elements per sample");
+    if (t == a.logical) return out(n, std::move(a));
+    if (t.size() == 1) {
+      to_flat(n, a);
+      return out(n, std::move(a));
+    }
+    if (a.store.rank == 1 && a.perm.empty() && t.size() != 3 && !a.has_pad()) {  // e.g. [784] <-> [784,1]
+      a.logical = t;
+      return out(n, std::move(a));
+    }
+    fail(n, "only reshapes that flatten a sample are supported (from " + dims_str(a.logical) + " to " + dims_str(t) + ")");
+  }
+
+  void transpose(const onnx::NodeProto& n) {
+    onnx_act a = take(n, 0);
+    if (a.has_pad()) fail(n, "follows a Pad node");
+    const std::size_t r = a.logical.size() + (batch_ ? 1 : 0);
+    std::vector<std::int64_t> p = onnx_attr_ints(n, "perm");
+    if (p.empty())
+      for (std::size_t i = r; i-- > 0;) p.push_back(std::int64_t(i));
+    if (p.size() != r) fail(n, "perm does not match the input's rank");
+    std::vector<std::size_t> q;
+    if (batch_) {
+      if (p[0] != 0) fail(n, "moves the batch axis");
+      for (std::size_t i = 1; i < r; ++i) q.push_back(std::size_t(p[i] - 1));
+    } else {
+      for (auto v : p) q.push_back(std::size_t(v));
+    }
+    std::vector<std::size_t> chk = q;
+    std::sort(chk.begin(), chk.end());
+    for (std::size_t i = 0; i < chk.size(); ++i)
+      if (chk[i] != i) fail(n, "perm is not a permutation");
+    onnx_transpose(a, q);
+    out(n, std::move(a));
+  }
+
+  void pad(const onnx::NodeProto& n) {
+    onnx_act a = take(n, 0);
+    const std::string mode = onnx_attr_s(n, "mode", "constant");
+    if (mode != "constant") fail(n, "only constant padding is supported");
+    std::vector<std::int64_t> p;
+    double value = 0;
+    if (opset_ < 11) {
+      p = onnx_attr_ints(n, opset_ < 2 ? "paddings" : "pads");
+      value = onnx_attr_f(n, "value", 0.0);
+    } else {
+      for (double v : cst(n, 1).values) p.push_back(std::int64_t(v));
+      if (const auto* c = opt_cst(n, 2)) value = c->values.at(0);
+      if (n.input_size() > 3 && !n.input(3).empty()) fail(n, "the axes input is not supported");
+    }
+    if (value != 0) fail(n, "only zero padding is supported");
+    bool zero = true;
+    for (auto v : p) zero = zero && v == 0;
+    if (zero) return out(n, std::move(a));
+    if (!a.plain_image() || p.size() != 8 || p[0] || p[1] || p[4] || p[5])
+      fail(n, "only zero padding of the spatial axes of an NCHW image is supported");
+    for (auto v : p)
+      if (v < 0) fail(n, "negative padding (cropping) is not supported");
+    a.pad[0] += std::size_t(p[2]), a.pad[1] += std::size_t(p[3]), a.pad[2] += std::size_t(p[6]), a.pad[3] += std::size_t(p[7]);
+    out(n, std::move(a));
+  }
+
+  const onnx::ModelProto& m_;
+  const onnx::GraphProto& g_;
+  std::string path_;
+  const onnx_options& opt_;
+  std::int64_t opset_ = 0;
+  bool batch_ = true;
+  std::map<std::string, onnx_tensor> consts_;
+  std::map<std::string, onnx_act> acts_;
+  std::map<std::string, int> uses_;
+  std::vector<onnx_anchor> anchors_;
+};
+
+}  // namespace detail
+}  // namespace nnlens::io
