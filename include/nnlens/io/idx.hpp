@@ -1,6 +1,7 @@
 // nnlens/io/idx.hpp -- the IDX format of MNIST / Fashion-MNIST, gzipped or not.
 //
 //   read_idx(path)                 any IDX file: type code, dims, elements (host byte order)
+//   parse_idx(data, size, name)    the same from memory (plain or gzip)
 //   read_idx_images<T>(path)       [N, rows, cols] (or [N, C, rows, cols]) -> xt::xarray<T> [N, C, rows, cols];
 //                                  unsigned bytes are scaled to [0, 1] (v / 255), other types kept
 //   read_idx_labels(path)          [N] unsigned bytes -> std::vector<std::uint8_t>
@@ -29,6 +30,7 @@
 #include <filesystem>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "nnlens/core/error.hpp"
@@ -116,10 +118,29 @@ class idx_source {
     if (!f_) throw io_error(where(p) + "cannot open (" + std::strerror(errno) + ")");
 #endif
   }
+  /// In-memory bytes (plain, or gzip when zlib is available); `name` appears in messages.
+  idx_source(const void* data, std::size_t size, std::string name)
+      : path_(std::move(name)), mem_(static_cast<const unsigned char*>(data)), mem_size_(size), in_memory_(true) {
+    if (size >= 2 && mem_[0] == 0x1f && mem_[1] == 0x8b) {
+#ifdef NNLENS_IDX_ZLIB
+      mem_gz_ = true;
+      zs_ = z_stream{};
+      if (inflateInit2(&zs_, 15 + 16) != Z_OK) throw io_error(where(path_) + "zlib initialisation failed");
+      zs_.next_in = const_cast<Bytef*>(mem_);
+      zs_.avail_in = uInt(std::min<std::size_t>(size, 1u << 30));
+      mem_pos_ = zs_.avail_in;
+#else
+      throw io_error(where(path_) +
+                     "is gzip-compressed, but nnlens was built without zlib (define NNLENS_HAS_ZLIB and link "
+                     "zlib, e.g. the CMake target nnlens::idx)");
+#endif
+    }
+  }
   idx_source(const idx_source&) = delete;
   idx_source& operator=(const idx_source&) = delete;
   ~idx_source() {
 #ifdef NNLENS_IDX_ZLIB
+    if (mem_gz_) inflateEnd(&zs_);
     if (gz_) gzclose(gz_);
 #else
     if (f_) std::fclose(f_);
@@ -130,6 +151,7 @@ class idx_source {
   std::size_t read(void* buf, std::size_t n) {
     std::size_t got = 0;
     auto* out = static_cast<unsigned char*>(buf);
+    if (in_memory_) return read_memory(out, n);
     while (got < n) {
 #ifdef NNLENS_IDX_ZLIB
       const unsigned ask = unsigned(std::min<std::size_t>(n - got, 1u << 30));
@@ -159,6 +181,7 @@ class idx_source {
   }
   /// True when the file is read as is (not decompressed).
   bool direct() {
+    if (in_memory_) return !mem_gz_;
 #ifdef NNLENS_IDX_ZLIB
     return gzdirect(gz_) == 1;
 #else
@@ -167,6 +190,7 @@ class idx_source {
   }
   /// A message about a pending decompression problem ("" when none).
   std::string stream_error() {
+    if (in_memory_) return mem_error_;
 #ifdef NNLENS_IDX_ZLIB
     int code = 0;
     const char* msg = gzerror(gz_, &code);
@@ -174,9 +198,63 @@ class idx_source {
 #endif
     return "";
   }
+  /// The size of the undecompressed source when it is known without reading it.
+  bool known_size(std::uint64_t& size) {
+    if (in_memory_) {
+      size = mem_size_;
+      return !mem_gz_;
+    }
+    std::error_code ec;
+    size = std::filesystem::file_size(path_, ec);
+    return !ec && direct();
+  }
+  const std::filesystem::path& path() const { return path_; }
 
  private:
+  std::size_t read_memory(unsigned char* out, std::size_t n) {
+    if (!mem_gz_) {
+      const std::size_t k = std::min(n, mem_size_ - mem_pos_);
+      if (k) std::memcpy(out, mem_ + mem_pos_, k);
+      mem_pos_ += k;
+      return k;
+    }
+#ifdef NNLENS_IDX_ZLIB
+    std::size_t got = 0;
+    while (got < n && !mem_end_) {
+      if (zs_.avail_in == 0 && mem_pos_ < mem_size_) {
+        zs_.avail_in = uInt(std::min<std::size_t>(mem_size_ - mem_pos_, 1u << 30));
+        mem_pos_ += zs_.avail_in;
+      }
+      zs_.next_out = out + got;
+      zs_.avail_out = uInt(std::min<std::size_t>(n - got, 1u << 30));
+      const uInt before = zs_.avail_out;
+      const int r = inflate(&zs_, Z_NO_FLUSH);
+      got += before - zs_.avail_out;
+      if (r == Z_STREAM_END) {
+        mem_end_ = true;
+      } else if (r != Z_OK) {
+        if (r == Z_BUF_ERROR && zs_.avail_in == 0 && mem_pos_ >= mem_size_) {
+          mem_error_ = " (unexpected end of the gzip stream)";
+          throw io_error(where(path_) + "corrupt or truncated gzip stream" + mem_error_);
+        }
+        if (r != Z_BUF_ERROR)
+          throw io_error(where(path_) + "corrupt gzip data (" + (zs_.msg ? zs_.msg : "unknown zlib error") + ")");
+      }
+    }
+    return got;
+#else
+    return 0;
+#endif
+  }
+
   std::filesystem::path path_;
+  const unsigned char* mem_ = nullptr;
+  std::size_t mem_size_ = 0, mem_pos_ = 0;
+  bool in_memory_ = false, mem_gz_ = false, mem_end_ = false;
+  std::string mem_error_;
+#ifdef NNLENS_IDX_ZLIB
+  z_stream zs_{};
+#endif
 #ifdef NNLENS_IDX_ZLIB
   gzFile gz_ = nullptr;
 #else
@@ -200,10 +278,9 @@ inline std::string dims_str(const std::vector<std::size_t>& d) {
 
 }  // namespace detail
 
-/// Reads any IDX file (see the header comment for what is checked).
-inline idx_array read_idx(const std::filesystem::path& path, const idx_limits& limits = {}) {
-  detail::idx_source src(path);
-  const std::string at = detail::where(path);
+namespace detail {
+inline idx_array read_idx_from(idx_source& src, const idx_limits& limits) {
+  const std::string at = detail::where(src.path());
   std::uint8_t head[4];
   const std::size_t h = src.read(head, 4);
   if (h < 4)
@@ -241,10 +318,8 @@ inline idx_array read_idx(const std::filesystem::path& path, const idx_limits& l
                    (overflow ? std::string("more than 2^64") : std::to_string(total)) +
                    " bytes of data, above the limit of " + std::to_string(limits.max_bytes) + " bytes");
   const std::uint64_t header = 4 + 4 * rank;
-  if (src.direct()) {  // a plain file: its size must be exact, checked before allocating
-    std::error_code ec;
-    const std::uint64_t fs = std::filesystem::file_size(path, ec);
-    if (!ec && fs != header + total)
+  if (std::uint64_t fs = 0; src.known_size(fs)) {  // plain data: its size must be exact, checked before allocating
+    if (fs != header + total)
       throw io_error(at + (fs < header + total ? "truncated" : "size mismatch") + ": dimensions " +
                      detail::dims_str(a.dims) + " need " + std::to_string(total) + " bytes of data, the file has " +
                      std::to_string(fs - header));
@@ -272,6 +347,19 @@ inline idx_array read_idx(const std::filesystem::path& path, const idx_limits& l
     throw io_error(at + "corrupt or truncated gzip stream" + e);
   detail::byteswap_elements(a.bytes, es);
   return a;
+}
+}  // namespace detail
+
+/// Reads any IDX file (see the header comment for what is checked).
+inline idx_array read_idx(const std::filesystem::path& path, const idx_limits& limits = {}) {
+  detail::idx_source src(path);
+  return detail::read_idx_from(src, limits);
+}
+/// The same from memory (plain IDX bytes, or gzip when zlib is available); `name` appears in messages.
+inline idx_array parse_idx(const void* data, std::size_t size, const std::string& name = "<idx>",
+                           const idx_limits& limits = {}) {
+  detail::idx_source src(data, size, name);
+  return detail::read_idx_from(src, limits);
 }
 
 /// Images [N, rows, cols] or [N, C, rows, cols] as [N, C, rows, cols]; bytes scaled to [0, 1].

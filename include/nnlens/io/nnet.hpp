@@ -110,7 +110,7 @@ struct nnet_normalization {
   xt::xarray<T> map_input(const xt::xarray<T>& x, F f) const {
     const std::size_t n = inputs();
     if (n == 0 || x.dimension() == 0 || x.shape(x.dimension() - 1) != n || x.dimension() > 2)
-      throw shape_error(detail::concat("nnet: expected inputs of shape [N, ", n, "] or [", n, "]"));
+      throw shape_error(nnlens::detail::concat("nnet: expected inputs of shape [N, ", n, "] or [", n, "]"));
     xt::xarray<T> r = x;
     for (std::size_t k = 0; k < r.size(); ++k) r.data()[k] = f(x.data()[k], k % n);
     return r;
