@@ -158,6 +158,8 @@ class onnx_importer {
                                               "' has a symbolic or zero extent other than the batch axis"));
     if (a.logical.size() > 3)
       throw io_error("ONNX: " + path_ + ": inputs of rank > 4 (with batch) are not supported");
+    if (onnx_count(a.logical, "ONNX: " + path_ + ": the input") > (std::size_t(1) << 28))
+      throw io_error("ONNX: " + path_ + ": the input has more than 2^28 elements per sample");
     if (a.logical.size() == 3) {
       a.store = shape(std::size_t(a.logical[0]), std::size_t(a.logical[1]), std::size_t(a.logical[2]));
       // NHWC input consumed (only) by Transpose(0,3,1,2): store it as NCHW
@@ -205,6 +207,7 @@ class onnx_importer {
   }
   /// The activation input i (moved out when this is its only reader).
   onnx_act take(const onnx::NodeProto& n, int i) {
+    if (i >= n.input_size() || n.input(i).empty()) fail(n, nnlens::detail::concat("input ", i, " is missing"));
     auto it = acts_.find(n.input(i));
     if (it == acts_.end()) fail(n, "input '" + n.input(i) + "' is neither the network input's descendant nor a constant");
     return uses_[n.input(i)] > 1 ? it->second : std::move(it->second);
@@ -240,6 +243,13 @@ class onnx_importer {
   void node(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
     if (!n.domain().empty() && n.domain() != "ai.onnx") fail(n, "operators of domain '" + n.domain() + "' are not supported");
+    if (n.output_size() < 1 || n.output(0).empty()) fail(n, "has no output");
+    static const std::map<std::string, int> min_inputs = {
+        {"Gemm", 2}, {"MatMul", 2}, {"Add", 2}, {"Sub", 2}, {"Mul", 2}, {"Div", 2}, {"Conv", 2},
+        {"BatchNormalization", 5}, {"Gather", 2}, {"Shape", 1}, {"Reshape", 1}, {"Unsqueeze", 1}};
+    auto mi = min_inputs.find(op);
+    if (n.input_size() < (mi == min_inputs.end() ? (op == "Constant" || op == "Concat" ? 0 : 1) : mi->second))
+      fail(n, nnlens::detail::concat("has ", n.input_size(), " inputs, too few"));
     bool any_act = false;
     for (const auto& i : n.input()) any_act = any_act || (!i.empty() && is_act(i));
     if (op == "Constant") return constant(n);
@@ -516,11 +526,13 @@ class onnx_importer {
     g.kh = std::size_t(k[0]);
     g.kw = std::size_t(k[1]);
     const auto s = onnx_attr_ints(n, "strides", {1, 1}), d = onnx_attr_ints(n, "dilations", {1, 1});
-    if (s.size() != 2 || d.size() != 2 || s[0] < 1 || s[1] < 1 || d[0] < 1 || d[1] < 1) fail(n, "bad strides or dilations");
+    if (s.size() != 2 || d.size() != 2 || s[0] < 1 || s[1] < 1 || d[0] < 1 || d[1] < 1 || s[0] > big || s[1] > big ||
+        d[0] > big || d[1] > big)
+      fail(n, "bad strides or dilations");
     g.stride_h = std::size_t(s[0]), g.stride_w = std::size_t(s[1]);
     g.dilation_h = std::size_t(d[0]), g.dilation_w = std::size_t(d[1]);
     const auto grp = onnx_attr_i(n, "group", 1);
-    if (grp < 1) fail(n, "group must be positive");
+    if (grp < 1 || grp > big) fail(n, "group must be positive");
     g.groups = std::size_t(grp);
     set_pads(n, a, g.kh, g.kw, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, g.pad_top, g.pad_left, g.pad_bottom,
              g.pad_right);
@@ -546,7 +558,7 @@ class onnx_importer {
       const auto p = onnx_attr_ints(n, "pads", {0, 0, 0, 0});
       if (p.size() != 4) fail(n, "pads must have 4 values");
       for (auto v : p)
-        if (v < 0) fail(n, "negative pads are not supported");
+        if (v < 0 || v > big) fail(n, "pads must be in [0, 2^20]");
       pt = std::size_t(p[0]), pl = std::size_t(p[1]), pb = std::size_t(p[2]), pr = std::size_t(p[3]);
     } else if (ap == "VALID") {
       pt = pl = pb = pr = 0;
@@ -573,9 +585,10 @@ class onnx_importer {
     a.pad = {0, 0, 0, 0};
     need_plain(n, a);
     const auto k = onnx_attr_ints(n, "kernel_shape");
-    if (k.size() != 2 || k[0] < 1 || k[1] < 1) fail(n, "only 2-D pooling with a positive kernel_shape is supported");
+    if (k.size() != 2 || k[0] < 1 || k[1] < 1 || k[0] > big || k[1] > big)
+      fail(n, "only 2-D pooling with a positive kernel_shape is supported");
     const auto s = onnx_attr_ints(n, "strides", {1, 1});
-    if (s.size() != 2 || s[0] < 1 || s[1] < 1) fail(n, "bad strides");
+    if (s.size() != 2 || s[0] < 1 || s[1] < 1 || s[0] > big || s[1] > big) fail(n, "bad strides");
     for (auto d : onnx_attr_ints(n, "dilations", {1, 1}))
       if (d != 1) fail(n, "dilated pooling is not supported");
     if (onnx_attr_i(n, "storage_order", 0) != 0) fail(n, "storage_order = 1 is not supported");
@@ -706,7 +719,7 @@ class onnx_importer {
       }
     }
     if (neg >= 0 && known > 0) t[std::size_t(neg)] = std::int64_t(total) / known;
-    if (onnx_prod(t) != total) fail(n, "the new shape has a different number of elements per sample");
+    if (onnx_count(t, where_n(n)) != total) fail(n, "the new shape has a different number of elements per sample");
     if (t == a.logical) return out(n, std::move(a));
     if (t.size() == 1) {
       to_flat(n, a);
@@ -763,10 +776,12 @@ class onnx_importer {
     if (!a.plain_image() || p.size() != 8 || p[0] || p[1] || p[4] || p[5])
       fail(n, "only zero padding of the spatial axes of an NCHW image is supported");
     for (auto v : p)
-      if (v < 0) fail(n, "negative padding (cropping) is not supported");
+      if (v < 0 || v > big) fail(n, "padding must be in [0, 2^20] (cropping is not supported)");
     a.pad[0] += std::size_t(p[2]), a.pad[1] += std::size_t(p[3]), a.pad[2] += std::size_t(p[6]), a.pad[3] += std::size_t(p[7]);
     out(n, std::move(a));
   }
+
+  static constexpr std::int64_t big = std::int64_t(1) << 20;  // cap of kernel, stride, pad, group attributes
 
   const onnx::ModelProto& m_;
   const onnx::GraphProto& g_;
