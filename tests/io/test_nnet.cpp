@@ -302,6 +302,7 @@ TEST_CASE("nnet: malformed files throw io_error naming the file and line") {
         std::string::npos);
   CHECK(err(replace(tiny, "2e0,", "nan,")).find("is not a finite number") != std::string::npos);
   CHECK(err(replace(tiny, "2e0,", "1e999,")).find("is not a finite number") != std::string::npos);
+  CHECK(err(replace(tiny, "2e0,", "1e39,")).find("bad.nnet:12: layer 1: a weight or bias overflows") != std::string::npos);
   CHECK(err(replace(tiny, "2,2,1,\n", "2,2,1,7,\n")).find("bad.nnet:3: layer sizes (numLayers+1 values): expected 3 values, found 4") !=
         std::string::npos);
   CHECK(err(replace(tiny, "2,2,1,\n", "2,0,1,\n")).find("must be an integer") != std::string::npos);

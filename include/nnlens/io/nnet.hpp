@@ -30,7 +30,7 @@
 //
 // requires: the .nnet text as above.  ensures: never reads out of bounds, and never allocates more
 // than a bounded multiple of the file's size: a truncated file, a wrong count on any line, a
-// non-number or non-finite number, a non-integer or zero size, a range of 0, min > max, trailing
+// non-number or non-finite number (also after conversion to T and folding), a non-integer or zero size, a range of 0, min > max, trailing
 // data after the last bias, or sizes above nnet_limits all throw io_error "FILE:LINE: what".
 // write_nnet prints every value in the shortest form that reads back exactly (std::to_chars), so
 // write -> read is bit-exact; a network that is not a Dense/ReLU chain throws value_error.
@@ -230,6 +230,14 @@ void append_number(std::string& s, T v) {
 
 }  // namespace detail
 
+namespace detail {
+[[noreturn]] inline void bad_value(const nnet_parser& p, std::size_t k) {
+  p.fail(p.line(), nnlens::detail::concat("layer ", k,
+                                          ": a weight or bias overflows the network's scalar type (after folding "
+                                          "the normalisation)"));
+}
+}  // namespace detail
+
 /// Parses .nnet text; `name` (e.g. the path) prefixes every error message.
 template <class T = float>
 basic_nnet_model<T> parse_nnet(std::string_view text, const std::string& name = "<nnet>",
@@ -343,6 +351,10 @@ basic_nnet_model<T> parse_nnet(std::string_view text, const std::string& name = 
       for (std::size_t i = 0; i < I; ++i) d.W(i, o) = T(W[o * I + i]);
       d.b(o) = T(b[o]);
     }
+    for (const T& x : d.W)
+      if (!std::isfinite(x)) detail::bad_value(p, k);
+    for (const T& x : d.b)
+      if (!std::isfinite(x)) detail::bad_value(p, k);
     model.net.add(std::move(d));
     if (k < L) model.net.add(ReLU{});
   }
