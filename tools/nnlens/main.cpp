@@ -2,6 +2,9 @@
 //
 //   nnlens version
 //   nnlens demo --data DIR --cache DIR [--epochs N] [--seed S] [--threads N] [--retrain]
+//   nnlens info MODEL [--json]
+//   nnlens run MODEL --input FILE.csv [--output FILE.csv] [--batch N] [--no-progress]
+//   nnlens codegen MODEL -o FILE.hpp [--name NAME] [--namespace NS]
 //
 // Errors: one line on stderr ("nnlens: ..."), exit status 1 (2 for bad command-line usage).
 #include <cstdlib>
@@ -14,7 +17,9 @@
 #include <nnlens/config.hpp>
 #include <nnlens/core/error.hpp>
 
+#include "commands.hpp"
 #include "demo.hpp"
+#include "model.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"nnlens: analysis of piecewise-linear neural networks"};
@@ -31,6 +36,29 @@ int main(int argc, char** argv) {
   demo_cmd->add_option("--seed", demo.seed, "Seed of initialisation and shuffling")->capture_default_str();
   demo_cmd->add_option("--threads", demo.threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
   demo_cmd->add_flag("--retrain", demo.retrain, "Train even if a cached model exists");
+
+  const std::string formats = "Model file: " + nnlens::tool::supported_model_formats();
+
+  nnlens::tool::info_options info;
+  auto* info_cmd = app.add_subcommand("info", "Print the layers, their output shapes and parameter counts");
+  info_cmd->add_option("MODEL", info.model, formats)->required();
+  info_cmd->add_flag("--json", info.json, "One JSON object: input_shape, output_shape, layers[{type, output_shape, params}], params");
+
+  nnlens::tool::run_options run;
+  auto* run_cmd = app.add_subcommand("run", "Run a model on CSV samples; one CSV output line per sample");
+  run_cmd->add_option("MODEL", run.model, formats)->required();
+  run_cmd->add_option("--input,-i", run.input, "CSV file: one sample per line, flattened row-major (NCHW)")->required();
+  run_cmd->add_option("--output,-o", run.output, "CSV file for the outputs (default: standard output)");
+  run_cmd->add_option("--batch", run.batch, "Samples per forward pass")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  bool no_progress = false;
+  run_cmd->add_flag("--no-progress", no_progress, "No progress bar on standard error");
+
+  nnlens::tool::codegen_cmd_options cg;
+  auto* cg_cmd = app.add_subcommand("codegen", "Write a C++ header with the static network type and its weights");
+  cg_cmd->add_option("MODEL", cg.model, formats)->required();
+  cg_cmd->add_option("--output,-o", cg.output, "The header to write")->required();
+  cg_cmd->add_option("--name", cg.name, "Type alias (make_NAME() returns the network)")->capture_default_str();
+  cg_cmd->add_option("--namespace", cg.ns, "Enclosing namespace, e.g. fw::models (default: none)");
 
   try {
     app.parse(argc, argv);
@@ -54,6 +82,12 @@ int main(int argc, char** argv) {
       if (demo.threads) ::setenv("NNLENS_NUM_THREADS", std::to_string(demo.threads).c_str(), 1);
       return nnlens::tool::run_demo(demo);
     }
+    if (*info_cmd) return nnlens::tool::run_info(info);
+    if (*run_cmd) {
+      run.progress = !no_progress;
+      return nnlens::tool::run_run(run);
+    }
+    if (*cg_cmd) return nnlens::tool::run_codegen(cg);
   } catch (const std::exception& e) {
     std::cerr << "nnlens: " << e.what() << "\n";
     return 1;

@@ -1,0 +1,121 @@
+// tools/nnlens/commands.cpp -- `nnlens info`, `nnlens run`, `nnlens codegen` (see commands.hpp).
+#include "commands.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include <nnlens/core/progress.hpp>
+#include <nnlens/io/codegen.hpp>
+#include <nnlens/io/csv.hpp>
+#include <nnlens/network/forward.hpp>
+#include <nnlens/network/parameters.hpp>
+
+#include "model.hpp"
+
+namespace nnlens::tool {
+
+namespace {
+std::vector<std::size_t> dims(shape s) {
+  std::vector<std::size_t> d;
+  for (std::size_t i = 0; i < s.rank; ++i) d.push_back(s[i]);
+  return d;
+}
+std::size_t layer_params(const DynamicNetwork::layer_type& v) {
+  return std::visit(
+      [](const auto& l) -> std::size_t {
+        using L = std::decay_t<decltype(l)>;
+        std::size_t n = 0;
+        if constexpr (HasParameters<L>)
+          for (auto s : layer_traits<L>::parameters(l)) n += s.size();
+        return n;
+      },
+      v);
+}
+}  // namespace
+
+int run_info(const info_options& o) {
+  const DynamicNetwork net = load_model(o.model);
+  std::size_t total = 0;
+  if (o.json) {
+    nlohmann::ordered_json j;  // keys in the documented order
+    j["input_shape"] = dims(net.input_shape());
+    j["output_shape"] = dims(net.output_shape());
+    j["layers"] = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < net.size(); ++i) {
+      const std::size_t p = layer_params(net.layer(i));
+      total += p;
+      nlohmann::ordered_json l;
+      l["type"] = std::string(net.layer_name(i));
+      l["output_shape"] = dims(net.shape_at(i + 1));
+      l["params"] = p;
+      j["layers"].push_back(std::move(l));
+    }
+    j["params"] = total;
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  std::cout << o.model << "\n";
+  std::cout << "  input " << net.input_shape().str() << "\n";
+  std::printf("  %-5s %-14s %-14s %10s\n", "#", "layer", "output", "params");
+  for (std::size_t i = 0; i < net.size(); ++i) {
+    const std::size_t p = layer_params(net.layer(i));
+    total += p;
+    std::printf("  %-5zu %-14s %-14s %10zu\n", i, std::string(net.layer_name(i)).c_str(), net.shape_at(i + 1).str().c_str(), p);
+  }
+  std::cout << "  output " << net.output_shape().str() << ", " << total << " parameters\n";
+  return 0;
+}
+
+int run_run(const run_options& o) {
+  const DynamicNetwork net = load_model(o.model);
+  const xt::xarray<float> x = io::read_csv<float>(o.input, net.input_shape());  // [rows, input shape...]
+  const std::size_t rows = x.shape()[0];
+  const std::size_t in = net.input_shape().size();
+  std::ofstream file;
+  if (!o.output.empty()) {
+    file.open(o.output, std::ios::trunc);
+    if (!file) throw io_error(o.output + ": cannot open for writing");
+  }
+  std::ostream& os = o.output.empty() ? std::cout : file;
+  const std::size_t batch = std::max<std::size_t>(o.batch, 1);
+  std::optional<progress_bar> bar;  // on stderr, for more than one batch
+  if (o.progress && rows > batch) bar.emplace("run", rows);
+  for (std::size_t r0 = 0; r0 < rows; r0 += batch) {
+    const std::size_t b = std::min(batch, rows - r0);
+    std::vector<std::size_t> sh{b};
+    for (auto d : dims(net.input_shape())) sh.push_back(d);
+    const auto xb = xt::adapt(x.data() + r0 * in, b * in, xt::no_ownership(), sh);
+    xt::xarray<float> y;
+    try {
+      y = forward(execution::par, net, xb);
+    } catch (const value_error& e) {
+      throw value_error(o.input + ": samples " + std::to_string(r0 + 1) + "-" + std::to_string(r0 + b) + ": " + e.what());
+    }
+    io::write_csv(os, y);
+    if (bar) bar->update(r0 + b);
+  }
+  if (bar) bar->finish();
+  os.flush();
+  if (!os) throw io_error((o.output.empty() ? std::string("stdout") : o.output) + ": write error");
+  return 0;
+}
+
+int run_codegen(const codegen_cmd_options& o) {
+  const DynamicNetwork net = load_model(o.model);
+  io::codegen_options c;
+  c.name = o.name;
+  c.ns = o.ns;
+  c.source = std::filesystem::path(o.model).filename().string();
+  io::write_header(o.output, net, c);
+  return 0;
+}
+
+}  // namespace nnlens::tool
