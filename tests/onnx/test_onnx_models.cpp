@@ -431,3 +431,30 @@ TEST_CASE("onnx: unsupported operators are named with the supported set") {
   }
   fs::remove(p);
 }
+
+#if __has_include("nnlens/io/nnet.hpp")
+#include "nnlens/io/nnet.hpp"
+TEST_CASE("onnx models: the 45 ACAS Xu networks agree in .nnet and ONNX (normalised in, raw out; 1e-5)") {
+  io::nnet_options raw;
+  raw.normalize_inputs = raw.clamp_inputs = raw.rescale_outputs = false;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> u(-0.5, 0.5);
+  double worst = 0;
+  for (int a = 1; a <= 5; ++a)
+    for (int b = 1; b <= 9; ++b) {
+      const std::string stem = "ACASXU_run2a_" + std::to_string(a) + "_" + std::to_string(b) + "_batch_2000";
+      const auto onnx_net = io::load_onnx((models / "vnncomp2021-acasxu" / (stem + ".onnx")).string());
+      const auto nnet = io::load_nnet<float>(models / "acasxu-nnet" / (stem + ".nnet"), raw);
+      for (int k = 0; k < 20; ++k) {
+        std::vector<double> x(5);
+        for (auto& v : x) v = u(rng);
+        const auto y1 = run1(onnx_net, x), y2 = run1(nnet.net, x);
+        const double d = max_abs_diff(y1, y2);
+        INFO(stem << " sample " << k);
+        CHECK(d <= 1e-5);
+        worst = std::max(worst, d);
+      }
+    }
+  MESSAGE("ACAS Xu .nnet vs ONNX: max |dy| = " << worst);
+}
+#endif
