@@ -458,3 +458,79 @@ TEST_CASE("onnx models: the 45 ACAS Xu networks agree in .nnet and ONNX (normali
   MESSAGE("ACAS Xu .nnet vs ONNX: max |dy| = " << worst);
 }
 #endif
+
+namespace {
+/// A one-input image model: optional Pad (pads as attribute before opset 11, as input from 11), then
+/// `op` (Conv with a 3x3 kernel of 2 outputs, AveragePool or MaxPool 3x3 stride 2).
+std::string write_pad_model(const std::string& name, int opset, const std::vector<std::int64_t>& pad,
+                            const std::string& op, const std::vector<std::int64_t>& own_pads, bool cip) {
+  const std::int64_t C = 2, H = 7, W = 6;
+  onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(opset);
+  auto& g = *m.mutable_graph();
+  set_value(g.add_input(), "x", {1, C, H, W});
+  set_value(g.add_output(), "y", {1, 2, 1, 1});
+  std::string cur = "x";
+  if (!pad.empty()) {
+    onnx::NodeProto* p;
+    if (opset < 11) {
+      p = add_node(g, "Pad", {"x"}, "p");
+      add_ints(p, "pads", pad);
+    } else {
+      auto* t = g.add_initializer();
+      t->set_name("pads");
+      t->set_data_type(onnx::TensorProto::INT64);
+      t->add_dims(std::int64_t(pad.size()));
+      for (auto v : pad) t->add_int64_data(v);
+      p = add_node(g, "Pad", {"x", "pads"}, "p");
+    }
+    cur = "p";
+  }
+  onnx::NodeProto* n;
+  if (op == "Conv") {
+    std::vector<float> w(2 * C * 9), b = {0.25f, -0.5f};
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = float(std::sin(double(i) + 1.0));
+    add_init(g, "w", {2, C, 3, 3}, w);
+    add_init(g, "b", {2}, b);
+    n = add_node(g, "Conv", {cur, "w", "b"}, "y");
+  } else {
+    n = add_node(g, op, {cur}, "y");
+    add_ints(n, "kernel_shape", {3, 3});
+    add_ints(n, "strides", {2, 2});
+    if (op == "AveragePool") {
+      auto* a = n->add_attribute();
+      a->set_name("count_include_pad");
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(cip ? 1 : 0);
+    }
+  }
+  if (!own_pads.empty()) add_ints(n, "pads", own_pads);
+  const fs::path p = fs::temp_directory_path() / name;
+  std::ofstream f(p, std::ios::binary);
+  REQUIRE(m.SerializeToOstream(&f));
+  return p.string();
+}
+}  // namespace
+
+TEST_CASE("onnx: Pad (constant zero) folds into the next Conv / AveragePool; before MaxPool it is rejected") {
+  std::vector<double> x(2 * 7 * 6);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.7 * double(i));
+  // ONNX pads: [n_begin, c_begin, h_begin, w_begin, n_end, c_end, h_end, w_end]; Conv pads: [t, l, b, r]
+  const std::vector<std::int64_t> pad = {0, 0, 1, 2, 0, 0, 0, 1}, own = {1, 2, 0, 1};
+  for (int opset : {9, 13}) {
+    const auto a = io::load_onnx(write_pad_model("nnlens_pad_a.onnx", opset, pad, "Conv", {}, false));
+    const auto b = io::load_onnx(write_pad_model("nnlens_pad_b.onnx", opset, {}, "Conv", own, false));
+    CHECK(a.output_shape() == b.output_shape());
+    CHECK(a.size() == 1);  // the Pad became the Conv's padding
+    CHECK(run1(a, x) == run1(b, x));
+    // zero padding then an average over the padded tensor = count_include_pad with those pads
+    const auto c = io::load_onnx(write_pad_model("nnlens_pad_a.onnx", opset, pad, "AveragePool", {}, false));
+    const auto d = io::load_onnx(write_pad_model("nnlens_pad_b.onnx", opset, {}, "AveragePool", own, true));
+    CHECK(c.output_shape() == d.output_shape());
+    CHECK(run1(c, x) == run1(d, x));
+    CHECK_THROWS_AS(io::load_onnx(write_pad_model("nnlens_pad_a.onnx", opset, pad, "MaxPool", {}, false)), io_error);
+  }
+  fs::remove(fs::temp_directory_path() / "nnlens_pad_a.onnx");
+  fs::remove(fs::temp_directory_path() / "nnlens_pad_b.onnx");
+}

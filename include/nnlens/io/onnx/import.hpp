@@ -699,7 +699,8 @@ class onnx_importer {
     }
     if (onnx_attr_i(n, "allowzero", 0) != 0) fail(n, "allowzero = 1 is not supported");
     if (batch_) {
-      if (t.empty() || !(t[0] == 0 || t[0] == -1 || t[0] == 1)) fail(n, "must keep the batch axis first");
+      // the first extent is the batch: 0 (copy), -1, or the batch size the exporter traced
+      if (t.empty() || t[0] < -1) fail(n, "must keep the batch axis first");
       t.erase(t.begin());
     }
     const std::size_t total = onnx_prod(a.logical);
@@ -725,7 +726,7 @@ class onnx_importer {
       to_flat(n, a);
       return out(n, std::move(a));
     }
-    if (a.store.rank == 1 && a.perm.empty() && t.size() != 3 && !a.has_pad()) {  // e.g. [784] <-> [784,1]
+    if (a.store.rank == 1 && a.perm.empty() && !a.has_pad()) {  // e.g. [784] <-> [784,1]: stays flat in storage
       a.logical = t;
       return out(n, std::move(a));
     }
