@@ -357,11 +357,11 @@ TEST_CASE("onnx: NHWC input + Transpose(0,3,1,2) ... Transpose(0,2,3,1) + Flatte
     want[k] = s;
   }
   // the network takes NCHW: permute the NHWC sample
-  std::vector<double> xn(C * H * W);
-  for (std::size_t h = 0; h < H; ++h)
-    for (std::size_t w = 0; w < W; ++w)
-      for (std::size_t c = 0; c < C; ++c) xn[(c * H + h) * W + w] = x[(h * W + w) * C + c];
-  CHECK(max_abs_diff(run1(net, xn), want) <= 1e-5);
+  xt::xarray<float> xh = xt::xarray<float>::from_shape({1, H, W, C});
+  std::copy(x.begin(), x.end(), xh.begin());
+  const xt::xarray<float> xc = io::nhwc_to_nchw(xh);
+  REQUIRE(xc.shape(1) == C);
+  CHECK(max_abs_diff(run1(net, std::vector<double>(xc.begin(), xc.end())), want) <= 1e-5);
   fs::remove(p);
 }
 

@@ -9,6 +9,8 @@
 //   io::import_onnx(path, info [, options])  -> DynamicNetwork, and fills onnx_info (input/output
 //                                               names, declared input dims, batch axis, NHWC input)
 //   io::read_onnx_tensor(path)               -> onnx_tensor (a serialized TensorProto, .pb)
+//   io::nhwc_to_nchw(x)                      [N,H,W,C] -> [N,C,H,W] (data for a file whose input
+//                                               was NHWC: onnx_info::input_nhwc)
 //
 // Operators: Gemm (alpha, beta, transA = 0, transB), MatMul (x @ W, and W @ x for a file whose input
 // has no batch axis, as sisl's NNet exporter writes), Add/Sub/Mul/Div by constants (-> Affine, folded
@@ -40,6 +42,7 @@
 
 #include <string>
 
+#include "nnlens/core/tensor.hpp"
 #include "nnlens/io/onnx/import.hpp"
 #include "nnlens/io/onnx/proto.hpp"
 #include "nnlens/network/dynamic_network.hpp"
@@ -69,6 +72,22 @@ Net load_onnx(const std::string& path, const onnx_options& options = {}) {
   } catch (const shape_error& e) {
     throw shape_error("ONNX: " + path + ": " + e.what());
   }
+}
+
+/// Permutes a batch of NHWC images [N,H,W,C] to NCHW [N,C,H,W] (throws shape_error for rank != 4).
+template <class T>
+xt::xarray<T> nhwc_to_nchw(const xt::xarray<T>& x) {
+  if (x.dimension() != 4)
+    throw shape_error(nnlens::detail::concat("nhwc_to_nchw: expected [N,H,W,C], got rank ", x.dimension()));
+  const std::size_t N = x.shape(0), H = x.shape(1), W = x.shape(2), C = x.shape(3);
+  xt::xarray<T> y = xt::xarray<T>::from_shape({N, C, H, W});
+  const T* s = x.data();
+  T* d = y.data();
+  for (std::size_t n = 0; n < N; ++n)
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t w = 0; w < W; ++w)
+        for (std::size_t c = 0; c < C; ++c) d[((n * C + c) * H + h) * W + w] = s[((n * H + h) * W + w) * C + c];
+  return y;
 }
 
 }  // namespace nnlens::io

@@ -158,16 +158,18 @@ class onnx_importer {
                                               "' has a symbolic or zero extent other than the batch axis"));
     if (a.logical.size() > 3)
       throw io_error("ONNX: " + path_ + ": inputs of rank > 4 (with batch) are not supported");
-    if (onnx_count(a.logical, "ONNX: " + path_ + ": the input") > (std::size_t(1) << 28))
-      throw io_error("ONNX: " + path_ + ": the input has more than 2^28 elements per sample");
+    if (onnx_count(a.logical, "ONNX: " + path_ + ": the input") > max_activation)
+      throw io_error(nnlens::detail::concat("ONNX: ", path_, ": the input has more than ", max_activation,
+                                            " elements per sample"));
     if (a.logical.size() == 3) {
       a.store = shape(std::size_t(a.logical[0]), std::size_t(a.logical[1]), std::size_t(a.logical[2]));
       // NHWC input consumed (only) by Transpose(0,3,1,2): store it as NCHW
       const onnx::NodeProto* t = nullptr;
+      int readers = 0;
       for (const auto& n : g_.node())
         for (const auto& i : n.input())
-          if (i == v.name()) t = (t || n.op_type() != "Transpose") ? reinterpret_cast<const onnx::NodeProto*>(1) : &n;
-      if (t && t != reinterpret_cast<const onnx::NodeProto*>(1) &&
+          if (i == v.name()) ++readers, t = &n;
+      if (readers == 1 && t->op_type() == "Transpose" &&
           onnx_attr_ints(*t, "perm") == std::vector<std::int64_t>{0, 3, 1, 2}) {
         const std::size_t H = a.logical[0], W = a.logical[1], C = a.logical[2];
         a.store = shape(C, H, W);
@@ -220,6 +222,8 @@ class onnx_importer {
     } catch (const error& e) {
       fail(n, e.what());
     }
+    if (a.store.size() > max_activation)
+      fail(n, nnlens::detail::concat("its output has ", a.store.size(), " elements per sample (more than ", max_activation, ")"));
     a.layers.emplace_back(std::move(layer));
   }
   void out(const onnx::NodeProto& n, onnx_act a, int k = 0) {
@@ -783,6 +787,7 @@ class onnx_importer {
   }
 
   static constexpr std::int64_t big = std::int64_t(1) << 20;  // cap of kernel, stride, pad, group attributes
+  static constexpr std::size_t max_activation = std::size_t(1) << 24;  // cap of a per-sample activation
 
   const onnx::ModelProto& m_;
   const onnx::GraphProto& g_;
