@@ -1,7 +1,8 @@
 // nnlens/io/idx.hpp -- the IDX format of MNIST / Fashion-MNIST, gzipped or not.
 //
 //   read_idx(path)                 any IDX file: type code, dims, elements (host byte order)
-//   parse_idx(data, size, name)    the same from memory (plain or gzip)
+//   parse_idx(data, size, name)    the same from memory (plain, or one gzip member; data after
+//                                  the member's end is ignored)
 //   read_idx_images<T>(path)       [N, rows, cols] (or [N, C, rows, cols]) -> xt::xarray<T> [N, C, rows, cols];
 //                                  unsigned bytes are scaled to [0, 1] (v / 255), other types kept
 //   read_idx_labels(path)          [N] unsigned bytes -> std::vector<std::uint8_t>
@@ -190,7 +191,7 @@ class idx_source {
   }
   /// A message about a pending decompression problem ("" when none).
   std::string stream_error() {
-    if (in_memory_) return mem_error_;
+    if (in_memory_) return "";
 #ifdef NNLENS_IDX_ZLIB
     int code = 0;
     const char* msg = gzerror(gz_, &code);
@@ -232,13 +233,10 @@ class idx_source {
       got += before - zs_.avail_out;
       if (r == Z_STREAM_END) {
         mem_end_ = true;
-      } else if (r != Z_OK) {
-        if (r == Z_BUF_ERROR && zs_.avail_in == 0 && mem_pos_ >= mem_size_) {
-          mem_error_ = " (unexpected end of the gzip stream)";
-          throw io_error(where(path_) + "corrupt or truncated gzip stream" + mem_error_);
-        }
-        if (r != Z_BUF_ERROR)
-          throw io_error(where(path_) + "corrupt gzip data (" + (zs_.msg ? zs_.msg : "unknown zlib error") + ")");
+      } else if (r != Z_OK) {  // Z_BUF_ERROR: no progress possible, i.e. the input ended early
+        if (zs_.avail_in == 0 && mem_pos_ >= mem_size_)
+          throw io_error(where(path_) + "corrupt or truncated gzip stream (unexpected end of the gzip stream)");
+        throw io_error(where(path_) + "corrupt gzip data (" + (zs_.msg ? zs_.msg : "unknown zlib error") + ")");
       }
     }
     return got;
@@ -251,7 +249,6 @@ class idx_source {
   const unsigned char* mem_ = nullptr;
   std::size_t mem_size_ = 0, mem_pos_ = 0;
   bool in_memory_ = false, mem_gz_ = false, mem_end_ = false;
-  std::string mem_error_;
 #ifdef NNLENS_IDX_ZLIB
   z_stream zs_{};
 #endif

@@ -27,12 +27,14 @@
 // declares stb's API and you link an implementation (Debian: `pkg-config --libs stb`, i.e. -lstb).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "nnlens/core/error.hpp"
