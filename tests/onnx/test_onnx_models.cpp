@@ -176,6 +176,12 @@ TEST_CASE("onnx models: resnet_2b (residual blocks) reproduces expected.txt") {
   std::size_t residuals = 0;
   for (std::size_t i = 0; i < net.size(); ++i) residuals += net.layer_name(i) == "Residual";
   CHECK(residuals == 2);
+  // the same file into the static type (identity shortcut = Residual's default)
+  using ResNet2b = Sequential<Input<3, 32, 32>, Conv2D<8, 3, 2, 1>, ReLU,
+                              Residual<Block<Conv2D<16, 3, 2, 1>, ReLU, Conv2D<16, 3, 1, 1>>, Block<Conv2D<16, 1, 2>>>, ReLU,
+                              Residual<Block<Conv2D<16, 3, 1, 1>, ReLU, Conv2D<16, 3, 1, 1>>>, ReLU, Flatten, Dense<100>,
+                              ReLU, Dense<10>>;
+  const auto st = io::load_onnx<ResNet2b>((dir / "resnet_2b.onnx").string());
   std::ifstream f(dir / "expected.txt");
   std::string line;
   std::size_t cases = 0;
@@ -183,10 +189,15 @@ TEST_CASE("onnx models: resnet_2b (residual blocks) reproduces expected.txt") {
     if (line.empty() || line[0] == '#') continue;
     const auto parts = split(line, ';');
     REQUIRE(parts.size() == 2);
-    const auto got = run1(net, split_numbers(parts[0], ','));
+    const auto xin = split_numbers(parts[0], ',');
+    const auto got = run1(net, xin);
     const auto want = split_numbers(parts[1], ',');
     INFO("case " << cases);
     CHECK(max_abs_diff(got, want) <= 1e-4);
+    xt::xarray<float> xs = xt::xarray<float>::from_shape({1, 3, 32, 32});
+    std::copy(xin.begin(), xin.end(), xs.begin());
+    const auto ys = forward(st, xs);
+    CHECK(max_abs_diff(std::vector<double>(ys.begin(), ys.end()), got) == 0);
     ++cases;
   }
   CHECK(cases == 5);
@@ -377,6 +388,8 @@ TEST_CASE("onnx: bad files throw nnlens::error, never crash") {
     std::ifstream f(models / model, std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     REQUIRE(!bytes.empty());
+    CHECK(io::parse_onnx(bytes.data(), bytes.size(), model).output_shape() == io::load_onnx((models / model).string()).output_shape());
+    CHECK_THROWS_AS(io::parse_onnx(bytes.data(), bytes.size() / 3, model), io_error);
     write(bytes.substr(0, bytes.size() / 2));  // truncated
     CHECK_THROWS_AS(io::load_onnx(p.string()), io_error);
     write("not an onnx file at all");

@@ -8,6 +8,8 @@
 //                                               the layer on a mismatch)
 //   io::import_onnx(path, info [, options])  -> DynamicNetwork, and fills onnx_info (input/output
 //                                               names, declared input dims, batch axis, NHWC input)
+//   io::parse_onnx(data, size, name [, info [, options]])  the same from memory (name in messages;
+//                                               for fuzzing and embedded copies)
 //   io::read_onnx_tensor(path)               -> onnx_tensor (a serialized TensorProto, .pb)
 //   io::nhwc_to_nchw(x)                      [N,H,W,C] -> [N,C,H,W] (data for a file whose input
 //                                               was NHWC: onnx_info::input_nhwc)
@@ -54,6 +56,18 @@ inline DynamicNetwork import_onnx(const std::string& path, onnx_info& info, cons
   const onnx::ModelProto m = detail::onnx_read_model(path);
   detail::onnx_importer imp(m, path, options);
   return imp.run(info);
+}
+
+/// Reads an ONNX model from memory (`name` appears in messages).
+inline DynamicNetwork parse_onnx(const void* data, std::size_t size, const std::string& name, onnx_info& info,
+                                 const onnx_options& options = {}) {
+  const onnx::ModelProto m = detail::onnx_parse_model(data, size, name);
+  detail::onnx_importer imp(m, name, options);
+  return imp.run(info);
+}
+inline DynamicNetwork parse_onnx(const void* data, std::size_t size, const std::string& name = "<memory>") {
+  onnx_info info;
+  return parse_onnx(data, size, name, info);
 }
 
 /// Reads an ONNX model into a DynamicNetwork (float).

@@ -7,7 +7,7 @@
 //   onnx_tensor                      a constant as dims + values (double: exact for float32, int32
 //                                    and the int64 values shapes use)
 //   read_onnx_tensor(path)           a serialized TensorProto (.pb file of the ONNX test data)
-//   detail::onnx_read_model(path)    a ModelProto
+//   detail::onnx_read_model(path), detail::onnx_parse_model(data, size, name)   a ModelProto
 //   detail::tensor_from_proto(t, w)  TensorProto -> onnx_tensor (float, double, int32, int64, int8,
 //                                    uint8, bool; raw_data or typed fields)
 // requires: nothing of the file: truncated, corrupt or hostile files (sizes that do not match the
@@ -123,13 +123,17 @@ inline onnx_tensor tensor_from_proto(const onnx::TensorProto& t, const std::stri
   return r;
 }
 
+/// A ModelProto from bytes; `name` appears in messages.
+inline onnx::ModelProto onnx_parse_model(const void* data, std::size_t size, const std::string& name) {
+  onnx::ModelProto m;
+  if (size > std::size_t(std::numeric_limits<int>::max()) || !m.ParseFromArray(data, int(size)))
+    throw io_error("ONNX: " + name + " is not a valid ONNX model (truncated or corrupt protobuf)");
+  if (!m.has_graph()) throw io_error("ONNX: " + name + " has no graph");
+  return m;
+}
 inline onnx::ModelProto onnx_read_model(const std::string& path) {
   const std::string bytes = onnx_read_bytes(path);
-  onnx::ModelProto m;
-  if (bytes.size() > std::size_t(std::numeric_limits<int>::max()) || !m.ParseFromArray(bytes.data(), int(bytes.size())))
-    throw io_error("ONNX: " + path + " is not a valid ONNX model (truncated or corrupt protobuf)");
-  if (!m.has_graph()) throw io_error("ONNX: " + path + " has no graph");
-  return m;
+  return onnx_parse_model(bytes.data(), bytes.size(), path);
 }
 
 // ---- attributes ----
