@@ -428,6 +428,12 @@ TEST_CASE("onnx: unsupported operators are named with the supported set") {
   set_value(g.add_input(), "x", {1, 4});
   set_value(g.add_output(), "y", {1, 4});
   add_node(g, "Sigmoid", {"x"}, "y");
+  {  // a scalar input (found by libFuzzer) is an io_error
+    onnx::ModelProto s0 = m;
+    s0.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->clear_dim();
+    const std::string b = s0.SerializeAsString();
+    CHECK_THROWS_AS(io::parse_onnx(b.data(), b.size(), "scalar"), io_error);
+  }
   const fs::path p = fs::temp_directory_path() / "nnlens_test_sigmoid.onnx";
   {
     std::ofstream f(p, std::ios::binary);

@@ -144,6 +144,7 @@ class onnx_importer {
       d.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
     info.input_dims = d;
     onnx_act a;
+    if (d.empty()) throw io_error("ONNX: " + path_ + ": the input '" + v.name() + "' is a scalar (rank 0)");
     if (d.size() == 1) {
       if (d[0] <= 0) throw io_error("ONNX: " + path_ + ": the input's only extent is not fixed");
       batch_ = false;
