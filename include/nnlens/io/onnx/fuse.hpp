@@ -11,6 +11,7 @@
 //          Dense/Conv2D add their bias after the product exactly as ONNX's Add does.
 #pragma once
 
+#include <algorithm>
 #include <variant>
 #include <vector>
 

@@ -1,0 +1,300 @@
+// nnlens/io/onnx/state.hpp -- the ONNX importer's state and bookkeeping (part of nnlens::onnx).
+//
+// onnx_options / onnx_info (the loader's public options and report), and detail::onnx_graph_state:
+// the values of a graph being imported (constants as onnx_tensor, activations as onnx_act), how
+// many nodes read each value, the anchors (values read by several nodes: where residual branches
+// start), the network input's layout (set_input: batch axis, NHWC detection), the node-input
+// accessors that throw io_error naming the node, and the constant folding of shape arithmetic
+// (Constant, Shape, Gather, Unsqueeze, Concat, Cast, Reshape of constants).  import.hpp adds the
+// operators.
+// requires: a parsed ModelProto that outlives the state.  ensures: every access to a node's inputs,
+//           outputs and attributes is bounds-checked (io_error, never a protobuf CHECK).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nnlens/io/onnx/proto.hpp"
+#include "nnlens/io/onnx/values.hpp"
+
+namespace nnlens::io {
+
+/// Options of the ONNX loader.
+struct onnx_options {
+  /// Values for the 2nd, 3rd, ... run-time graph inputs (in graph order): bound as constants.
+  std::vector<onnx_tensor> extra_inputs;
+};
+
+/// What the loader found besides the network.
+struct onnx_info {
+  std::string input_name, output_name, producer;
+  std::vector<std::int64_t> input_dims;  // as declared (-1 for a symbolic extent)
+  bool batch_axis = true;                // false: the file's input has no batch axis (e.g. [5])
+  bool input_nhwc = false;  // the file's input is NHWC and begins with Transpose(0,3,1,2): the
+                            // network takes the same data in NCHW (permute NHWC data first)
+  std::int64_t opset = 0;
+};
+
+/// The supported operators (for messages and docs).
+inline constexpr const char* onnx_supported_ops =
+    "Gemm, MatMul, Add, Sub, Mul, Div, Conv, Relu, LeakyRelu, Clip, MaxPool, AveragePool, GlobalAveragePool, "
+    "BatchNormalization, Flatten, Reshape, Transpose, Pad, Dropout, Identity, Softmax, Constant, Shape, Gather, "
+    "Unsqueeze, Concat, Cast";
+
+namespace detail {
+
+struct onnx_anchor {
+  int parent = -1;
+  std::vector<onnx_layer> layers;  // from the parent anchor to this value
+  shape store{};                   // the value's storage shape
+};
+
+class onnx_graph_state {
+ public:
+  onnx_graph_state(const onnx::ModelProto& m, const std::string& path, const onnx_options& opt)
+      : m_(m), g_(m.graph()), path_(path), opt_(opt) {}
+
+ protected:
+  std::string where_t(const std::string& name) const { return "ONNX: " + path_ + ": tensor '" + name + "'"; }
+  std::string where_n(const onnx::NodeProto& n) const {
+    return "ONNX: " + path_ + ": node '" + n.name() + "' (" + n.op_type() + ")";
+  }
+  [[noreturn]] void fail(const onnx::NodeProto& n, const std::string& why) const {
+    throw io_error(where_n(n) + ": " + why);
+  }
+
+  void count_uses() {
+    for (const auto& n : g_.node()) {
+      if (n.op_type() == "Shape") continue;  // reads only the shape
+      for (const auto& i : n.input())
+        if (!i.empty()) ++uses_[i];
+    }
+    for (const auto& o : g_.output()) ++uses_[o.name()];
+  }
+
+  shape set_input(const onnx::ValueInfoProto& v, onnx_info& info) {
+    info.input_name = v.name();
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape())
+      throw io_error("ONNX: " + path_ + ": the input '" + v.name() + "' has no tensor shape");
+    std::vector<std::int64_t> d;
+    for (const auto& dim : v.type().tensor_type().shape().dim())
+      d.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+    info.input_dims = d;
+    onnx_act a;
+    if (d.empty()) throw io_error("ONNX: " + path_ + ": the input '" + v.name() + "' is a scalar (rank 0)");
+    if (d.size() == 1) {
+      if (d[0] <= 0) throw io_error("ONNX: " + path_ + ": the input's only extent is not fixed");
+      batch_ = false;
+      info.batch_axis = false;
+      a.logical = d;
+    } else {
+      a.logical.assign(d.begin() + 1, d.end());
+    }
+    for (auto x : a.logical)
+      if (x <= 0)
+        throw io_error(nnlens::detail::concat("ONNX: ", path_, ": the input '", v.name(),
+                                              "' has a symbolic or zero extent other than the batch axis"));
+    if (a.logical.size() > 3)
+      throw io_error("ONNX: " + path_ + ": inputs of rank > 4 (with batch) are not supported");
+    if (onnx_count(a.logical, "ONNX: " + path_ + ": the input") > max_activation)
+      throw io_error(nnlens::detail::concat("ONNX: ", path_, ": the input has more than ", max_activation,
+                                            " elements per sample"));
+    if (a.logical.size() == 3) {
+      a.store = shape(std::size_t(a.logical[0]), std::size_t(a.logical[1]), std::size_t(a.logical[2]));
+      // NHWC input consumed (only) by Transpose(0,3,1,2): store it as NCHW
+      const onnx::NodeProto* t = nullptr;
+      int readers = 0;
+      for (const auto& n : g_.node())
+        for (const auto& i : n.input())
+          if (i == v.name()) ++readers, t = &n;
+      if (readers == 1 && t->op_type() == "Transpose" &&
+          onnx_attr_ints(*t, "perm") == std::vector<std::int64_t>{0, 3, 1, 2}) {
+        const std::size_t H = a.logical[0], W = a.logical[1], C = a.logical[2];
+        a.store = shape(C, H, W);
+        a.perm.resize(H * W * C);
+        for (std::size_t h = 0; h < H; ++h)
+          for (std::size_t w = 0; w < W; ++w)
+            for (std::size_t c = 0; c < C; ++c) a.perm[(h * W + w) * C + c] = (c * H + h) * W + w;
+        info.input_nhwc = true;
+      }
+    } else {
+      a.store = shape(onnx_prod(a.logical));
+    }
+    put(v.name(), std::move(a));
+    return acts_[v.name()].store;
+  }
+
+  /// Records activation `name`; a value several nodes read becomes an anchor (a fork point).
+  void put(const std::string& name, onnx_act a) {
+    if (uses_[name] > 1) {
+      anchors_.push_back({a.anchor, std::move(a.layers), a.store});
+      a.anchor = int(anchors_.size());  // anchor ids start at 1; 0 is the origin
+      a.layers.clear();
+    }
+    acts_[name] = std::move(a);
+  }
+  bool is_const(const std::string& s) const { return consts_.count(s) != 0; }
+  bool is_act(const std::string& s) const { return acts_.count(s) != 0; }
+  const onnx_tensor& cst(const onnx::NodeProto& n, int i) const {
+    if (i >= n.input_size() || n.input(i).empty()) fail(n, nnlens::detail::concat("input ", i, " is missing"));
+    auto it = consts_.find(n.input(i));
+    if (it == consts_.end()) fail(n, "input '" + n.input(i) + "' must be a constant (initializer or Constant)");
+    return it->second;
+  }
+  const onnx_tensor* opt_cst(const onnx::NodeProto& n, int i) const {
+    if (i >= n.input_size() || n.input(i).empty()) return nullptr;
+    return &cst(n, i);
+  }
+  /// The activation input i (moved out when this is its only reader).
+  onnx_act take(const onnx::NodeProto& n, int i) {
+    if (i >= n.input_size() || n.input(i).empty()) fail(n, nnlens::detail::concat("input ", i, " is missing"));
+    auto it = acts_.find(n.input(i));
+    if (it == acts_.end()) fail(n, "input '" + n.input(i) + "' is neither the network input's descendant nor a constant");
+    return uses_[n.input(i)] > 1 ? it->second : std::move(it->second);
+  }
+  /// Appends a layer to `a` and updates its storage shape (logical dims are the caller's job).
+  template <class L>
+  void emit(const onnx::NodeProto& n, onnx_act& a, L layer) {
+    try {
+      a.store = layer_traits<L>::output_shape(layer, a.store);
+    } catch (const error& e) {
+      fail(n, e.what());
+    }
+    if (a.store.size() > max_activation)
+      fail(n, nnlens::detail::concat("its output has ", a.store.size(), " elements per sample (more than ", max_activation, ")"));
+    a.layers.emplace_back(std::move(layer));
+  }
+  void out(const onnx::NodeProto& n, onnx_act a, int k = 0) {
+    for (int j = 0; j < n.output_size(); ++j)
+      if (j != k && !n.output(j).empty() && uses_[n.output(j)] > 0)
+        fail(n, nnlens::detail::concat("its output ", j, " ('", n.output(j), "') is used; only the first is supported"));
+    put(n.output(k), std::move(a));
+  }
+  void need_plain(const onnx::NodeProto& n, const onnx_act& a) const {
+    if (!a.plain_image())
+      fail(n, nnlens::detail::concat("needs an NCHW image input [N,C,H,W]; the input's per-sample shape is ",
+                                     dims_str(a.logical), a.perm.empty() ? "" : " (transposed)"));
+  }
+  static std::string dims_str(const std::vector<std::int64_t>& d) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+    return s + "]";
+  }
+
+
+  void constant(const onnx::NodeProto& n) {
+    onnx_tensor t;
+    if (const auto* a = onnx_attr(n, "value")) {
+      t = tensor_from_proto(a->t(), where_n(n));
+    } else if (const auto* f = onnx_attr(n, "value_float")) {
+      t.values = {double(f->f())};
+    } else if (const auto* fs = onnx_attr(n, "value_floats")) {
+      t.dims = {fs->floats_size()};
+      t.values.assign(fs->floats().begin(), fs->floats().end());
+    } else if (const auto* i = onnx_attr(n, "value_int")) {
+      t.values = {double(i->i())};
+    } else if (const auto* is = onnx_attr(n, "value_ints")) {
+      t.dims = {is->ints_size()};
+      t.values.assign(is->ints().begin(), is->ints().end());
+    } else {
+      fail(n, "only value, value_float(s) and value_int(s) constants are supported");
+    }
+    if (n.output_size() != 1) fail(n, "expected one output");
+    consts_[n.output(0)] = std::move(t);
+  }
+
+  void shape_of(const onnx::NodeProto& n) {
+    onnx_tensor t;
+    if (is_act(n.input(0))) {
+      const onnx_act& a = acts_[n.input(0)];
+      if (batch_) t.values.push_back(1);  // the batch extent, as an exporter traced it
+      for (auto d : a.logical) t.values.push_back(double(d));
+    } else {
+      for (auto d : cst(n, 0).dims) t.values.push_back(double(d));
+    }
+    t.dims = {std::int64_t(t.values.size())};
+    consts_[n.output(0)] = std::move(t);
+  }
+
+  /// Constant folding of the shape arithmetic exporters emit (PyTorch's flatten: Shape, Gather,
+  /// Unsqueeze, Concat, Reshape).
+  void fold(const onnx::NodeProto& n) {
+    const std::string& op = n.op_type();
+    onnx_tensor r;
+    if (op == "Identity" || op == "Cast" || op == "Dropout") {
+      r = cst(n, 0);
+    } else if (op == "Unsqueeze") {
+      r = cst(n, 0);
+      std::vector<std::int64_t> axes = opset_ >= 13 ? std::vector<std::int64_t>() : onnx_attr_ints(n, "axes");
+      if (opset_ >= 13)
+        for (double v : cst(n, 1).values) axes.push_back(std::int64_t(v));
+      const std::int64_t rank = std::int64_t(r.dims.size() + axes.size());
+      for (auto& a : axes) a = a < 0 ? a + rank : a;
+      std::sort(axes.begin(), axes.end());
+      for (auto a : axes) {
+        if (a < 0 || a > std::int64_t(r.dims.size())) fail(n, "axis out of range");
+        r.dims.insert(r.dims.begin() + a, 1);
+      }
+    } else if (op == "Gather") {
+      const onnx_tensor& d = cst(n, 0);
+      const onnx_tensor& idx = cst(n, 1);
+      if (d.dims.size() != 1 || onnx_attr_i(n, "axis", 0) != 0) fail(n, "only Gather on a 1-D constant is supported");
+      r.dims = idx.dims;
+      for (double v : idx.values) {
+        std::int64_t k = std::int64_t(v);
+        if (k < 0) k += d.dims[0];
+        if (k < 0 || k >= d.dims[0]) fail(n, "index out of range");
+        r.values.push_back(d.values[std::size_t(k)]);
+      }
+    } else if (op == "Concat") {
+      for (int i = 0; i < n.input_size(); ++i) {
+        const onnx_tensor& t = cst(n, i);
+        if (t.dims.size() > 1) fail(n, "only Concat of 1-D constants is supported");
+        r.values.insert(r.values.end(), t.values.begin(), t.values.end());
+      }
+      r.dims = {std::int64_t(r.values.size())};
+    } else if (op == "Reshape") {
+      r = cst(n, 0);
+      const onnx_tensor& s = cst(n, 1);
+      std::vector<std::int64_t> d;
+      std::int64_t known = 1, neg = -1;
+      for (std::size_t i = 0; i < s.values.size(); ++i) {
+        std::int64_t v = std::int64_t(s.values[i]);
+        if (v == 0 && i < r.dims.size()) v = r.dims[i];
+        if (v == -1) neg = std::int64_t(i);
+        else known *= v;
+        d.push_back(v);
+      }
+      if (neg >= 0 && known > 0) d[std::size_t(neg)] = std::int64_t(r.size()) / known;
+      if (onnx_count(d, where_n(n)) != r.size()) fail(n, "the new shape has a different number of elements");
+      r.dims = d;
+    } else {
+      fail(n, std::string("unsupported operator on constants; nnlens supports ") + onnx_supported_ops);
+    }
+    if (n.output_size() < 1) fail(n, "no output");
+    consts_[n.output(0)] = std::move(r);
+  }
+
+
+  static constexpr std::int64_t big = std::int64_t(1) << 20;  // cap of kernel, stride, pad, group attributes
+  static constexpr std::size_t max_activation = std::size_t(1) << 24;  // cap of a per-sample activation
+
+  const onnx::ModelProto& m_;
+  const onnx::GraphProto& g_;
+  std::string path_;
+  const onnx_options& opt_;
+  std::int64_t opset_ = 0;
+  bool batch_ = true;
+  std::map<std::string, onnx_tensor> consts_;
+  std::map<std::string, onnx_act> acts_;
+  std::map<std::string, int> uses_;
+  std::vector<onnx_anchor> anchors_;
+};
+
+}  // namespace detail
+}  // namespace nnlens::io
