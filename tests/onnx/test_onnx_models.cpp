@@ -213,6 +213,13 @@ TEST_CASE("onnx models: oracle rows (TestNetwork2 W@x form, the BatchNorm toy)")
     const std::vector<double> want = {270.94961805, 280.8974763, 274.55254776, 288.10071007, 256.18037737};
     for (std::size_t i = 0; i < 5; ++i) CHECK(std::abs(got[i] - want[i]) <= 1e-3 * std::abs(want[i]));  // source: rtol 1e-3
   }
+  {  // VNN-COMP's test_small (W @ x, opset 14): W0 = [1,1], b0 = 1.5, W1 = all 2, b1 = 2.5, W2 = [3,3], b2 = 3.5
+    // by hand: h1 = relu(x + 1.5), h2 = relu(4 h1 + 2.5), y = 6 h2 + 3.5
+    const auto net = io::load_onnx((models / "vnncomp2021-test" / "test_small.onnx").string());
+    CHECK(run1(net, {0.0})[0] == doctest::Approx(54.5).epsilon(1e-6));
+    CHECK(run1(net, {-2.0})[0] == doctest::Approx(18.5).epsilon(1e-6));
+    CHECK(run1(net, {1.0})[0] == doctest::Approx(6 * (4 * 2.5 + 2.5) + 3.5).epsilon(1e-6));
+  }
   {
     const auto net = io::load_onnx((models / "marabou" / "linear2-3_bn1-linear3-1.onnx").string());
     CHECK(net.layer_name(1) == "BatchNorm");
