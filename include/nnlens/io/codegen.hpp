@@ -18,7 +18,8 @@
 //   codegen_rule<L>::fill(const L&, codegen_context&, lvalue)  emits the statements that fill it
 // requires: name a C++ identifier, ns empty or identifiers joined by "::"; finite parameters.
 // ensures:  make_NAME() gives a network whose forward is bitwise that of the source network.
-// throws:   value_error (bad name, non-finite parameter, naming the layer); io_error (write).
+// throws:   value_error (bad name, non-finite parameter, naming the layer); shape_error (weights
+//           that do not fit the network, from validate()); io_error (write).
 #pragma once
 
 #include <charconv>
@@ -166,7 +167,9 @@ struct codegen_rule<Conv2DG<dyn, conv_geometry_dyn, T>> {
                         g.pad_top == g.pad_left && g.pad_top == g.pad_bottom && g.pad_top == g.pad_right;
     if (square)
       return "nnlens::Conv2D<" + out + ", " +
-             detail::short_list({g.kh, g.stride_h, g.pad_top, g.dilation_h, g.groups}, {dyn, 1, 0, 1, 1}) +
+             (c.scalar() == "float"  // T follows Groups: keep every argument when T is spelled
+                  ? detail::short_list({g.kh, g.stride_h, g.pad_top, g.dilation_h, g.groups}, {dyn, 1, 0, 1, 1})
+                  : detail::geometry_list({g.kh, g.stride_h, g.pad_top, g.dilation_h, g.groups})) +
              c.scalar_arg() + ">";
     return "nnlens::Conv2DG<" + out + ", nnlens::conv_geometry{" +
            detail::geometry_list({g.kh, g.kw, g.stride_h, g.stride_w, g.pad_top, g.pad_left, g.pad_bottom, g.pad_right,
@@ -346,6 +349,10 @@ std::string generate_header(const basic_dynamic_network<T>& net, const codegen_o
     }
   }
   if (net.input_shape().rank == 0) throw value_error("codegen: the network has no input shape");
+  {
+    basic_dynamic_network<T> checked = net;  // the weights must fit the shapes (shape_error otherwise)
+    checked.validate();
+  }
   codegen_context c(detail::scalar_name<T>());
   std::string type = "nnlens::Sequential<nnlens::Input<" + detail::shape_args(net.input_shape()) + ">";
   for (std::size_t i = 0; i < net.size(); ++i) {
