@@ -271,6 +271,35 @@ TEST_CASE("onnx models: MNIST nets classify the centres of their VNN-COMP boxes 
   CHECK(m2.output_shape() == shape(10));
 }
 
+TEST_CASE("onnx models: the MNIST nets agree with LeNet-5 on DeepXplore's 44 MNIST seed digits (NHWC layouts)") {
+  // No oracle ships with the Marabou CNNs (NHWC, Transpose + MatMul rows in HWC order): a wrong
+  // layout would leave them at chance level.  Threshold: at least 40/44 (38 for the tiny 2x10 MLP).
+  const fs::path dir = models / "deepxplore-mnist";
+  const auto ref = io::load_onnx((dir / "lenet5.onnx").string());
+  std::vector<fs::path> imgs;
+  for (const auto& e : fs::directory_iterator(dir / "images"))
+    if (e.path().filename().string().find("_orig") != std::string::npos) imgs.push_back(e.path());
+  REQUIRE(imgs.size() == 44);
+  const std::vector<std::pair<const char*, std::size_t>> nets = {
+      {"marabou/cnn_max_mninst2.onnx", 40}, {"marabou/cnn_max_mninst3.onnx", 40}, {"marabou/mnist2x10.onnx", 38},
+      {"vnncomp-mnistfc/mnist-net_256x2.onnx", 40}, {"vnncomp2021-eran/mnist_relu_9_200.onnx", 40},
+      {"vnncomp2021-verivital/Convnet_avgpool.onnx", 40}, {"vnncomp2021-verivital/Convnet_maxpool.onnx", 40}};
+  std::vector<std::size_t> want;
+  std::vector<std::vector<double>> xs;
+  for (const auto& p : imgs) {
+    const auto x = io::load_image<float>(p);
+    xs.emplace_back(x.begin(), x.end());
+    want.push_back(argmax(run1(ref, xs.back())));
+  }
+  for (const auto& [f, min_agree] : nets) {
+    const auto net = io::load_onnx((models / f).string());
+    std::size_t agree = 0;
+    for (std::size_t i = 0; i < xs.size(); ++i) agree += argmax(run1(net, xs[i])) == want[i];
+    MESSAGE(std::string(f) << ": agrees with LeNet-5 on " << agree << "/44");
+    CHECK(agree >= min_agree);
+  }
+}
+
 TEST_CASE("onnx models: load_onnx<Net> fills a static Sequential and checks its shapes") {
   using Acas = Sequential<Input<1, 1, 5>, Flatten, Dense<50>, ReLU, Dense<50>, ReLU, Dense<50>, ReLU, Dense<50>, ReLU,
                           Dense<50>, ReLU, Dense<50>, ReLU, Dense<5>>;
