@@ -1,7 +1,7 @@
 // tools/nnlens/model.cpp -- see model.hpp.
 #include "model.hpp"
 
-// nnet.hpp first: its unqualified detail::concat must not see nnlens::io::detail from weights.hpp.
+// nnet.hpp first (an earlier version of it needed to precede weights.hpp).
 #include <nnlens/io/nnet.hpp>
 
 #include <cctype>
