@@ -211,7 +211,9 @@ TEST_CASE("onnx models: oracle rows (TestNetwork2 W@x form, the BatchNorm toy)")
     CHECK(net.input_shape() == shape(5));
     const auto got = run1(net, {1.0, 1.0, 1.0, 100.0, 1.0});
     const std::vector<double> want = {270.94961805, 280.8974763, 274.55254776, 288.10071007, 256.18037737};
-    for (std::size_t i = 0; i < 5; ++i) CHECK(std::abs(got[i] - want[i]) <= 1e-3 * std::abs(want[i]));  // source: rtol 1e-3
+    // The source compares at rtol 1e-3; the issue asks logits within 1e-4 (measured: 4.6e-5, the
+    // float32 output's last digit at ~270).
+    for (std::size_t i = 0; i < 5; ++i) CHECK(std::abs(got[i] - want[i]) <= 1e-4);
   }
   {  // VNN-COMP's test_small (W @ x, opset 14): W0 = [1,1], b0 = 1.5, W1 = all 2, b1 = 2.5, W2 = [3,3], b2 = 3.5
     // by hand: h1 = relu(x + 1.5), h2 = relu(4 h1 + 2.5), y = 6 h2 + 3.5
