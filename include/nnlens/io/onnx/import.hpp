@@ -123,7 +123,7 @@ class onnx_importer : onnx_graph_state {
     if (op == "Transpose") return transpose(n);
     if (op == "Pad") return pad(n);
     if (op == "Dropout" || op == "Identity") {
-      if (op == "Dropout" && opset_ >= 12 && n.input_size() > 2 && !n.input(2).empty() && cst(n, 2).values.at(0) != 0)
+      if (op == "Dropout" && opset_ >= 12 && n.input_size() > 2 && !n.input(2).empty() && scalar_cst(n, 2) != 0)
         fail(n, "training_mode = true is not supported");
       onnx_act a = take(n, 0);
       return out(n, std::move(a));
@@ -408,8 +408,8 @@ class onnx_importer : onnx_graph_state {
         c.lo = onnx_attr_f(n, "min", -std::numeric_limits<double>::infinity());
         c.hi = onnx_attr_f(n, "max", std::numeric_limits<double>::infinity());
       } else {
-        if (const auto* lo = opt_cst(n, 1)) c.lo = lo->values.at(0);
-        if (const auto* hi = opt_cst(n, 2)) c.hi = hi->values.at(0);
+        if (const auto* lo = opt_cst(n, 1)) c.lo = scalar_of(n, *lo, 1);
+        if (const auto* hi = opt_cst(n, 2)) c.hi = scalar_of(n, *hi, 2);
       }
       emit(n, a, c);
     }
@@ -522,7 +522,7 @@ class onnx_importer : onnx_graph_state {
       value = onnx_attr_f(n, "value", 0.0);
     } else {
       for (double v : cst(n, 1).values) p.push_back(std::int64_t(v));
-      if (const auto* c = opt_cst(n, 2)) value = c->values.at(0);
+      if (const auto* c = opt_cst(n, 2)) value = scalar_of(n, *c, 2);
       if (n.input_size() > 3 && !n.input(3).empty()) fail(n, "the axes input is not supported");
     }
     if (value != 0) fail(n, "only zero padding is supported");

@@ -146,6 +146,13 @@ class onnx_graph_state {
     if (it == consts_.end()) fail(n, "input '" + n.input(i) + "' must be a constant (initializer or Constant)");
     return it->second;
   }
+  /// The single value of constant input i (an empty or multi-valued constant is an io_error).
+  double scalar_cst(const onnx::NodeProto& n, int i) const { return scalar_of(n, cst(n, i), i); }
+  double scalar_of(const onnx::NodeProto& n, const onnx_tensor& t, int i) const {
+    if (t.values.size() != 1)
+      fail(n, nnlens::detail::concat("input ", i, " must be a single value, it has ", t.values.size()));
+    return t.values[0];
+  }
   const onnx_tensor* opt_cst(const onnx::NodeProto& n, int i) const {
     if (i >= n.input_size() || n.input(i).empty()) return nullptr;
     return &cst(n, i);
