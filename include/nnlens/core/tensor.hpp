@@ -34,6 +34,15 @@ auto flat(C& c) {
   using T = std::remove_reference_t<decltype(*c.data())>;
   return std::span<T>(c.data(), c.size());
 }
+
+/// The same tensor with elements static_cast to U (xt::cast needs arithmetic types; this works
+/// for any U, e.g. boost::multiprecision rationals).
+template <class U, class T, std::size_t N>
+tensor<U, N> cast_tensor(const tensor<T, N>& t) {
+  tensor<U, N> r = tensor<U, N>::from_shape(t.shape());
+  for (std::size_t i = 0; i < t.size(); ++i) r.data()[i] = static_cast<U>(t.data()[i]);
+  return r;
+}
 }  // namespace detail
 
 }  // namespace nnlens

@@ -54,10 +54,29 @@ struct sign_rule;
 template <class L>
 struct pwl_rule;
 
-/// Same layer with scalar type U.  Weightless layers are their own rebind.
+/// pwl_rule of a layer that is affine (ExactLine never splits at it): derive from this.
+///   pwl_rule<L> forms (nnlens/exactline/line.hpp dispatches on which members exist):
+///     affine = true                                   affine: no split (Dense, Conv2D, pools...)
+///     knots(l) -> range of double                     element-wise: split where a unit crosses a
+///                                                     knot; optional max_floor(l) -> optional<double>
+///                                                     when the unit is max(x, c) (fusable with a
+///                                                     max pool next to it)
+///     breaks(l, in, a, b, floor, out)                 anything else: append the local ratios in
+///                                                     (0,1) where the segment a->b of layer inputs
+///                                                     changes linear piece (floor: a fused max(., c))
+///     for_each_branch(l, in, f)                       a composite (Residual): ExactLine runs every
+///                                                     branch on the same segment; output = sum
+struct pwl_affine_rule {
+  static constexpr bool affine = true;
+};
+
+/// Same layer with scalar type U.  Weightless layers are their own rebind.  convert(l) makes the
+/// rebound layer from l (weights converted element by element with static_cast<U>); network_cast
+/// (network/cast.hpp) uses it.  A layer with weights specialises both `type` and `convert`.
 template <class L, class U>
 struct rebind_scalar {
   using type = L;
+  static L convert(const L& l) { return l; }
 };
 template <class L, class U>
 using rebind_scalar_t = typename rebind_scalar<L, U>::type;

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "nnlens/kernels/simd.hpp"
@@ -130,6 +131,15 @@ inline void micro_kernel(std::size_t kc, const T* __restrict__ Ap, const T* __re
 template <class T>
 void gemm(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, const T* A, std::size_t lda,
           const T* B, std::size_t ldb, T beta, T* C, std::size_t ldc) {
+  if constexpr (!std::is_floating_point_v<T>) {  // e.g. exact rationals (tests): the plain triple loop
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t j = 0; j < N; ++j) {
+        T acc = beta == T(0) ? T(0) : beta * C[i * ldc + j];
+        for (std::size_t k = 0; k < K; ++k) acc += (ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
+        C[i * ldc + j] = acc;
+      }
+    return;
+  } else {
   using blk = detail::gemm_blocking<T>;
   if (M == 0 || N == 0) return;
   // C = beta * C
@@ -178,6 +188,7 @@ void gemm(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, const T
       }
     }
   }
+  }  // floating point
 }
 
 }  // namespace nnlens::kernels

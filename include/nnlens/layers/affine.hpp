@@ -34,6 +34,7 @@ struct Affine {
 template <std::size_t N, class T, class U>
 struct rebind_scalar<Affine<N, T>, U> {
   using type = Affine<N, U>;
+  static type convert(const Affine<N, T>& l) { return {detail::cast_tensor<U>(l.s), detail::cast_tensor<U>(l.t)}; }
 };
 
 template <std::size_t N, class T>
@@ -127,5 +128,9 @@ struct dynamic_form<Affine<N, T>> {
     return Affine<N, T>{d.s, d.t};
   }
 };
+
+/// ExactLine: affine, never splits a segment.
+template <std::size_t N, class T>
+struct pwl_rule<Affine<N, T>> : pwl_affine_rule {};
 
 }  // namespace nnlens

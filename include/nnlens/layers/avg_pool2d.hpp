@@ -139,4 +139,8 @@ struct dynamic_form<AvgPool2DG<G>> {
   }
 };
 
+/// ExactLine: affine, never splits a segment.
+template <pool_geometry G>
+struct pwl_rule<AvgPool2DG<G>> : pwl_affine_rule {};
+
 }  // namespace nnlens

@@ -42,6 +42,10 @@ struct BatchNorm {
 template <std::size_t C, class T, class U>
 struct rebind_scalar<BatchNorm<C, T>, U> {
   using type = BatchNorm<C, U>;
+  static type convert(const BatchNorm<C, T>& l) {
+    return {detail::cast_tensor<U>(l.gamma), detail::cast_tensor<U>(l.beta), detail::cast_tensor<U>(l.running_mean),
+            detail::cast_tensor<U>(l.running_var), l.eps};
+  }
 };
 
 template <std::size_t C, class T>
@@ -166,5 +170,9 @@ struct dynamic_form<BatchNorm<C, T>> {
     return BatchNorm<C, T>{d.gamma, d.beta, d.running_mean, d.running_var, d.eps};
   }
 };
+
+/// ExactLine: affine, never splits a segment.
+template <std::size_t C, class T>
+struct pwl_rule<BatchNorm<C, T>> : pwl_affine_rule {};  // inference form: affine
 
 }  // namespace nnlens

@@ -75,6 +75,13 @@ using Conv2D = Conv2DG<Out,
 template <std::size_t Out, conv_geometry G, class T, class U>
 struct rebind_scalar<Conv2DG<Out, G, T>, U> {
   using type = Conv2DG<Out, G, U>;
+  static type convert(const Conv2DG<Out, G, T>& l) {
+    type r;
+    if constexpr (G.is_dynamic()) r.geometry = l.geometry;
+    r.W = detail::cast_tensor<U>(l.W);
+    r.b = detail::cast_tensor<U>(l.b);
+    return r;
+  }
 };
 
 namespace detail {
@@ -370,5 +377,9 @@ struct dynamic_form<Conv2DG<Out, G, T>> {
     return l;
   }
 };
+
+/// ExactLine: affine, never splits a segment.
+template <std::size_t Out, conv_geometry G, class T>
+struct pwl_rule<Conv2DG<Out, G, T>> : pwl_affine_rule {};
 
 }  // namespace nnlens

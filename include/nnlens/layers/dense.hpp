@@ -25,6 +25,7 @@ struct Dense {
 template <std::size_t Out, class T, class U>
 struct rebind_scalar<Dense<Out, T>, U> {
   using type = Dense<Out, U>;
+  static type convert(const Dense<Out, T>& l) { return {detail::cast_tensor<U>(l.W), detail::cast_tensor<U>(l.b)}; }
 };
 
 template <std::size_t Out, class T>
@@ -106,4 +107,8 @@ struct dynamic_form<Dense<Out, T>> {
     return Dense<Out, T>{d.W, d.b};
   }
 };
+/// ExactLine: affine, never splits a segment.
+template <std::size_t Out, class T>
+struct pwl_rule<Dense<Out, T>> : pwl_affine_rule {};
+
 }  // namespace nnlens

@@ -53,4 +53,10 @@ struct layer_traits<Dropout> : detail::identity_traits<Dropout> {
   }
 };
 
+/// ExactLine: affine, never splits a segment.
+template <>
+struct pwl_rule<Identity> : pwl_affine_rule {};
+template <>
+struct pwl_rule<Dropout> : pwl_affine_rule {};  // inference: the identity
+
 }  // namespace nnlens

@@ -25,4 +25,8 @@ struct layer_traits<Flatten> : layer_defaults {
   }
 };
 
+/// ExactLine: affine, never splits a segment.
+template <>
+struct pwl_rule<Flatten> : pwl_affine_rule {};
+
 }  // namespace nnlens

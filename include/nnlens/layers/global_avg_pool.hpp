@@ -51,4 +51,8 @@ struct layer_traits<GlobalAvgPool> : layer_defaults {
   }
 };
 
+/// ExactLine: affine, never splits a segment.
+template <>
+struct pwl_rule<GlobalAvgPool> : pwl_affine_rule {};
+
 }  // namespace nnlens

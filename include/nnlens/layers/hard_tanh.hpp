@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/traits.hpp"
@@ -72,5 +73,33 @@ template <>
 struct layer_traits<HardTanh> : detail::clamp_traits<HardTanh, false> {
   static constexpr std::string_view name = "HardTanh";
 };
+
+namespace detail {
+/// ExactLine for Clamp and HardTanh: knots at the finite bounds; with hi = +inf the layer is
+/// max(x, lo), which fuses with an adjacent max pool.
+template <class L>
+struct clamp_pwl_rule {
+  struct knot_list {
+    double k[2];
+    std::size_t n = 0;
+    const double* begin() const { return k; }
+    const double* end() const { return k + n; }
+  };
+  static knot_list knots(const L& l) {
+    knot_list r{};
+    if (std::isfinite(l.lo)) r.k[r.n++] = l.lo;
+    if (std::isfinite(l.hi) && l.hi != l.lo) r.k[r.n++] = l.hi;
+    return r;
+  }
+  static std::optional<double> max_floor(const L& l) {
+    if (std::isfinite(l.lo) && l.hi == std::numeric_limits<double>::infinity()) return l.lo;
+    return std::nullopt;
+  }
+};
+}  // namespace detail
+template <>
+struct pwl_rule<Clamp> : detail::clamp_pwl_rule<Clamp> {};
+template <>
+struct pwl_rule<HardTanh> : detail::clamp_pwl_rule<HardTanh> {};
 
 }  // namespace nnlens

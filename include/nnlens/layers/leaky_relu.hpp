@@ -12,6 +12,8 @@
 #include <cmath>
 
 #include "nnlens/core/error.hpp"
+#include <span>
+
 #include "nnlens/core/traits.hpp"
 
 namespace nnlens {
@@ -42,6 +44,15 @@ struct layer_traits<LeakyReLU> : layer_defaults {
     const T alpha = T(l.alpha);
     const std::size_t n = a.batch * a.in.size();
     for (std::size_t i = 0; i < n; ++i) a.dx[i] = a.x[i] > T(0) ? a.dy[i] : alpha * a.dy[i];
+  }
+};
+
+/// ExactLine: one knot at 0 (none when alpha == 1: the identity).
+template <>
+struct pwl_rule<LeakyReLU> {
+  static std::span<const double> knots(const LeakyReLU& l) {
+    static constexpr double zero[1] = {0.0};
+    return {zero, l.alpha == 1.0 ? 0u : 1u};
   }
 };
 

@@ -25,10 +25,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
+#include <utility>
+#include <vector>
 #include <type_traits>
 #include <string>
 
 #include "nnlens/core/traits.hpp"
+#include "nnlens/exactline/envelope.hpp"
 #include "nnlens/kernels/conv.hpp"
 #include "nnlens/kernels/simd.hpp"
 #include "nnlens/network/dynamic_form.hpp"
@@ -333,6 +337,23 @@ struct layer_traits<MaxPool2DG<G>> : layer_defaults {
   static void forward(const L& l, const forward_args<T>& a) {
     const pool_geometry g = geometry_of(&l);
     const std::size_t C = a.in[0], H = a.in[1], W = a.in[2], OH = a.out[1], OW = a.out[2], P = OH * OW;
+    if constexpr (!std::is_floating_point_v<T>) {  // e.g. exact rationals (tests): plain loops
+      for (std::size_t pl = 0; pl < a.batch * C; ++pl)
+        for (std::size_t oh = 0; oh < OH; ++oh)
+          for (std::size_t ow = 0; ow < OW; ++ow) {
+            const std::ptrdiff_t r0 = std::ptrdiff_t(oh * g.stride_h) - std::ptrdiff_t(g.pad_top);
+            const std::ptrdiff_t c0 = std::ptrdiff_t(ow * g.stride_w) - std::ptrdiff_t(g.pad_left);
+            bool any = false;
+            T best{};
+            for (std::ptrdiff_t r = std::max<std::ptrdiff_t>(r0, 0); r < std::min<std::ptrdiff_t>(r0 + std::ptrdiff_t(g.kh), std::ptrdiff_t(H)); ++r)
+              for (std::ptrdiff_t c = std::max<std::ptrdiff_t>(c0, 0); c < std::min<std::ptrdiff_t>(c0 + std::ptrdiff_t(g.kw), std::ptrdiff_t(W)); ++c) {
+                const T& v = a.x[pl * H * W + std::size_t(r) * W + std::size_t(c)];
+                if (!any || v > best) best = v, any = true;
+              }
+            a.y[pl * P + oh * OW + ow] = best;
+          }
+      return;
+    }
     const std::size_t planes = a.batch * C, pb = detail::max_pool_planes_per_block(g, H, OH, OW);
     const bool cache = a.cache && detail::index_exact_in<T>(H * W);
 #if defined(__AVX512F__)
@@ -418,6 +439,42 @@ struct dynamic_form<MaxPool2DG<G>> {
                                        G.pad_right, "; ceil_mode ", d.geometry.ceil_mode, " vs ", G.ceil_mode, ")"));
     }
     return l;
+  }
+};
+
+/// ExactLine: per channel and window, the points where the window's arg-max changes along the
+/// segment (the upper-envelope walk, exactline/envelope.hpp).  Padding is never a candidate.  With
+/// `floor` (a fused ReLU or max(x, c) next to the pool) the constant joins every window.
+template <pool_geometry G>
+struct pwl_rule<MaxPool2DG<G>> {
+  using L = MaxPool2DG<G>;
+  template <class R, class T>
+  static void breaks(const L& l, shape in, const T* a, const T* b, const std::optional<T>& floor, std::vector<R>& out) {
+    const pool_geometry g = layer_traits<L>::geometry_of(&l);
+    const std::size_t C = in[0], H = in[1], W = in[2], OH = g.out_h(H), OW = g.out_w(W);
+    for (std::size_t c = 0; c < C; ++c) {
+      const T* ap = a + c * H * W;
+      const T* bp = b + c * H * W;
+      for (std::size_t oh = 0; oh < OH; ++oh) {
+        const std::ptrdiff_t r0 = std::ptrdiff_t(oh * g.stride_h) - std::ptrdiff_t(g.pad_top);
+        const std::size_t h0 = std::size_t(std::max<std::ptrdiff_t>(r0, 0));
+        const std::size_t h1 = std::size_t(std::min<std::ptrdiff_t>(r0 + std::ptrdiff_t(g.kh), std::ptrdiff_t(H)));
+        for (std::size_t ow = 0; ow < OW; ++ow) {
+          const std::ptrdiff_t c0 = std::ptrdiff_t(ow * g.stride_w) - std::ptrdiff_t(g.pad_left);
+          const std::size_t w0 = std::size_t(std::max<std::ptrdiff_t>(c0, 0));
+          const std::size_t w1 = std::size_t(std::min<std::ptrdiff_t>(c0 + std::ptrdiff_t(g.kw), std::ptrdiff_t(W)));
+          if (h1 <= h0 || w1 <= w0) continue;
+          const std::size_t ww = w1 - w0;
+          exactline::envelope_breaks<R, T>(
+              (h1 - h0) * ww,
+              [&](std::size_t k) {
+                const std::size_t i = (h0 + k / ww) * W + w0 + k % ww;
+                return std::pair<T, T>(ap[i], bp[i]);
+              },
+              floor, out);
+        }
+      }
+    }
   }
 };
 

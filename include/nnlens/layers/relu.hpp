@@ -1,6 +1,9 @@
 // nnlens/layers/relu.hpp -- ReLU: y = max(x, 0), any shape.
 #pragma once
 
+#include <array>
+#include <optional>
+
 #include "nnlens/core/traits.hpp"
 
 namespace nnlens {
@@ -25,6 +28,13 @@ struct layer_traits<ReLU> : layer_defaults {
     const std::size_t n = a.batch * a.in.size();
     for (std::size_t i = 0; i < n; ++i) a.dx[i] = a.x[i] > T(0) ? a.dy[i] : T(0);
   }
+};
+
+/// ExactLine: one knot at 0; ReLU is max(x, 0), so it fuses with an adjacent max pool.
+template <>
+struct pwl_rule<ReLU> {
+  static constexpr std::array<double, 1> knots(const ReLU&) { return {0.0}; }
+  static constexpr std::optional<double> max_floor(const ReLU&) { return 0.0; }
 };
 
 }  // namespace nnlens

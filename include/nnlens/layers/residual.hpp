@@ -133,14 +133,28 @@ using DynamicResidual = Residual<DynamicBlock<T>, DynamicBlock<T>>;
 template <class... Ls, class U>
 struct rebind_scalar<Block<Ls...>, U> {
   using type = Block<rebind_scalar_t<Ls, U>...>;
+  static type convert(const Block<Ls...>& b) {
+    return std::apply([](const auto&... l) { return type{{rebind_scalar<std::decay_t<decltype(l)>, U>::convert(l)...}}; },
+                      b.layers);
+  }
 };
 template <class T, class U>
 struct rebind_scalar<DynamicBlock<T>, U> {
   using type = DynamicBlock<U>;
+  static type convert(const DynamicBlock<T>& b) {
+    type r;
+    r.layers.reserve(b.layers.size());
+    for (const auto& v : b.layers)
+      std::visit([&](const auto& l) { r.layers.emplace_back(rebind_scalar<std::decay_t<decltype(l)>, U>::convert(l)); }, v);
+    return r;
+  }
 };
 template <class B, class S, class U>
 struct rebind_scalar<Residual<B, S>, U> {
   using type = Residual<rebind_scalar_t<B, U>, rebind_scalar_t<S, U>>;
+  static type convert(const Residual<B, S>& r) {
+    return {rebind_scalar<B, U>::convert(r.block), rebind_scalar<S, U>::convert(r.shortcut)};
+  }
 };
 
 namespace detail {
@@ -594,6 +608,33 @@ struct dynamic_form<Residual<Block<Ls...>, S>> {
       if (!p) throw shape_error(detail::concat(here, ": the network has a ", detail::any_name_of(d.layers[idx]), " layer here"));
       *l = dynamic_form<L>::from_dynamic(*p, here);
     });
+  }
+};
+
+namespace detail {
+template <class B>
+constexpr bool branch_is_pwl() {
+  if constexpr (is_static_block_v<B>)
+    return []<class... Ls>(std::type_identity<Block<Ls...>>) {
+      return (PiecewiseLinearLayer<Ls> && ... && true);
+    }(std::type_identity<B>{});
+  else
+    return true;  // Identity, or a run-time chain (checked layer by layer when ExactLine runs)
+}
+}  // namespace detail
+
+/// ExactLine: a composite.  Both branches split the same incoming segment (each runs ExactLine on
+/// it, layer by layer); the Residual's breaks are the union and its output the sum.  A static
+/// Residual is piecewise-linear when every inner layer is.
+template <class B, class S>
+  requires(detail::branch_is_pwl<B>() && detail::branch_is_pwl<S>())
+struct pwl_rule<Residual<B, S>> {
+  /// f(walk): once per branch (block, then shortcut); walk(g) calls g(const layer*, index, in, out)
+  /// for each of the branch's layers in order (nothing for the identity shortcut).
+  template <class F>
+  static void for_each_branch(const Residual<B, S>& r, shape in, F&& f) {
+    f([&](auto&& g) { detail::chain<B>::visit(&r.block, in, g); });
+    f([&](auto&& g) { detail::chain<S>::visit(&r.shortcut, in, g); });
   }
 };
 

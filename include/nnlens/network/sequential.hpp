@@ -178,6 +178,13 @@ using network_scalar_t = typename network_scalar<Net>::type;
 template <class In, class... Ls, class U>
 struct rebind_scalar<Sequential<In, Ls...>, U> {
   using type = Sequential<In, rebind_scalar_t<Ls, U>...>;
+  static type convert(const Sequential<In, Ls...>& n) {
+    type r;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((std::get<I>(r.layers) = rebind_scalar<Ls, U>::convert(std::get<I>(n.layers))), ...);
+    }(std::index_sequence_for<Ls...>{});
+    return r;
+  }
 };
 
 }  // namespace nnlens

@@ -1,0 +1,83 @@
+// nnlens/exactline/envelope.hpp -- the split rules ExactLine's pwl_rule traits are built from.
+//
+//   knot_breaks(knots, a, b, n, out)   element-wise piecewise-linear units with knots k: the local
+//                                      ratios s in (0, 1) where a_i + s (b_i - a_i) crosses a knot
+//                                      STRICTLY (an end sitting on a knot never splits)
+//   envelope_walk(a, b, n, floor, f)   the upper envelope of n lines v_k(s) = a_k + s (b_k - a_k)
+//                                      on [0, 1] (and of the constant `floor`, if given): calls
+//                                      f(s, winner) at every s in (0, 1) where the arg-max changes,
+//                                      in ascending s; returns the winner at s = 0 (n = the floor)
+//   envelope_breaks(a, b, n, floor, out)  just the ratios
+//
+// Ratios are computed in R from values of type T (R(a) etc. before subtracting: never narrowed).
+// The walk (specs/exactline.md §2.4): start with the arg-max at s = 0, ties to the steeper line
+// and then to the lower index; repeatedly find the first crossing, after the current s, by a line
+// steeper than the current winner (ties in s go to the steepest, then the lower index).  The slope
+// rises at every step, so there are at most n breaks and the walk ends.  This is correct with
+// ties (two lines overtaking at the same s) where SyReNN's first-index rule is not.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace nnlens::exactline {
+
+template <class R, class T>
+void knot_breaks(std::span<const double> knots, const T* a, const T* b, std::size_t n, std::vector<R>& out) {
+  for (double kd : knots) {
+    const T k = static_cast<T>(kd);
+    for (std::size_t i = 0; i < n; ++i) {
+      const T ai = a[i], bi = b[i];
+      if ((ai < k && bi > k) || (ai > k && bi < k)) out.push_back((R(k) - R(ai)) / (R(bi) - R(ai)));
+    }
+  }
+}
+
+/// See the header comment.  `a` and `b` are read through get(k) -> std::pair<T, T> (so strided
+/// windows need no copy).  f(s, winner) for each change; winner == n stands for the floor.
+template <class R, class T, class Get, class F>
+std::size_t envelope_walk(std::size_t n, Get&& get, const std::optional<T>& floor, F&& f) {
+  const std::size_t total = n + (floor ? 1 : 0);
+  if (total == 0) return 0;
+  auto line = [&](std::size_t k) -> std::pair<R, R> {  // (value at 0, slope)
+    if (k == n) return {R(*floor), R(0)};
+    auto [ak, bk] = get(k);
+    const R ar = R(ak);
+    return {ar, R(bk) - ar};
+  };
+  // the winner at s = 0: the largest a; ties to the larger slope, then the lower index
+  std::size_t c = 0;
+  auto [ac, dc] = line(0);
+  for (std::size_t k = 1; k < total; ++k) {
+    auto [ak, dk] = line(k);
+    if (ak > ac || (ak == ac && dk > dc)) c = k, ac = ak, dc = dk;
+  }
+  const std::size_t first = c;
+  R s_last = R(0);
+  for (;;) {
+    std::size_t best = total;
+    R bs{}, ba{}, bd{};
+    for (std::size_t k = 0; k < total; ++k) {
+      auto [ak, dk] = line(k);
+      if (!(dk > dc)) continue;
+      const R s = (ac - ak) / (dk - dc);  // v_c(s) == v_k(s)
+      if (!(s > s_last)) continue;
+      if (best == total || s < bs || (s == bs && dk > bd)) best = k, bs = s, ba = ak, bd = dk;
+    }
+    if (best == total || !(bs < R(1))) break;
+    f(bs, best);
+    s_last = bs;
+    c = best, ac = ba, dc = bd;
+  }
+  return first;
+}
+
+/// The arg-max change points of a window of n lines (plus the floor), appended to out.
+template <class R, class T, class Get>
+void envelope_breaks(std::size_t n, Get&& get, const std::optional<T>& floor, std::vector<R>& out) {
+  envelope_walk<R, T>(n, get, floor, [&](const R& s, std::size_t) { out.push_back(s); });
+}
+
+}  // namespace nnlens::exactline

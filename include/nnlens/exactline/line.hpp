@@ -1,0 +1,695 @@
+// nnlens/exactline/line.hpp -- ExactLine: the exact linear restriction of a network to a segment.
+//
+//   auto r = exact_line(net, P, Q);              // values in double, ratios in double
+//   auto r = exact_line<float>(net, P, Q);       // values in float (ratios stay double)
+//   auto r = exact_line(execution::par, net, P, Q, opts);   // parallel over pieces
+//   r.t          0 = t_0 < t_1 < ... < t_k = 1: on [t_j, t_{j+1}] the network is affine in t
+//   r.output(j)  the network output at P + t_j (Q - P)          (k + 1 rows)
+//   r.eval(t)    the output anywhere on the segment (exact: interpolation inside its piece)
+//   auto v = exact_lines(net, A, B, opts);       // A, B: [n, in...]; segment i = A[i] -> B[i],
+//                                                // parallel over segments (execution::par)
+//   auto p = exact_path(net, {X0, X1, X2, ...})  // a polyline: the concatenated partitions
+//
+// Algorithm (specs/exactline.md §2.1): keep the ratios t and the values V at those ratios before
+// the next layer.  At each layer, ask its pwl_rule (core/traits.hpp) where each piece must split,
+// insert those points with values interpolated from the piece's ends (exact: everything before is
+// affine on the piece) or, with `reanchor`, recomputed by running the prefix of the network, then
+// run the layer's forward pass on all points at once.  Affine layers only run forward; a composite
+// (Residual) runs ExactLine on each branch and takes the union; a ReLU (or max(x, c)) next to a
+// MaxPool is fused into one rule, the envelope walk with the constant c as an extra candidate,
+// which gives exactly the points where the composed function changes piece (option fuse_max_pool).
+//
+// Scalars: S (values; the network is converted with network_cast<S> when its weights differ) and
+// R (ratios, computed in R from S values and never narrowed).  With an exact rational type for
+// both (boost::multiprecision::cpp_rational) every result is exact.
+// Errors: shape_error (endpoint sizes), value_error (NaN/Inf endpoint, P == Q), logic_error (a
+// layer that is not piecewise-linear in a DynamicNetwork; for a Sequential it is a compile error
+// naming the layer), limit_error (more than max_pieces pieces, or more than max_bytes of values).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "nnlens/core/error.hpp"
+#include "nnlens/core/execution.hpp"
+#include "nnlens/core/thread_pool.hpp"
+#include "nnlens/exactline/envelope.hpp"
+#include "nnlens/network/cast.hpp"
+#include "nnlens/network/forward.hpp"
+#include "nnlens/network/validate.hpp"
+#include "nnlens/network/visit.hpp"
+
+namespace nnlens {
+
+struct line_options {
+  double merge_tol = 0;           // merge breaks closer than this in t (0: only coincident ones)
+  bool reanchor = false;          // recompute values at new points from the input (no drift)
+  bool validate = false;          // check every piece at 1/4, 1/2 and 3/4 of its length
+  double validate_tol = 1e-9;     // |f(x) - interpolation| <= tol * (1 + |f(x)|) counts as affine
+  bool fuse_max_pool = true;      // ReLU / max(x, c) next to a MaxPool: one fused rule
+  std::size_t max_pieces = std::size_t(1) << 24;  // limit_error beyond
+  std::size_t max_bytes = std::size_t(4) << 30;   // values kept for one layer; limit_error beyond
+  bool keep_going = false;        // exact_lines: record a segment's error in its result, go on
+};
+
+struct line_stats {
+  std::size_t merged = 0;             // proposed breaks dropped: within merge_tol, or coincident
+  std::size_t validated_pieces = 0;   // validate: pieces checked
+  std::size_t violations = 0;         // validate: pieces on which the network is not affine
+  double max_deviation = 0;           // validate: the largest relative deviation seen
+  std::vector<std::size_t> points;    // number of points after each top-level layer
+};
+
+template <class S = double, class R = double>
+struct line_result {
+  using scalar_type = S;
+  using ratio_type = R;
+  std::vector<R> t;          // 0 = t_0 < ... < t_k = 1
+  std::vector<S> values;     // (k + 1) x output_shape.size(), row-major: the outputs at every t
+  std::vector<S> from, to;   // P and Q (flattened)
+  shape input_shape{}, output_shape{};
+  line_stats stats;
+  std::string error;         // exact_lines with keep_going: why this segment failed (else empty)
+
+  std::size_t pieces() const { return t.empty() ? 0 : t.size() - 1; }
+  std::size_t out_size() const { return output_shape.size(); }
+  std::span<const S> output(std::size_t j) const { return {values.data() + j * out_size(), out_size()}; }
+  /// The input point P + tt (Q - P).
+  std::vector<S> point(const R& tt) const {
+    std::vector<S> x(from.size());
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = from[i] + S(tt) * (to[i] - from[i]);
+    return x;
+  }
+  /// The piece j with t_j <= tt < t_{j+1} (the last piece for tt == 1).
+  std::size_t piece_of(const R& tt) const {
+    NNLENS_EXPECTS(t.size() >= 2);
+    auto it = std::upper_bound(t.begin(), t.end(), tt);
+    std::size_t j = it == t.begin() ? 0 : std::size_t(it - t.begin()) - 1;
+    return std::min(j, pieces() - 1);
+  }
+  /// The network output at tt in [0, 1] (interpolated inside its piece: exact up to rounding).
+  std::vector<S> eval(const R& tt) const {
+    const std::size_t j = piece_of(tt);
+    const S a = S((tt - t[j]) / (t[j + 1] - t[j]));
+    std::vector<S> y(out_size());
+    auto y0 = output(j), y1 = output(j + 1);
+    for (std::size_t o = 0; o < y.size(); ++o) y[o] = y0[o] + a * (y1[o] - y0[o]);
+    return y;
+  }
+  /// Euclidean length of the segment in input space.
+  double length() const {
+    double s = 0;
+    for (std::size_t i = 0; i < from.size(); ++i) {
+      const double d = double(to[i] - from[i]);
+      s += d * d;
+    }
+    return std::sqrt(s);
+  }
+};
+
+namespace detail {
+
+template <class L>
+concept pwl_is_affine = requires { requires pwl_rule<L>::affine; };
+template <class L>
+concept pwl_has_knots = requires(const L& l) { pwl_rule<L>::knots(l); };
+template <class L>
+concept pwl_has_floor = requires(const L& l) {
+  { pwl_rule<L>::max_floor(l) } -> std::convertible_to<std::optional<double>>;
+};
+template <class L>
+concept pwl_has_window = requires(const L& l, shape in, const double* a, std::vector<double>& out) {
+  pwl_rule<L>::breaks(l, in, a, a, std::optional<double>{}, out);
+};
+template <class L>
+concept pwl_is_composite = requires(const L& l, shape in) {
+  pwl_rule<L>::for_each_branch(l, in, [](auto&&) {});
+};
+template <class A, class B>
+inline constexpr bool pwl_fusable_v = (pwl_has_floor<A> && pwl_has_window<B>) || (pwl_has_window<A> && pwl_has_floor<B>);
+
+// The diagnostic of exact_line on a static network with a layer that is not piecewise-linear
+// (the incomplete-type trick: the compiler names the layer, e.g.
+// error_exact_line_needs_a_piecewise_linear_layer<nnlens::Softmax>).
+template <class L>
+struct error_exact_line_needs_a_piecewise_linear_layer;
+template <class L>
+constexpr bool check_pwl() {
+  if constexpr (!PiecewiseLinearLayer<L>) {
+    error_exact_line_needs_a_piecewise_linear_layer<L> drop_it_and_run_exact_line_on_the_logits;
+    (void)drop_it_and_run_exact_line_on_the_logits;
+    return false;
+  } else {
+    return true;
+  }
+}
+
+template <class Net>
+constexpr bool require_pwl_network() {
+  if constexpr (is_sequential_v<Net>)
+    return []<class... Ls>(std::type_identity<std::tuple<Ls...>>) {
+      return (check_pwl<Ls>() && ...);
+    }(std::type_identity<typename Net::layer_types>{});
+  else
+    return true;  // DynamicNetwork: checked layer by layer (logic_error)
+}
+
+/// The points of a line before (or after) some layer: ratios and the values there.
+template <class S, class R>
+struct polyline {
+  std::vector<R> t;
+  std::vector<S> v;  // t.size() x dim
+  std::size_t dim = 0;
+};
+
+template <class S>
+std::vector<S>& layer_scratch() {
+  thread_local std::vector<S> s;
+  return s;
+}
+
+template <class S, class R>
+class line_engine {
+ public:
+  line_engine(const line_options& o, bool parallel, std::span<const S> P, std::span<const S> Q, line_stats& st)
+      : opt_(o), par_(parallel), P_(P), Q_(Q), stats_(st) {}
+
+  /// The whole network, top level (with fusion of ReLU-MaxPool pairs).
+  template <class Net>
+  void run(const Net& net, polyline<S, R>& pl) {
+    if constexpr (is_sequential_v<Net>) {
+      walk_static<0>(net, pl);
+    } else {
+      const std::size_t n = net.size();
+      for (std::size_t i = 0; i < n; ++i) {
+        bool fused = false;
+        std::visit(
+            [&](const auto& l) {
+              using L = std::decay_t<decltype(l)>;
+              if constexpr (pwl_has_floor<L> || pwl_has_window<L>) {
+                if (opt_.fuse_max_pool && i + 1 < n)
+                  std::visit(
+                      [&](const auto& l2) {
+                        using L2 = std::decay_t<decltype(l2)>;
+                        if constexpr (pwl_fusable_v<L, L2>)
+                          fused = try_fuse(l, l2, net.shape_at(i), net.shape_at(i + 1), net.shape_at(i + 2), pl, i);
+                      },
+                      net.layer(i + 1));
+              }
+              if (!fused) step(l, net.shape_at(i), net.shape_at(i + 1), pl, where(i));
+            },
+            net.layer(i));
+        if (fused) {
+          stats_.points.push_back(pl.t.size());
+          ++i;
+        }
+        stats_.points.push_back(pl.t.size());
+      }
+    }
+  }
+
+ private:
+  using prefix_fn = std::function<void(std::size_t, const S*, S*)>;
+  const line_options& opt_;
+  bool par_;
+  std::span<const S> P_, Q_;
+  line_stats& stats_;
+  std::vector<std::pair<prefix_fn, std::size_t>> prefix_;  // reanchor: (forward, output size)
+
+  static std::string where(std::size_t i) { return concat("layer ", i); }
+
+  template <std::size_t I, class Net>
+  void walk_static(const Net& net, polyline<S, R>& pl) {
+    if constexpr (I < Net::size) {
+      using L = std::tuple_element_t<I, typename Net::layer_types>;
+      const auto& l = std::get<I>(net.layers);
+      if constexpr (I + 1 < Net::size) {
+        using L2 = std::tuple_element_t<I + 1, typename Net::layer_types>;
+        if constexpr (pwl_fusable_v<L, L2>) {
+          if (opt_.fuse_max_pool &&
+              try_fuse(l, std::get<I + 1>(net.layers), Net::shapes[I], Net::shapes[I + 1], Net::shapes[I + 2], pl, I)) {
+            stats_.points.push_back(pl.t.size());
+            stats_.points.push_back(pl.t.size());
+            walk_static<I + 2>(net, pl);
+            return;
+          }
+        }
+      }
+      step(l, Net::shapes[I], Net::shapes[I + 1], pl, where(I));
+      stats_.points.push_back(pl.t.size());
+      walk_static<I + 1>(net, pl);
+    }
+  }
+
+  /// A ReLU / max(x, c) layer next to a MaxPool: breaks of the composition, then both forwards.
+  template <class L1, class L2>
+  bool try_fuse(const L1& l1, const L2& l2, shape in, shape mid, shape out, polyline<S, R>& pl, std::size_t i) {
+    std::optional<double> c;
+    if constexpr (pwl_has_floor<L1>)
+      c = pwl_rule<L1>::max_floor(l1);
+    else
+      c = pwl_rule<L2>::max_floor(l2);
+    if (!c) return false;
+    const std::optional<S> floor = S(*c);
+    if constexpr (pwl_has_window<L2>)
+      refine(pl, in, [&](const S* a, const S* b, std::vector<R>& o) { pwl_rule<L2>::breaks(l2, in, a, b, floor, o); },
+             where(i));
+    else
+      refine(pl, in, [&](const S* a, const S* b, std::vector<R>& o) { pwl_rule<L1>::breaks(l1, in, a, b, floor, o); },
+             where(i));
+    apply(l1, in, mid, pl);
+    push_prefix(l1, in, mid);
+    apply(l2, mid, out, pl);
+    push_prefix(l2, mid, out);
+    return true;
+  }
+
+  template <class L>
+  void step(const L& l, shape in, shape out, polyline<S, R>& pl, const std::string& at) {
+    if constexpr (!PiecewiseLinearLayer<L>) {
+      (void)pl;
+      (void)in;
+      (void)out;
+      throw logic_error(concat("exact_line: ", at, " (", layer_traits<L>::name,
+                               ") is not piecewise-linear; ExactLine needs every layer piecewise-linear: run it on "
+                               "the logits (drop the ",
+                               layer_traits<L>::name, ")"));
+    } else if constexpr (pwl_is_affine<L>) {
+      apply(l, in, out, pl);
+      push_prefix(l, in, out);
+    } else if constexpr (pwl_is_composite<L>) {
+      composite(l, in, out, pl, at);
+      push_prefix(l, in, out);
+    } else if constexpr (pwl_has_knots<L>) {
+      const auto ks = pwl_rule<L>::knots(l);
+      std::vector<double> kv(ks.begin(), ks.end());
+      const std::size_t n = in.size();
+      if (!kv.empty())
+        refine(pl, in, [&](const S* a, const S* b, std::vector<R>& o) { exactline::knot_breaks<R>(kv, a, b, n, o); }, at);
+      apply(l, in, out, pl);
+      push_prefix(l, in, out);
+    } else if constexpr (pwl_has_window<L>) {
+      refine(pl, in,
+             [&](const S* a, const S* b, std::vector<R>& o) { pwl_rule<L>::breaks(l, in, a, b, std::optional<S>{}, o); },
+             at);
+      apply(l, in, out, pl);
+      push_prefix(l, in, out);
+    } else {
+      static_assert(pwl_is_affine<L>, "pwl_rule<L> must have one of the forms listed in core/traits.hpp");
+    }
+  }
+
+  template <class L>
+  void push_prefix(const L& l, shape in, shape out) {
+    if (!opt_.reanchor) return;
+    prefix_.emplace_back(
+        [&l, in, out](std::size_t n, const S* x, S* y) {
+          auto& scratch = layer_scratch<S>();
+          const std::size_t need = layer_traits<L>::scratch_size(&l, in, out, n);
+          if (scratch.size() < need) scratch.resize(need);
+          layer_traits<L>::forward(l, forward_args<S>{in, out, n, x, y, nullptr, scratch.data()});
+        },
+        out.size());
+  }
+
+  /// Runs the layer's forward pass on every point.
+  template <class L>
+  void apply(const L& l, shape in, shape out, polyline<S, R>& pl) {
+    const std::size_t n = pl.t.size(), di = in.size(), dout = out.size();
+    std::vector<S> y(n * dout);
+    auto run = [&](std::size_t b0, std::size_t b1) {
+      auto& scratch = layer_scratch<S>();
+      const std::size_t need = layer_traits<L>::scratch_size(&l, in, out, b1 - b0);
+      if (scratch.size() < need) scratch.resize(need);
+      layer_traits<L>::forward(l, forward_args<S>{in, out, b1 - b0, pl.v.data() + b0 * di, y.data() + b0 * dout, nullptr,
+                                                  scratch.data()});
+    };
+    const std::size_t work = n * std::max(di, dout);
+    if (par_ && n >= 64 && work >= (1u << 16)) {
+      auto& pool = detail::default_pool();
+      const std::size_t chunks = std::min(pool.size() * 4, n / 16);
+      pool.parallel_for(chunks, [&](std::size_t c) { run(n * c / chunks, n * (c + 1) / chunks); });
+    } else {
+      run(0, n);
+    }
+    pl.v = std::move(y);
+    pl.dim = dout;
+  }
+
+  /// Inserts the breaks propose(a, b, out) gives for every piece.
+  template <class Propose>
+  void refine(polyline<S, R>& pl, shape in, Propose&& propose, const std::string& at) {
+    const std::size_t n = pl.t.size(), d = pl.dim;
+    if (n < 2) return;
+    (void)in;
+    // 1. proposals per piece (local ratios in (0,1), sorted, unique)
+    std::vector<R> s;
+    std::vector<std::size_t> off(n, 0);
+    auto propose_range = [&](std::size_t j0, std::size_t j1, std::vector<R>& out, std::vector<std::size_t>& cnt) {
+      for (std::size_t j = j0; j < j1; ++j) {
+        const std::size_t start = out.size();
+        propose(pl.v.data() + j * d, pl.v.data() + (j + 1) * d, out);
+        auto first = out.begin() + std::ptrdiff_t(start);
+        auto last = std::remove_if(first, out.end(), [](const R& x) { return !(x > R(0) && x < R(1)); });
+        std::sort(first, last);
+        last = std::unique(first, last);
+        out.erase(last, out.end());
+        cnt[j] = out.size() - start;
+      }
+    };
+    std::vector<std::size_t> cnt(n, 0);
+    if (par_ && n >= 64 && n * d >= (1u << 15)) {
+      auto& pool = detail::default_pool();
+      const std::size_t chunks = std::min(pool.size() * 4, (n - 1) / 16 + 1);
+      std::vector<std::vector<R>> parts(chunks);
+      pool.parallel_for(chunks, [&](std::size_t c) {
+        propose_range((n - 1) * c / chunks, (n - 1) * (c + 1) / chunks, parts[c], cnt);
+      });
+      for (auto& p : parts) s.insert(s.end(), p.begin(), p.end());
+    } else {
+      propose_range(0, n - 1, s, cnt);
+    }
+    if (s.empty()) return;
+    // 2. global ratios; merge what is within merge_tol (or coincides after rounding)
+    std::vector<R> tn;
+    std::vector<std::size_t> src;  // for a new point: piece index; old points: npos
+    std::vector<R> loc;            // local ratio of a new point
+    tn.reserve(n + s.size());
+    constexpr std::size_t old = std::size_t(-1);
+    const R tol = R(opt_.merge_tol);
+    std::size_t k = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      tn.push_back(pl.t[j]);
+      src.push_back(old);
+      loc.push_back(R(0));
+      if (j + 1 == n) break;
+      const R dt = pl.t[j + 1] - pl.t[j];
+      for (std::size_t e = 0; e < cnt[j]; ++e, ++k) {
+        const R tt = pl.t[j] + s[k] * dt;
+        if (!(tt - tn.back() > tol) || !(pl.t[j + 1] - tt > tol)) {
+          ++stats_.merged;
+          continue;
+        }
+        tn.push_back(tt);
+        src.push_back(j);
+        loc.push_back(s[k]);
+      }
+    }
+    const std::size_t m = tn.size();
+    check_caps(m, d, at);
+    // 3. values at the new points: interpolated (exact) or recomputed from the input
+    std::vector<S> v(m * d);
+    std::vector<std::size_t> fresh;
+    for (std::size_t i = 0, j = 0; i < m; ++i) {
+      S* dst = v.data() + i * d;
+      if (src[i] == old) {
+        std::copy_n(pl.v.data() + j * d, d, dst);
+        ++j;
+      } else {
+        const S a = S(loc[i]);
+        const S* va = pl.v.data() + src[i] * d;
+        const S* vb = va + d;
+        for (std::size_t e = 0; e < d; ++e) dst[e] = va[e] + a * (vb[e] - va[e]);
+        if (opt_.reanchor) fresh.push_back(i);
+      }
+    }
+    if (!fresh.empty()) reanchor(fresh, tn, v, d);
+    pl.t = std::move(tn);
+    pl.v = std::move(v);
+  }
+
+  void check_caps(std::size_t points, std::size_t d, const std::string& at) const {
+    if (points - 1 > opt_.max_pieces)
+      throw limit_error(concat("exact_line: ", at, " splits the segment into ", points - 1, " pieces, more than max_pieces = ",
+                               opt_.max_pieces));
+    const double bytes = double(points) * double(d) * double(sizeof(S)) * 2;
+    if (bytes > double(opt_.max_bytes))
+      throw limit_error(concat("exact_line: ", at, " needs ", bytes / (1 << 20), " MiB for ", points,
+                               " points of width ", d, ", more than max_bytes = ", opt_.max_bytes / (1 << 20), " MiB"));
+  }
+
+  /// Values of the points `idx` recomputed from P + t (Q - P) through the layers seen so far.
+  void reanchor(const std::vector<std::size_t>& idx, const std::vector<R>& t, std::vector<S>& v, std::size_t d) {
+    const std::size_t n = idx.size(), di = P_.size();
+    std::vector<S> cur(n * di), nxt;
+    for (std::size_t r = 0; r < n; ++r)
+      for (std::size_t e = 0; e < di; ++e) cur[r * di + e] = P_[e] + S(t[idx[r]]) * (Q_[e] - P_[e]);
+    for (auto& [f, dout] : prefix_) {
+      nxt.assign(n * dout, S(0));
+      f(n, cur.data(), nxt.data());
+      std::swap(cur, nxt);
+    }
+    NNLENS_EXPECTS(cur.size() == n * d);
+    for (std::size_t r = 0; r < n; ++r) std::copy_n(cur.data() + r * d, d, v.data() + idx[r] * d);
+  }
+
+  /// A composite layer: ExactLine on each branch from the same points; union; output = sum.
+  template <class L>
+  void composite(const L& l, shape in, shape out, polyline<S, R>& pl, const std::string& at) {
+    std::vector<polyline<S, R>> outs;
+    const std::size_t saved = prefix_.size();
+    pwl_rule<L>::for_each_branch(l, in, [&](auto&& walk) {
+      polyline<S, R> c = pl;
+      const std::size_t b = outs.size();
+      walk([&](const auto* lp, auto idx, shape i, shape o) {
+        step(*lp, i, o, c, concat(at, " (", layer_traits<L>::name, ") branch ", b, " layer ", std::size_t(idx)));
+      });
+      outs.push_back(std::move(c));
+      prefix_.resize(saved);
+    });
+    // union of the branches' ratios (each contains pl.t)
+    std::vector<R> tu = outs.empty() ? pl.t : outs[0].t;
+    for (std::size_t b = 1; b < outs.size(); ++b) {
+      std::vector<R> m;
+      m.reserve(tu.size() + outs[b].t.size());
+      std::set_union(tu.begin(), tu.end(), outs[b].t.begin(), outs[b].t.end(), std::back_inserter(m));
+      tu = std::move(m);
+    }
+    if (opt_.merge_tol > 0 && tu.size() > 2) {  // points of different branches within the tolerance
+      std::vector<R> m{tu[0]};
+      const R tol = R(opt_.merge_tol);
+      for (std::size_t i = 1; i < tu.size(); ++i) {
+        const bool is_old = std::binary_search(pl.t.begin(), pl.t.end(), tu[i]);
+        if (is_old || (tu[i] - m.back() > tol && (i + 1 == tu.size() || tu.back() - tu[i] > tol)))
+          m.push_back(tu[i]);
+        else
+          ++stats_.merged;
+      }
+      tu = std::move(m);
+    }
+    const std::size_t dout = out.size();
+    check_caps(tu.size(), std::max(in.size(), dout), at);
+    std::vector<S> sum(tu.size() * dout, S(0));
+    for (const auto& c : outs) {
+      NNLENS_EXPECTS(c.dim == dout);
+      std::size_t j = 0;
+      for (std::size_t i = 0; i < tu.size(); ++i) {
+        while (j + 1 < c.t.size() && c.t[j + 1] <= tu[i]) ++j;
+        S* dst = sum.data() + i * dout;
+        const S* va = c.v.data() + j * dout;
+        if (c.t[j] == tu[i] || j + 1 == c.t.size()) {
+          for (std::size_t e = 0; e < dout; ++e) dst[e] += va[e];
+        } else {
+          const S a = S((tu[i] - c.t[j]) / (c.t[j + 1] - c.t[j]));
+          const S* vb = va + dout;
+          for (std::size_t e = 0; e < dout; ++e) dst[e] += va[e] + a * (vb[e] - va[e]);
+        }
+      }
+    }
+    pl.t = std::move(tu);
+    pl.v = std::move(sum);
+    pl.dim = dout;
+  }
+};
+
+template <class S, class E>
+std::vector<S> to_values(const E& e) {
+  std::vector<S> v;
+  v.reserve(std::size(e));
+  for (const auto& x : e) v.push_back(S(x));
+  return v;
+}
+
+/// The network in scalar S: a reference when it already is, else a converted copy.
+template <class S, class Net>
+decltype(auto) as_scalar(const Net& net) {
+  if constexpr (std::is_same_v<network_scalar_t<Net>, S>)
+    return (net);
+  else
+    return network_cast<S>(net);
+}
+
+template <class S, class R, class Net>
+void validate_line(const Net& net, line_result<S, R>& r, const line_options& opt) {
+  const std::size_t k = r.pieces(), di = r.from.size(), dout = r.out_size();
+  constexpr std::size_t chunk = 1024;
+  const R alphas[3] = {R(1) / R(4), R(1) / R(2), R(3) / R(4)};
+  std::vector<S> x, y, ws;
+  for (std::size_t j0 = 0; j0 < k; j0 += chunk) {
+    const std::size_t j1 = std::min(k, j0 + chunk), nb = 3 * (j1 - j0);
+    x.resize(nb * di);
+    y.resize(nb * dout);
+    for (std::size_t j = j0; j < j1; ++j)
+      for (std::size_t q = 0; q < 3; ++q) {
+        const R tt = r.t[j] + alphas[q] * (r.t[j + 1] - r.t[j]);
+        auto p = r.point(tt);
+        std::copy(p.begin(), p.end(), x.begin() + std::ptrdiff_t((3 * (j - j0) + q) * di));
+      }
+    const std::size_t need = inference_workspace_size(net, nb);
+    if (ws.size() < need) ws.resize(need);
+    forward_into(net, nb, x.data(), y.data(), std::span<S>(ws));
+    for (std::size_t j = j0; j < j1; ++j) {
+      bool bad = false;
+      for (std::size_t q = 0; q < 3; ++q) {
+        const S a = S(alphas[q]);
+        auto y0 = r.output(j), y1 = r.output(j + 1);
+        const S* f = y.data() + (3 * (j - j0) + q) * dout;
+        for (std::size_t o = 0; o < dout; ++o) {
+          const S interp = y0[o] + a * (y1[o] - y0[o]);
+          const S diff = f[o] > interp ? f[o] - interp : interp - f[o];
+          const S mag = f[o] > S(0) ? f[o] : S(0) - f[o];
+          const double dev = double(diff / (S(1) + mag));
+          r.stats.max_deviation = std::max(r.stats.max_deviation, dev);
+          if (dev > opt.validate_tol) bad = true;
+        }
+      }
+      ++r.stats.validated_pieces;
+      if (bad) ++r.stats.violations;
+    }
+  }
+}
+
+/// One line on a network already in scalar S.
+template <class S, class R, class Net>
+line_result<S, R> line_impl(const Net& net, std::vector<S> P, std::vector<S> Q, const line_options& opt, bool parallel) {
+  const shape in = input_shape_of(net), out = output_shape_of(net);
+  if (P.size() != in.size() || Q.size() != in.size())
+    throw shape_error(concat("exact_line: the endpoints have ", P.size(), " and ", Q.size(), " elements; the network's input ",
+                             in.str(), " has ", in.size()));
+  for (std::size_t i = 0; i < P.size(); ++i) {
+    if (!std::isfinite(double(P[i]))) throw value_error(concat("exact_line: P[", i, "] is ", double(P[i]), " (not finite)"));
+    if (!std::isfinite(double(Q[i]))) throw value_error(concat("exact_line: Q[", i, "] is ", double(Q[i]), " (not finite)"));
+  }
+  if (P == Q) throw value_error("exact_line: the segment is degenerate (P == Q): there is no line to restrict to");
+  line_result<S, R> r;
+  r.input_shape = in;
+  r.output_shape = out;
+  polyline<S, R> pl;
+  pl.t = {R(0), R(1)};
+  pl.v = P;
+  pl.v.insert(pl.v.end(), Q.begin(), Q.end());
+  pl.dim = P.size();
+  r.from = std::move(P);
+  r.to = std::move(Q);
+  line_engine<S, R> eng(opt, parallel, r.from, r.to, r.stats);
+  eng.run(net, pl);
+  r.t = std::move(pl.t);
+  r.values = std::move(pl.v);
+  if (opt.validate) validate_line(net, r, opt);
+  return r;
+}
+
+}  // namespace detail
+
+/// ExactLine on the segment P -> Q (see the header comment).  P and Q: any range of numbers with
+/// as many elements as one input sample (std::vector, xtensor containers, spans...).
+template <class S = double, class R = double, class Policy, class Net, class EP, class EQ>
+  requires execution::is_execution_policy_v<Policy>
+line_result<S, R> exact_line(const Policy&, const Net& net, const EP& P, const EQ& Q, const line_options& opt = {}) {
+  static_assert(detail::require_pwl_network<Net>());
+  check_shapes(net);
+  const auto& n = detail::as_scalar<S>(net);
+  constexpr bool par = std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>;
+  return detail::line_impl<S, R>(n, detail::to_values<S>(P), detail::to_values<S>(Q), opt, par);
+}
+template <class S = double, class R = double, class Net, class EP, class EQ>
+  requires(!execution::is_execution_policy_v<Net>)
+line_result<S, R> exact_line(const Net& net, const EP& P, const EQ& Q, const line_options& opt = {}) {
+  return exact_line<S, R>(execution::seq, net, P, Q, opt);
+}
+
+/// Many segments: A and B are [n, in...] (or any containers of n rows); segment i = A[i] -> B[i].
+/// With execution::par the segments run in parallel (each one sequentially).  An error in a
+/// segment is rethrown naming it, after every other segment has finished; with opt.keep_going it
+/// is recorded in that segment's result (`error`) instead.
+template <class S = double, class R = double, class Policy, class Net>
+  requires execution::is_execution_policy_v<Policy>
+std::vector<line_result<S, R>> exact_lines(const Policy&, const Net& net, const std::vector<std::vector<S>>& A,
+                                           const std::vector<std::vector<S>>& B, const line_options& opt = {}) {
+  static_assert(detail::require_pwl_network<Net>());
+  check_shapes(net);
+  if (A.size() != B.size())
+    throw shape_error(detail::concat("exact_lines: ", A.size(), " start points but ", B.size(), " end points"));
+  const auto& n = detail::as_scalar<S>(net);
+  std::vector<line_result<S, R>> res(A.size());
+  std::vector<std::string> errs(A.size());
+  auto one = [&](std::size_t i) {
+    try {
+      res[i] = detail::line_impl<S, R>(n, A[i], B[i], opt, false);
+    } catch (const error& e) {
+      errs[i] = e.what();
+    }
+  };
+  if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>)
+    detail::default_pool().parallel_for(A.size(), one);
+  else
+    for (std::size_t i = 0; i < A.size(); ++i) one(i);
+  for (std::size_t i = 0; i < A.size(); ++i)
+    if (!errs[i].empty()) {
+      if (!opt.keep_going) throw value_error(detail::concat("exact_lines: segment ", i, ": ", errs[i]));
+      res[i].error = errs[i];
+    }
+  return res;
+}
+template <class S = double, class R = double, class Net>
+  requires(!execution::is_execution_policy_v<Net>)
+std::vector<line_result<S, R>> exact_lines(const Net& net, const std::vector<std::vector<S>>& A,
+                                           const std::vector<std::vector<S>>& B, const line_options& opt = {}) {
+  return exact_lines<S, R>(execution::seq, net, A, B, opt);
+}
+
+/// ExactLine along a polyline X0 -> X1 -> ... -> Xm: one line_result per segment (exact: the
+/// union of the per-segment partitions is the partition of the path).
+template <class S = double, class R = double>
+struct path_result {
+  std::vector<line_result<S, R>> segments;
+  std::size_t pieces() const {
+    std::size_t k = 0;
+    for (const auto& s : segments) k += s.pieces();
+    return k;
+  }
+  double length() const {
+    double l = 0;
+    for (const auto& s : segments) l += s.length();
+    return l;
+  }
+};
+template <class S = double, class R = double, class Policy, class Net>
+  requires execution::is_execution_policy_v<Policy>
+path_result<S, R> exact_path(const Policy& pol, const Net& net, const std::vector<std::vector<S>>& X,
+                             const line_options& opt = {}) {
+  if (X.size() < 2) throw value_error(detail::concat("exact_path: a path needs at least 2 points, got ", X.size()));
+  std::vector<std::vector<S>> A(X.begin(), X.end() - 1), B(X.begin() + 1, X.end());
+  try {
+    return {exact_lines<S, R>(pol, net, A, B, opt)};
+  } catch (const value_error& e) {
+    throw value_error(detail::concat("exact_path: ", e.what()));
+  }
+}
+template <class S = double, class R = double, class Net>
+  requires(!execution::is_execution_policy_v<Net>)
+path_result<S, R> exact_path(const Net& net, const std::vector<std::vector<S>>& X, const line_options& opt = {}) {
+  return exact_path<S, R>(execution::seq, net, X, opt);
+}
+
+}  // namespace nnlens
