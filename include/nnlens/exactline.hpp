@@ -1,0 +1,9 @@
+// nnlens/exactline.hpp -- ExactLine (specs/exactline.md): exact linear restrictions of a network
+// to segments, polylines and planes; exact integrated gradients; exact decision boundaries.
+#pragma once
+
+#include "nnlens/exactline/classify.hpp"
+#include "nnlens/exactline/envelope.hpp"
+#include "nnlens/exactline/gradient.hpp"
+#include "nnlens/exactline/ig.hpp"
+#include "nnlens/exactline/line.hpp"

@@ -1,0 +1,94 @@
+// nnlens/exactline/gradient.hpp -- what is constant on each piece of a line: gradients and maps.
+//
+//   piece_gradients(net, line, k)   [pieces x in]: d output_k / d input inside each piece (at its
+//                                   midpoint; the gradient is the same anywhere inside, Thm 4)
+//   piece_maps(net, line)           the affine map of each piece: f(x) = J x + c on the piece,
+//                                   J [out x in], c [out] (one backward pass per output)
+//   input_gradients(net, X, n, k)   d output_k / d input at n arbitrary points (rows of X)
+//
+// net may have any scalar; it is converted to the line's scalar S.  Work runs in chunks of 256
+// points (forward_trace + backward), so memory stays bounded for lines with many pieces.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include "nnlens/exactline/line.hpp"
+#include "nnlens/network/trace.hpp"
+
+namespace nnlens {
+
+/// d out[k] / d x at the n points X (n x in, row-major); returns n x in.
+template <class S, class Net>
+std::vector<S> input_gradients(const Net& net_any, const std::vector<S>& X, std::size_t n, std::size_t k) {
+  const auto& net = detail::as_scalar<S>(net_any);
+  const std::size_t di = input_shape_of(net).size(), dout = output_shape_of(net).size();
+  if (k >= dout) throw value_error(detail::concat("input_gradients: output index ", k, " >= output size ", dout));
+  NNLENS_EXPECTS(X.size() == n * di);
+  std::vector<S> g(n * di);
+  trace<S> tr;
+  std::vector<S> dy;
+  constexpr std::size_t chunk = 256;
+  for (std::size_t b0 = 0; b0 < n; b0 += chunk) {
+    const std::size_t nb = std::min(chunk, n - b0);
+    forward_trace(net, nb, X.data() + b0 * di, tr);
+    dy.assign(nb * dout, S(0));
+    for (std::size_t r = 0; r < nb; ++r) dy[r * dout + k] = S(1);
+    backward(net, tr, dy.data(), static_cast<std::decay_t<decltype(net)>*>(nullptr), g.data() + b0 * di);
+  }
+  return g;
+}
+
+namespace detail {
+template <class S, class R>
+std::vector<S> piece_midpoints(const line_result<S, R>& line) {
+  const std::size_t k = line.pieces(), di = line.from.size();
+  std::vector<S> X(k * di);
+  for (std::size_t j = 0; j < k; ++j) {
+    const auto p = line.point((line.t[j] + line.t[j + 1]) / R(2));
+    std::copy(p.begin(), p.end(), X.begin() + std::ptrdiff_t(j * di));
+  }
+  return X;
+}
+}  // namespace detail
+
+/// The gradient of output k inside every piece: [pieces x in].
+template <class S, class R, class Net>
+std::vector<S> piece_gradients(const Net& net, const line_result<S, R>& line, std::size_t k) {
+  return input_gradients<S>(net, detail::piece_midpoints(line), line.pieces(), k);
+}
+
+template <class S>
+struct affine_map {
+  std::vector<S> J;  // out x in
+  std::vector<S> c;  // out
+};
+
+/// The affine map of every piece (f = J x + c on the piece).
+template <class S, class R, class Net>
+std::vector<affine_map<S>> piece_maps(const Net& net, const line_result<S, R>& line) {
+  const std::size_t k = line.pieces(), di = line.from.size(), dout = line.out_size();
+  const auto X = detail::piece_midpoints(line);
+  std::vector<affine_map<S>> maps(k);
+  for (auto& m : maps) {
+    m.J.assign(dout * di, S(0));
+    m.c.assign(dout, S(0));
+  }
+  for (std::size_t o = 0; o < dout; ++o) {
+    const auto g = input_gradients<S>(net, X, k, o);
+    for (std::size_t j = 0; j < k; ++j) std::copy_n(g.data() + j * di, di, maps[j].J.data() + o * di);
+  }
+  for (std::size_t j = 0; j < k; ++j) {
+    const S h = S(1) / S(2);
+    auto y0 = line.output(j), y1 = line.output(j + 1);
+    for (std::size_t o = 0; o < dout; ++o) {
+      S v = y0[o] + h * (y1[o] - y0[o]);  // f at the midpoint
+      for (std::size_t i = 0; i < di; ++i) v -= maps[j].J[o * di + i] * X[j * di + i];
+      maps[j].c[o] = v;
+    }
+  }
+  return maps;
+}
+
+}  // namespace nnlens
