@@ -18,9 +18,14 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <optional>
 #include <span>
+#include <type_traits>
 #include <vector>
+
+#include "nnlens/kernels/simd.hpp"
 
 namespace nnlens::exactline {
 
@@ -28,10 +33,30 @@ template <class R, class T>
 void knot_breaks(std::span<const double> knots, const T* a, const T* b, std::size_t n, std::vector<R>& out) {
   for (double kd : knots) {
     const T k = static_cast<T>(kd);
-    for (std::size_t i = 0; i < n; ++i) {
+    auto one = [&](std::size_t i) {
       const T ai = a[i], bi = b[i];
-      if ((ai < k && bi > k) || (ai > k && bi < k)) out.push_back((R(k) - R(ai)) / (R(bi) - R(ai)));
+      // bitwise, not short-circuit: one well-predicted branch per unit (most units never cross)
+      if (((ai < k) & (bi > k)) | ((ai > k) & (bi < k))) out.push_back((R(k) - R(ai)) / (R(bi) - R(ai)));
+    };
+    std::size_t i = 0;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      // a vector of units at a time; look closer only where one crosses
+      namespace simd = kernels::simd;
+      constexpr std::size_t W = simd::width<T>;
+      using M = decltype(simd::vec<T>{} < simd::vec<T>{});
+      const auto kv = simd::broadcast(k);
+      for (; i + W <= n; i += W) {
+        const auto va = simd::load(a + i), vb = simd::load(b + i);
+        const M m = ((va < kv) & (vb > kv)) | ((va > kv) & (vb < kv));
+        std::uint64_t w[sizeof(M) / 8];
+        std::memcpy(w, &m, sizeof m);
+        std::uint64_t any = 0;
+        for (std::size_t q = 0; q < sizeof(M) / 8; ++q) any |= w[q];
+        if (any)
+          for (std::size_t l = 0; l < W; ++l) one(i + l);
+      }
     }
+    for (; i < n; ++i) one(i);
   }
 }
 

@@ -32,10 +32,12 @@
 #include <cstddef>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -164,12 +166,45 @@ constexpr bool require_pwl_network() {
     return true;  // DynamicNetwork: checked layer by layer (logic_error)
 }
 
+/// std::allocator that default-initialises (no zeroing of buffers that are written right away).
+template <class T>
+struct default_init_allocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = default_init_allocator<U>;
+  };
+  using std::allocator<T>::allocator;
+  template <class U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... A>
+  void construct(U* p, A&&... a) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+  }
+};
+template <class S>
+using value_buffer = std::vector<S, default_init_allocator<S>>;
+
 /// The points of a line before (or after) some layer: ratios and the values there.
 template <class S, class R>
 struct polyline {
   std::vector<R> t;
-  std::vector<S> v;  // t.size() x dim
+  value_buffer<S> v;  // t.size() x dim
   std::size_t dim = 0;
+};
+
+/// Where a layer sits (formatted only for an error message): top-level index, or a branch's
+/// layer inside a composite.
+struct layer_site {
+  std::size_t index = 0;
+  const layer_site* parent = nullptr;  // the composite, for a layer inside a branch
+  std::size_t branch = 0;
+  std::string_view parent_name;
+  std::string str() const {
+    if (!parent) return concat("layer ", index);
+    return concat(parent->str(), " (", parent_name, ") branch ", branch, " layer ", index);
+  }
 };
 
 template <class S>
@@ -226,7 +261,7 @@ class line_engine {
   line_stats& stats_;
   std::vector<std::pair<prefix_fn, std::size_t>> prefix_;  // reanchor: (forward, output size)
 
-  static std::string where(std::size_t i) { return concat("layer ", i); }
+  static layer_site where(std::size_t i) { return layer_site{i, nullptr, 0, {}}; }
 
   template <std::size_t I, class Net>
   void walk_static(const Net& net, polyline<S, R>& pl) {
@@ -275,12 +310,12 @@ class line_engine {
   }
 
   template <class L>
-  void step(const L& l, shape in, shape out, polyline<S, R>& pl, const std::string& at) {
+  void step(const L& l, shape in, shape out, polyline<S, R>& pl, const layer_site& at) {
     if constexpr (!PiecewiseLinearLayer<L>) {
       (void)pl;
       (void)in;
       (void)out;
-      throw logic_error(concat("exact_line: ", at, " (", layer_traits<L>::name,
+      throw logic_error(concat("exact_line: ", at.str(), " (", layer_traits<L>::name,
                                ") is not piecewise-linear; ExactLine needs every layer piecewise-linear: run it on "
                                "the logits (drop the ",
                                layer_traits<L>::name, ")"));
@@ -326,7 +361,7 @@ class line_engine {
   template <class L>
   void apply(const L& l, shape in, shape out, polyline<S, R>& pl) {
     const std::size_t n = pl.t.size(), di = in.size(), dout = out.size();
-    std::vector<S> y(n * dout);
+    value_buffer<S> y(n * dout);
     auto run = [&](std::size_t b0, std::size_t b1) {
       auto& scratch = layer_scratch<S>();
       const std::size_t need = layer_traits<L>::scratch_size(&l, in, out, b1 - b0);
@@ -348,7 +383,7 @@ class line_engine {
 
   /// Inserts the breaks propose(a, b, out) gives for every piece.
   template <class Propose>
-  void refine(polyline<S, R>& pl, shape in, Propose&& propose, const std::string& at) {
+  void refine(polyline<S, R>& pl, shape in, Propose&& propose, const layer_site& at) {
     const std::size_t n = pl.t.size(), d = pl.dim;
     if (n < 2) return;
     (void)in;
@@ -408,7 +443,7 @@ class line_engine {
     const std::size_t m = tn.size();
     check_caps(m, d, at);
     // 3. values at the new points: interpolated (exact) or recomputed from the input
-    std::vector<S> v(m * d);
+    value_buffer<S> v(m * d);
     std::vector<std::size_t> fresh;
     for (std::size_t i = 0, j = 0; i < m; ++i) {
       S* dst = v.data() + i * d;
@@ -428,18 +463,18 @@ class line_engine {
     pl.v = std::move(v);
   }
 
-  void check_caps(std::size_t points, std::size_t d, const std::string& at) const {
+  void check_caps(std::size_t points, std::size_t d, const layer_site& at) const {
     if (points - 1 > opt_.max_pieces)
-      throw limit_error(concat("exact_line: ", at, " splits the segment into ", points - 1, " pieces, more than max_pieces = ",
+      throw limit_error(concat("exact_line: ", at.str(), " splits the segment into ", points - 1, " pieces, more than max_pieces = ",
                                opt_.max_pieces));
     const double bytes = double(points) * double(d) * double(sizeof(S)) * 2;
     if (bytes > double(opt_.max_bytes))
-      throw limit_error(concat("exact_line: ", at, " needs ", bytes / (1 << 20), " MiB for ", points,
+      throw limit_error(concat("exact_line: ", at.str(), " needs ", bytes / (1 << 20), " MiB for ", points,
                                " points of width ", d, ", more than max_bytes = ", opt_.max_bytes / (1 << 20), " MiB"));
   }
 
   /// Values of the points `idx` recomputed from P + t (Q - P) through the layers seen so far.
-  void reanchor(const std::vector<std::size_t>& idx, const std::vector<R>& t, std::vector<S>& v, std::size_t d) {
+  void reanchor(const std::vector<std::size_t>& idx, const std::vector<R>& t, value_buffer<S>& v, std::size_t d) {
     const std::size_t n = idx.size(), di = P_.size();
     std::vector<S> cur(n * di), nxt;
     for (std::size_t r = 0; r < n; ++r)
@@ -455,14 +490,14 @@ class line_engine {
 
   /// A composite layer: ExactLine on each branch from the same points; union; output = sum.
   template <class L>
-  void composite(const L& l, shape in, shape out, polyline<S, R>& pl, const std::string& at) {
+  void composite(const L& l, shape in, shape out, polyline<S, R>& pl, const layer_site& at) {
     std::vector<polyline<S, R>> outs;
     const std::size_t saved = prefix_.size();
     pwl_rule<L>::for_each_branch(l, in, [&](auto&& walk) {
       polyline<S, R> c = pl;
       const std::size_t b = outs.size();
       walk([&](const auto* lp, auto idx, shape i, shape o) {
-        step(*lp, i, o, c, concat(at, " (", layer_traits<L>::name, ") branch ", b, " layer ", std::size_t(idx)));
+        step(*lp, i, o, c, layer_site{std::size_t(idx), &at, b, layer_traits<L>::name});
       });
       outs.push_back(std::move(c));
       prefix_.resize(saved);
@@ -489,7 +524,7 @@ class line_engine {
     }
     const std::size_t dout = out.size();
     check_caps(tu.size(), std::max(in.size(), dout), at);
-    std::vector<S> sum(tu.size() * dout, S(0));
+    value_buffer<S> sum(tu.size() * dout, S(0));
     for (const auto& c : outs) {
       NNLENS_EXPECTS(c.dim == dout);
       std::size_t j = 0;
@@ -586,7 +621,7 @@ line_result<S, R> line_impl(const Net& net, std::vector<S> P, std::vector<S> Q, 
   r.output_shape = out;
   polyline<S, R> pl;
   pl.t = {R(0), R(1)};
-  pl.v = P;
+  pl.v.assign(P.begin(), P.end());
   pl.v.insert(pl.v.end(), Q.begin(), Q.end());
   pl.dim = P.size();
   r.from = std::move(P);
@@ -594,7 +629,7 @@ line_result<S, R> line_impl(const Net& net, std::vector<S> P, std::vector<S> Q, 
   line_engine<S, R> eng(opt, parallel, r.from, r.to, r.stats);
   eng.run(net, pl);
   r.t = std::move(pl.t);
-  r.values = std::move(pl.v);
+  r.values.assign(pl.v.begin(), pl.v.end());
   if (opt.validate) validate_line(net, r, opt);
   return r;
 }
