@@ -237,3 +237,38 @@ void check_dense_sampling(const Net& net, const line_result<double, double>& r, 
 }
 
 }  // namespace el_test
+
+namespace el_test {
+
+/// P4 (knot networks without exact coincidences): the patterns at the midpoints of two adjacent
+/// pieces differ, i.e. every interior break is a real change of some unit's branch.
+template <class Net>
+void check_minimality(const Net& net, const line_result<double, double>& r) {
+  const auto kt = knot_table(net);
+  const std::size_t k = r.pieces(), di = r.from.size();
+  std::vector<double> X;
+  for (std::size_t j = 0; j < k; ++j) {
+    const auto p = r.point((r.t[j] + r.t[j + 1]) / 2);
+    X.insert(X.end(), p.begin(), p.end());
+  }
+  trace<double> tr;
+  forward_trace(net, k, X.data(), tr);
+  std::vector<std::vector<unsigned char>> pat(k);
+  for (std::size_t i = 0; i < tr.layers() && i < kt.size(); ++i) {
+    if (kt[i].empty()) continue;
+    const std::size_t d = tr.shape_at(i).size();
+    auto act = tr.activation(i);
+    for (std::size_t j = 0; j < k; ++j)
+      for (std::size_t e = 0; e < d; ++e) {
+        unsigned char side = 0;
+        for (double kn : kt[i]) side = (unsigned char)(side * 2 + (act[j * d + e] > kn ? 1 : 0));
+        pat[j].push_back(side);
+      }
+  }
+  std::size_t same = 0;
+  for (std::size_t j = 0; j + 1 < k; ++j) same += pat[j] == pat[j + 1];
+  CHECK(same == 0);
+  (void)di;
+}
+
+}  // namespace el_test

@@ -1,4 +1,4 @@
-// ExactLine properties P1-P12 (specs/exactline.md §5) on random networks in double: MLPs with
+// ExactLine properties P1-P12 (P4 on the knot MLPs) (specs/exactline.md §5) on random networks in double: MLPs with
 // ReLU / LeakyReLU / HardTanh / Clamp, a CNN (Conv2D, ReLU, MaxPool2D, AvgPool2D, Flatten, Dense),
 // a residual MLP and a residual CNN (identity and projection shortcuts); the same networks as a
 // DynamicNetwork give identical partitions.  P9 (affine-layer neutrality, BatchNorm folding), P10
@@ -67,7 +67,10 @@ void run_properties(const Net& net, std::uint64_t seed, int lines, double span, 
     std::uniform_real_distribution<double> ut(0.1, 0.9);
     check_refinement(net, r, ut(rng), 1e-9);     // P6
     check_reversal(net, r, 1e-9);                // P7
-    if (dense_samples) check_dense_sampling(net, r, dense_samples, 1e-9);  // P8
+    if (dense_samples) {
+      check_minimality(net, r);                                          // P4
+      check_dense_sampling(net, r, dense_samples, 1e-9);                 // P8
+    }
     const auto rd = exact_line(dyn_net, P, Q);   // the DynamicNetwork: the same partition
     CHECK(rd.t == r.t);
     CHECK(rd.values.size() == r.values.size());
