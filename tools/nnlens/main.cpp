@@ -5,6 +5,12 @@
 //   nnlens info MODEL [--json]
 //   nnlens run MODEL --input FILE.csv [--output FILE.csv] [--batch N] [--no-progress]
 //   nnlens codegen MODEL -o FILE.hpp [--name NAME] [--namespace NS]
+//   nnlens exact-line MODEL --from A.csv --to B.csv [--json] [--classes argmax|argmin] [--threads N]
+//                     [--merge-tol X] [--max-pieces N] [--validate] [--svg FILE]
+//                     ExactLine on the segments A[i] -> B[i]: pieces, outputs, class intervals
+//   nnlens ig MODEL --input X.csv --baseline B.csv [--output-index k] [--json] [--m 50]
+//                     exact integrated gradients, and the Riemann sums' errors against them
+// (docs/exactline-tool.md; .nnet models in raw units, so the CSVs hold raw inputs.)
 //
 // Errors: one line on stderr ("nnlens: ..."), exit status 1 (2 for bad command-line usage).
 #include <cstdlib>
@@ -19,6 +25,7 @@
 
 #include "commands.hpp"
 #include "demo.hpp"
+#include "exactline_cmd.hpp"
 #include "model.hpp"
 
 int main(int argc, char** argv) {
@@ -60,6 +67,36 @@ int main(int argc, char** argv) {
   cg_cmd->add_option("--name", cg.name, "Type alias (make_NAME() returns the network)")->capture_default_str();
   cg_cmd->add_option("--namespace", cg.ns, "Enclosing namespace, e.g. fw::models (default: none)");
 
+  nnlens::tool::exact_line_options el;
+  std::size_t el_threads = 0;
+  auto* el_cmd = app.add_subcommand("exact-line", "ExactLine: the exact pieces and class intervals of the network on segments");
+  el_cmd->add_option("MODEL", el.model, formats)->required();
+  el_cmd->add_option("--from", el.from, "CSV file of segment starts: one sample per line, as `run` reads them")->required();
+  el_cmd->add_option("--to", el.to, "CSV file of segment ends: line i of --from -> line i of --to is segment i")->required();
+  el_cmd->add_flag("--json", el.json, "One JSON object: lines[{t, outputs, pieces, classes[{from, to, label}], error?}], seconds");
+  el_cmd->add_option("--classes", el.classes, "Winning class: argmax (classifiers) or argmin (ACAS Xu advisories)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"argmax", "argmin"}));
+  el_cmd->add_option("--threads", el_threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
+  el_cmd->add_option("--merge-tol", el.merge_tol, "Merge breaks closer than this in t")->capture_default_str()->check(
+      CLI::NonNegativeNumber);
+  el_cmd->add_option("--max-pieces", el.max_pieces, "Fail a segment with more pieces than this")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  el_cmd->add_flag("--validate", el.validate, "Check every piece at 1/4, 1/2, 3/4 of its length against the network");
+  el_cmd->add_option("--svg", el.svg, "Write an SVG strip chart (a band per class interval, a tick per break)");
+
+  nnlens::tool::ig_options ig;
+  std::size_t ig_index = 0;
+  auto* ig_cmd = app.add_subcommand("ig", "Exact integrated gradients, and the Riemann sums' errors against them");
+  ig_cmd->add_option("MODEL", ig.model, formats)->required();
+  ig_cmd->add_option("--input,-i", ig.input, "CSV file: the inputs x, one per line")->required();
+  ig_cmd->add_option("--baseline,-b", ig.baseline, "CSV file: the baselines x' (one line per input, or one for all)")
+      ->required();
+  auto* ig_index_opt = ig_cmd->add_option("--output-index,-k", ig_index, "The output k (default: the argmax at x)");
+  ig_cmd->add_flag("--json", ig.json, "JSON: {output_index, exact, pieces, delta, riemann, samples_for_5pct} per input");
+  ig_cmd->add_option("--m", ig.m, "Partitions of the Riemann sums")->capture_default_str()->check(CLI::Range(1, 1 << 24));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -88,6 +125,15 @@ int main(int argc, char** argv) {
       return nnlens::tool::run_run(run);
     }
     if (*cg_cmd) return nnlens::tool::run_codegen(cg);
+    if (*el_cmd) {
+      // The process-wide pool reads NNLENS_NUM_THREADS when first used, i.e. after this.
+      if (el_threads) ::setenv("NNLENS_NUM_THREADS", std::to_string(el_threads).c_str(), 1);
+      return nnlens::tool::run_exact_line(el);
+    }
+    if (*ig_cmd) {
+      if (*ig_index_opt) ig.output_index = ig_index;
+      return nnlens::tool::run_ig(ig);
+    }
   } catch (const std::exception& e) {
     std::cerr << "nnlens: " << e.what() << "\n";
     return 1;

@@ -1,0 +1,359 @@
+// tools/nnlens/exactline_cmd.cpp -- `nnlens exact-line`, `nnlens ig` (see exactline_cmd.hpp).
+#include "exactline_cmd.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <nnlens/core/error.hpp>
+#include <nnlens/exactline/classify.hpp>
+#include <nnlens/exactline/gradient.hpp>
+#include <nnlens/exactline/ig.hpp>
+#include <nnlens/exactline/line.hpp>
+#include <nnlens/io/csv.hpp>
+#include <nnlens/network/cast.hpp>
+#include <nnlens/network/forward.hpp>
+
+#include "model.hpp"
+
+namespace nnlens::tool {
+
+namespace {
+
+using nnlens::detail::concat;
+using json = nlohmann::ordered_json;  // keys in the documented order
+
+/// The samples of a CSV file (in double) and the file line each one comes from.
+struct csv_rows {
+  std::string path;
+  xt::xarray<double> x;                    // [N, input shape...]
+  std::vector<std::vector<double>> rows;   // N flattened samples
+  std::vector<std::size_t> lines;          // the file line of each sample (1-based)
+  std::string where(std::size_t i) const { return concat(path, ":", lines[i]); }
+};
+
+/// The line numbers of the data rows, by the rules of io::read_csv (comments, blank lines, a
+/// detected header); called after read_csv has accepted the file.
+std::vector<std::size_t> data_lines(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::vector<std::size_t> out;
+  std::string l;
+  bool first = true;
+  for (std::size_t no = 1; std::getline(f, l); ++no) {
+    std::string_view s(l);
+    if (const auto h = s.find('#'); h != std::string_view::npos) s = s.substr(0, h);
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+    if (s.empty()) continue;
+    if (first) {
+      first = false;
+      io::csv_options o;
+      o.header = io::csv_header::absent;
+      try {
+        (void)io::parse_csv<double>(s, shape(), path, o);
+      } catch (const error&) {
+        continue;  // not numbers: the header
+      }
+    }
+    out.push_back(no);
+  }
+  return out;
+}
+
+csv_rows read_rows(const std::string& path, shape in) {
+  csv_rows r;
+  r.path = path;
+  r.x = io::read_csv<double>(path, in);
+  const std::size_t n = r.x.shape()[0], d = in.size();
+  r.rows.resize(n);
+  for (std::size_t i = 0; i < n; ++i) r.rows[i].assign(r.x.data() + i * d, r.x.data() + (i + 1) * d);
+  r.lines = data_lines(path);
+  if (r.lines.size() != n) {  // cannot happen when the rules above match read_csv's; stay usable
+    r.lines.resize(n);
+    for (std::size_t i = 0; i < n; ++i) r.lines[i] = i + 1;
+  }
+  return r;
+}
+
+std::string fmt(double v, const char* f = "%.9g") {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v + 0.0);  // + 0.0: no "-0"
+  return b;
+}
+
+std::string xml_escape(std::string_view s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '&': o += "&amp;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+using intervals = std::vector<class_interval<double>>;
+
+/// One strip per segment: a coloured band per class interval, a tick at every break, a legend.
+void write_svg(const std::string& path, const std::vector<line_result<double>>& res, const std::vector<intervals>& cls,
+               const std::vector<std::string>& names, const std::vector<std::string>& labels_of, const std::string& title) {
+  static constexpr std::array<const char*, 10> palette{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                                       "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  auto colour = [](std::size_t c) { return palette[c % palette.size()]; };
+  const double L = 230, W = 640, H = 26, gap = 30, top = 40;
+  const std::size_t n = res.size();
+  std::set<std::size_t> labels;
+  for (const auto& iv : cls)
+    for (const auto& c : iv) labels.insert(c.label);
+  const double axis_y = top + double(n) * (H + gap);
+  const double legend_y = axis_y + 34;
+  const double height = legend_y + 20 * double((labels.size() + 5) / 6) + 16;
+  std::ostringstream s;
+  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << L + W + 30 << "\" height=\"" << height
+    << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  s << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  s << "<text x=\"10\" y=\"22\" font-size=\"14\">" << xml_escape(title) << "</text>\n";
+  for (std::size_t i = 0; i < n; ++i) {
+    const double y = top + double(i) * (H + gap);
+    const auto& r = res[i];
+    s << "<text x=\"10\" y=\"" << y + 11 << "\"><title>" << xml_escape(names[i]) << "</title>segment " << i + 1
+      << "</text>\n<text x=\"10\" y=\"" << y + 24 << "\" font-size=\"10\" fill=\"#555555\">" << xml_escape(labels_of[i])
+      << "</text>\n";
+    if (!r.error.empty()) {
+      s << "<rect x=\"" << L << "\" y=\"" << y << "\" width=\"" << W << "\" height=\"" << H
+        << "\" fill=\"#eeeeee\" stroke=\"#999999\"/>\n";
+      s << "<text x=\"" << L + 6 << "\" y=\"" << y + H / 2 + 4 << "\" fill=\"#aa0000\">error: "
+        << xml_escape(r.error.substr(0, 90)) << "</text>\n";
+      continue;
+    }
+    for (const auto& c : cls[i])
+      s << "<rect x=\"" << L + c.from * W << "\" y=\"" << y << "\" width=\"" << (c.to - c.from) * W << "\" height=\"" << H
+        << "\" fill=\"" << colour(c.label) << "\"><title>class " << c.label << ": t in [" << fmt(c.from) << ", "
+        << fmt(c.to) << "]</title></rect>\n";
+    s << "<rect x=\"" << L << "\" y=\"" << y << "\" width=\"" << W << "\" height=\"" << H
+      << "\" fill=\"none\" stroke=\"black\" stroke-width=\"0.6\"/>\n";
+    s << "<path stroke=\"black\" stroke-width=\"0.5\" d=\"";  // ticks at every break t_j
+    for (double t : r.t) s << "M" << L + t * W << " " << y + H << "v6";
+    s << "\"/>\n";
+    s << "<text x=\"" << L + W + 4 << "\" y=\"" << y + H + 14 << "\" font-size=\"10\" text-anchor=\"end\">" << r.pieces()
+      << " pieces</text>\n";
+  }
+  for (int q = 0; q <= 4; ++q) {
+    const double x = L + W * q / 4.0;
+    s << "<line x1=\"" << x << "\" y1=\"" << axis_y - 8 << "\" x2=\"" << x << "\" y2=\"" << axis_y - 2
+      << "\" stroke=\"black\"/><text x=\"" << x << "\" y=\"" << axis_y + 10 << "\" text-anchor=\"middle\">"
+      << fmt(q / 4.0, "%g") << "</text>\n";
+  }
+  s << "<text x=\"" << L + W / 2 << "\" y=\"" << axis_y + 24 << "\" text-anchor=\"middle\">t</text>\n";
+  std::size_t q = 0;
+  for (std::size_t c : labels) {
+    const double x = 10 + 110 * double(q % 6), y = legend_y + 20 * double(q / 6);
+    s << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"14\" height=\"14\" fill=\"" << colour(c)
+      << "\"/><text x=\"" << x + 20 << "\" y=\"" << y + 11 << "\">class " << c << "</text>\n";
+    ++q;
+  }
+  s << "</svg>\n";
+  std::ofstream f(path, std::ios::trunc);
+  if (!f) throw io_error(path + ": cannot open for writing");
+  f << s.str();
+  f.flush();
+  if (!f) throw io_error(path + ": write error");
+}
+
+}  // namespace
+
+int run_exact_line(const exact_line_options& o) {
+  class_rule rule;
+  if (o.classes == "argmax")
+    rule = class_rule::argmax;
+  else if (o.classes == "argmin")
+    rule = class_rule::argmin;
+  else
+    throw value_error("--classes: expected argmax or argmin, got '" + o.classes + "'");
+  if (!(o.merge_tol >= 0)) throw value_error(concat("--merge-tol: expected a number >= 0, got ", o.merge_tol));
+  const DynamicNetwork net = load_model(o.model);
+  const auto dnet = network_cast<double>(net);
+  const csv_rows A = read_rows(o.from, net.input_shape()), B = read_rows(o.to, net.input_shape());
+  if (A.rows.size() != B.rows.size())
+    throw shape_error(concat(o.from, " has ", A.rows.size(), " samples but ", o.to, " has ", B.rows.size(),
+                             ": line i of each gives segment i"));
+  line_options lo;
+  lo.merge_tol = o.merge_tol;
+  lo.max_pieces = o.max_pieces;
+  lo.validate = o.validate;
+  lo.keep_going = true;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto res = exact_lines<double>(execution::par, dnet, A.rows, B.rows, lo);
+  std::vector<intervals> cls(res.size());
+  for (std::size_t i = 0; i < res.size(); ++i)
+    if (res[i].error.empty()) cls[i] = classify_line(res[i], rule);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  std::vector<std::string> names(res.size()), raw_errors(res.size());
+  std::size_t failed = 0, first_failed = 0;
+  for (std::size_t i = 0; i < res.size(); ++i) {
+    names[i] = concat("segment ", i + 1, " (", A.where(i), " -> ", B.where(i), ")");
+    if (!res[i].error.empty()) {
+      raw_errors[i] = res[i].error;
+      res[i].error = concat(A.where(i), " -> ", B.where(i), ": ", res[i].error);
+      if (failed++ == 0) first_failed = i;
+    }
+  }
+
+  if (o.json) {
+    json j;
+    j["lines"] = json::array();
+    for (std::size_t i = 0; i < res.size(); ++i) {
+      const auto& r = res[i];
+      json l;
+      l["t"] = r.t;
+      l["outputs"] = json::array();
+      for (std::size_t p = 0; p < r.t.size(); ++p) {
+        const auto y = r.output(p);
+        l["outputs"].push_back(std::vector<double>(y.begin(), y.end()));
+      }
+      l["pieces"] = r.pieces();
+      l["classes"] = json::array();
+      for (const auto& c : cls[i]) l["classes"].push_back(json{{"from", c.from}, {"to", c.to}, {"label", c.label}});
+      if (o.validate && r.error.empty())
+        l["validation"] = json{{"pieces", r.stats.validated_pieces},
+                               {"violations", r.stats.violations},
+                               {"max_deviation", r.stats.max_deviation}};
+      if (!r.error.empty()) l["error"] = r.error;
+      j["lines"].push_back(std::move(l));
+    }
+    j["seconds"] = seconds;
+    std::cout << j.dump() << "\n";
+  } else {
+    std::cout << o.model << ": " << res.size() << " segment" << (res.size() == 1 ? "" : "s") << ", classes by "
+              << o.classes << ", " << fmt(seconds, "%.3g") << " s\n";
+    for (std::size_t i = 0; i < res.size(); ++i) {
+      const auto& r = res[i];
+      std::cout << names[i] << ": ";
+      if (!r.error.empty()) {
+        std::cout << "error: " << raw_errors[i] << "\n";
+        continue;
+      }
+      std::cout << r.pieces() << " piece" << (r.pieces() == 1 ? "" : "s") << ", " << cls[i].size() << " class interval"
+                << (cls[i].size() == 1 ? "" : "s") << "\n";
+      if (o.validate)
+        std::cout << "  validated " << r.stats.validated_pieces << " pieces: " << r.stats.violations
+                  << " violations, max deviation " << fmt(r.stats.max_deviation, "%.3g") << "\n";
+      std::printf("  %-16s %-16s %s\n", "from t", "to t", "class");
+      std::fflush(stdout);
+      for (const auto& c : cls[i]) std::printf("  %-16s %-16s %zu\n", fmt(c.from).c_str(), fmt(c.to).c_str(), c.label);
+      std::fflush(stdout);
+    }
+  }
+  std::cout.flush();
+  if (!o.svg.empty()) {
+    auto base = [](const std::string& p) { return std::filesystem::path(p).filename().string(); };
+    std::vector<std::string> short_names(res.size());
+    for (std::size_t i = 0; i < res.size(); ++i)
+      short_names[i] = concat(base(A.path), ":", A.lines[i], " -> ", base(B.path), ":", B.lines[i]);
+    write_svg(o.svg, res, cls, names, short_names,
+              concat("ExactLine: ", base(o.model), " (classes by ", o.classes, ")"));
+  }
+  if (failed)
+    throw value_error(concat(res[first_failed].error,
+                             failed > 1 ? concat(" (and ", failed - 1, " more failed segments)") : std::string()));
+  return 0;
+}
+
+int run_ig(const ig_options& o) {
+  if (o.m == 0) throw value_error("--m: expected at least 1 partition");
+  const DynamicNetwork net = load_model(o.model);
+  const auto dnet = network_cast<double>(net);
+  const csv_rows X = read_rows(o.input, net.input_shape()), B = read_rows(o.baseline, net.input_shape());
+  if (B.rows.size() != 1 && B.rows.size() != X.rows.size())
+    throw shape_error(concat(o.baseline, " has ", B.rows.size(), " samples; expected 1 (one baseline for every input)",
+                             X.rows.size() > 1 ? concat(" or ", X.rows.size(), " (one per line of ", o.input, ")")
+                                               : std::string()));
+  const std::size_t dout = net.output_shape().size();
+  if (o.output_index && *o.output_index >= dout)
+    throw value_error(concat("--output-index ", *o.output_index, ": the model has ", dout, " outputs"));
+  const xt::xarray<double> y = forward(dnet, X.x);  // [N, out...]: the default output index
+  constexpr std::array<riemann_rule, 3> rules{riemann_rule::left, riemann_rule::right, riemann_rule::trapezoid};
+
+  json all = json::array();
+  for (std::size_t i = 0; i < X.rows.size(); ++i) {
+    const std::size_t bi = B.rows.size() == 1 ? 0 : i;
+    const std::string where = concat(X.where(i), " (baseline ", B.where(bi), ")");
+    std::size_t k = 0;
+    if (o.output_index) {
+      k = *o.output_index;
+    } else {
+      const double* yi = y.data() + i * dout;
+      k = std::size_t(std::max_element(yi, yi + dout) - yi);
+    }
+    ig_result<double> ig;
+    try {
+      ig = exact_ig<double>(dnet, X.rows[i], B.rows[bi], k);
+    } catch (const error& e) {
+      throw value_error(concat(where, ": ", e.what()));
+    }
+    json r;
+    r["output_index"] = k;
+    r["exact"] = ig.attributions;
+    r["pieces"] = ig.pieces();
+    r["delta"] = ig.delta;
+    r["riemann"] = json::object();
+    r["samples_for_5pct"] = json::object();
+    std::array<std::vector<double>, 3> approx;
+    std::array<double, 3> rel{};
+    std::array<std::optional<std::size_t>, 3> need;
+    for (std::size_t q = 0; q < rules.size(); ++q) {
+      const std::string name(rule_name(rules[q]));
+      approx[q] = riemann_from_pieces(ig, o.m, rules[q]);
+      rel[q] = ig_relative_error(approx[q], ig.attributions);
+      need[q] = samples_to_reach(ig, rules[q], 0.05);
+      r["riemann"][name] = json{{"m", o.m}, {"ig", approx[q]}, {"rel_error", rel[q]}};
+      r["samples_for_5pct"][name] = need[q] ? json(*need[q]) : json(nullptr);
+    }
+    if (o.json) {
+      all.push_back(std::move(r));
+      continue;
+    }
+    if (i) std::cout << "\n";
+    std::cout << where << ": output " << k << ", " << ig.pieces() << " pieces, delta = F(x) - F(x') = " << fmt(ig.delta)
+              << ", sum of exact IG = " << fmt(ig.sum) << "\n";
+    std::printf("  %-9s %-16s %-16s %-16s %s\n", "feature", "exact", concat("left m=", o.m).c_str(),
+                concat("right m=", o.m).c_str(), concat("trapezoid m=", o.m).c_str());
+    for (std::size_t f = 0; f < ig.attributions.size(); ++f)
+      std::printf("  %-9zu %-16s %-16s %-16s %s\n", f, fmt(ig.attributions[f]).c_str(), fmt(approx[0][f]).c_str(),
+                  fmt(approx[1][f]).c_str(), fmt(approx[2][f]).c_str());
+    std::printf("  %-9s %-16s %-16s %-16s %s\n", "rel_error", "", fmt(rel[0], "%.4g").c_str(), fmt(rel[1], "%.4g").c_str(),
+                fmt(rel[2], "%.4g").c_str());
+    auto n = [](const std::optional<std::size_t>& v) { return v ? std::to_string(*v) : std::string("> 1006 partitions"); };
+    std::printf("  samples for 5%% error: left %s, right %s, trapezoid %s\n", n(need[0]).c_str(), n(need[1]).c_str(),
+                n(need[2]).c_str());
+    std::fflush(stdout);
+  }
+  if (o.json) {
+    if (all.size() == 1)
+      std::cout << all[0].dump() << "\n";
+    else
+    {
+      json j;
+      j["inputs"] = std::move(all);
+      std::cout << j.dump() << "\n";
+    }
+  }
+  std::cout.flush();
+  return 0;
+}
+
+}  // namespace nnlens::tool
