@@ -7,3 +7,4 @@
 #include "nnlens/exactline/gradient.hpp"
 #include "nnlens/exactline/ig.hpp"
 #include "nnlens/exactline/line.hpp"
+#include "nnlens/exactline/plane.hpp"

@@ -445,16 +445,18 @@ struct dynamic_form<MaxPool2DG<G>> {
 /// ExactLine: per channel and window, the points where the window's arg-max changes along the
 /// segment (the upper-envelope walk, exactline/envelope.hpp).  Padding is never a candidate.  With
 /// `floor` (a fused ReLU or max(x, c) next to the pool) the constant joins every window.
+/// for_each_window(l, in, f) calls f(const std::size_t* idx, std::size_t n) with the flat input
+/// indices of each output's candidates (also used by the plane restriction).
 template <pool_geometry G>
 struct pwl_rule<MaxPool2DG<G>> {
   using L = MaxPool2DG<G>;
-  template <class R, class T>
-  static void breaks(const L& l, shape in, const T* a, const T* b, const std::optional<T>& floor, std::vector<R>& out) {
+  template <class F>
+  static void for_each_window(const L& l, shape in, F&& f) {
     const pool_geometry g = layer_traits<L>::geometry_of(&l);
     const std::size_t C = in[0], H = in[1], W = in[2], OH = g.out_h(H), OW = g.out_w(W);
-    for (std::size_t c = 0; c < C; ++c) {
-      const T* ap = a + c * H * W;
-      const T* bp = b + c * H * W;
+    std::vector<std::size_t> idx;
+    idx.reserve(g.kh * g.kw);
+    for (std::size_t c = 0; c < C; ++c)
       for (std::size_t oh = 0; oh < OH; ++oh) {
         const std::ptrdiff_t r0 = std::ptrdiff_t(oh * g.stride_h) - std::ptrdiff_t(g.pad_top);
         const std::size_t h0 = std::size_t(std::max<std::ptrdiff_t>(r0, 0));
@@ -463,18 +465,19 @@ struct pwl_rule<MaxPool2DG<G>> {
           const std::ptrdiff_t c0 = std::ptrdiff_t(ow * g.stride_w) - std::ptrdiff_t(g.pad_left);
           const std::size_t w0 = std::size_t(std::max<std::ptrdiff_t>(c0, 0));
           const std::size_t w1 = std::size_t(std::min<std::ptrdiff_t>(c0 + std::ptrdiff_t(g.kw), std::ptrdiff_t(W)));
-          if (h1 <= h0 || w1 <= w0) continue;
-          const std::size_t ww = w1 - w0;
-          exactline::envelope_breaks<R, T>(
-              (h1 - h0) * ww,
-              [&](std::size_t k) {
-                const std::size_t i = (h0 + k / ww) * W + w0 + k % ww;
-                return std::pair<T, T>(ap[i], bp[i]);
-              },
-              floor, out);
+          idx.clear();
+          for (std::size_t h = h0; h < h1; ++h)
+            for (std::size_t w = w0; w < w1; ++w) idx.push_back(c * H * W + h * W + w);
+          if (!idx.empty()) f(idx.data(), idx.size());
         }
       }
-    }
+  }
+  template <class R, class T>
+  static void breaks(const L& l, shape in, const T* a, const T* b, const std::optional<T>& floor, std::vector<R>& out) {
+    for_each_window(l, in, [&](const std::size_t* idx, std::size_t n) {
+      exactline::envelope_breaks<R, T>(
+          n, [&](std::size_t k) { return std::pair<T, T>(a[idx[k]], b[idx[k]]); }, floor, out);
+    });
   }
 };
 
