@@ -8,3 +8,4 @@
 #include "nnlens/exactline/ig.hpp"
 #include "nnlens/exactline/line.hpp"
 #include "nnlens/exactline/plane.hpp"
+#include "nnlens/exactline/svg.hpp"

@@ -5,11 +5,14 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 
 #include <nnlens/core/progress.hpp>
 #include <nnlens/core/thread_pool.hpp>
+#include <nnlens/exactline.hpp>
+#include <nnlens/exactline/svg.hpp>
 #include <nnlens/io/weights.hpp>
 
 #include "lenet5_recipe.hpp"
@@ -30,6 +33,49 @@ std::string now_utc() {
   std::strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&t));
   return b;
 }
+const std::vector<std::string> fashion_labels = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                                  "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+
+std::vector<float> image_of(const io::labelled_images<float>& d, std::size_t i) {
+  const std::size_t n = d.images.size() / d.labels.size();
+  return std::vector<float>(d.images.data() + i * n, d.images.data() + (i + 1) * n);
+}
+
+/// ExactLine step: the segment between two test images of different classes; the classes along it
+/// and exact integrated gradients of the far image's class, with the baseline the near image.
+void exactline_step(const demo::LeNet5& net, const io::labelled_images<float>& test, const fs::path& out_dir) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::size_t a = 0;
+  std::size_t b = 1;
+  while (b < test.labels.size() && test.labels[b] == test.labels[a]) ++b;
+  const auto A = image_of(test, a), B = image_of(test, b);
+  const auto line = exact_line(execution::par, net, A, B);
+  const auto classes = classify_line(line);
+  const std::size_t k = classes.back().label;  // the class the network gives B
+  const auto ig = exact_ig(net, B, A, k);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << "ExactLine: test image " << a << " (" << fashion_labels[test.labels[a]] << ") -> test image " << b << " ("
+            << fashion_labels[test.labels[b]] << "): " << line.pieces() << " linear pieces, "
+            << fixed(line_density(line), 1) << " endpoints per unit length\n  classes along the segment:";
+  for (const auto& c : classes)
+    std::cout << "  [" << fixed(c.from, 3) << ", " << fixed(c.to, 3) << "] " << fashion_labels[c.label];
+  const auto left = samples_to_reach(ig, riemann_rule::left), trap = samples_to_reach(ig, riemann_rule::trapezoid);
+  std::cout << "\n  exact integrated gradients of '" << fashion_labels[k] << "' (baseline: image " << a << "): "
+            << ig.pieces() << " gradients; sum " << fixed(double(ig.sum), 6) << " = F(B) - F(A) " << fixed(double(ig.delta), 6)
+            << "\n  Riemann sums need " << (left ? std::to_string(*left) : std::string(">1006")) << " (left) and "
+            << (trap ? std::to_string(*trap) : std::string(">1006")) << " (trapezoid) samples for 5% error; "
+            << format_duration(secs) << "\n";
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  const fs::path line_svg_path = out_dir / "exactline-classes.svg", ig_svg_path = out_dir / "exactline-ig.svg";
+  svg_options so;
+  so.title = "classes from test image " + std::to_string(a) + " to " + std::to_string(b) + " (" +
+             std::to_string(line.pieces()) + " pieces)";
+  std::ofstream(line_svg_path) << line_svg(std::vector<line_result<double>>{line}, class_rule::argmax, fashion_labels, so);
+  std::ofstream(ig_svg_path) << heatmap_svg(ig.attributions, 28, 28, "exact IG: " + fashion_labels[k]);
+  std::cout << "  pictures: " << line_svg_path.string() << ", " << ig_svg_path.string() << "\n";
+}
+
 std::string get(const io::weights_metadata& m, const std::string& k, const std::string& def = "?") {
   auto it = m.find(k);
   return it == m.end() ? def : it->second;
@@ -105,6 +151,7 @@ int run_demo(const demo_options& o) {
     std::cout << "Training time: " << fixed(train_seconds, 1) << " s (" << recipe.epochs << " epochs, " << threads
               << " threads)\n"
               << "Saved the model to " << model.string() << "\n";
+  exactline_step(net, test, o.output_dir);
   return 0;
 }
 

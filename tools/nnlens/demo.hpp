@@ -14,6 +14,7 @@ struct demo_options {
   std::uint64_t seed = 1;
   std::size_t threads = 0;  // 0: all cores (or NNLENS_NUM_THREADS)
   bool retrain = false;
+  std::string output_dir = "demo-output";  // pictures (SVG) of the analysis steps
 };
 
 /// Runs the demo; returns the process exit code.  Throws nnlens::error on bad input.

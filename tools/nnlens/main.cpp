@@ -1,7 +1,7 @@
 // tools/nnlens/main.cpp -- the `nnlens` command-line tool (one subcommand per analysis).
 //
 //   nnlens version
-//   nnlens demo --data DIR --cache DIR [--epochs N] [--seed S] [--threads N] [--retrain]
+//   nnlens demo --data DIR --cache DIR [--out DIR] [--epochs N] [--seed S] [--threads N] [--retrain]
 //   nnlens info MODEL [--json]
 //   nnlens run MODEL --input FILE.csv [--output FILE.csv] [--batch N] [--no-progress]
 //   nnlens codegen MODEL -o FILE.hpp [--name NAME] [--namespace NS]
@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   demo_cmd->add_option("--seed", demo.seed, "Seed of initialisation and shuffling")->capture_default_str();
   demo_cmd->add_option("--threads", demo.threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
   demo_cmd->add_flag("--retrain", demo.retrain, "Train even if a cached model exists");
+  demo_cmd->add_option("--out", demo.output_dir, "Directory for the pictures (SVG) of the analysis steps")->capture_default_str();
 
   const std::string formats = "Model file: " + nnlens::tool::supported_model_formats();
 
