@@ -27,6 +27,7 @@
 #include <optional>
 #include <vector>
 
+#include "nnlens/exactline/classify.hpp"
 #include "nnlens/exactline/line.hpp"
 
 namespace nnlens {
@@ -87,14 +88,52 @@ struct plane_result {
 
 namespace detail {
 
+/// A convex polygon: (u, v) per vertex and `width` values per vertex.
+template <class S, class R>
+struct convex_piece {
+  std::vector<R> uv;    // 2 per vertex
+  std::vector<S> data;  // per vertex: width values
+  std::size_t n() const { return uv.size() / 2; }
+};
+
+/// Splits p by the affine function g (values at the vertices) into g >= 0 and g <= 0 parts.
+/// snap(row) puts a new vertex exactly on the face (the interpolated values only approximate it
+/// in floating point, and that noise would decide later comparisons of equal units).
+template <class S, class R, class Snap>
+void split_piece(const convex_piece<S, R>& p, std::size_t width_, const std::vector<S>& g, convex_piece<S, R>& pos,
+               convex_piece<S, R>& neg, Snap&& snap) {
+  const std::size_t n = p.n();
+  auto put = [&](convex_piece<S, R>& q, std::size_t k) {
+    q.uv.insert(q.uv.end(), p.uv.begin() + std::ptrdiff_t(2 * k), p.uv.begin() + std::ptrdiff_t(2 * k + 2));
+    q.data.insert(q.data.end(), p.data.begin() + std::ptrdiff_t(k * width_), p.data.begin() + std::ptrdiff_t((k + 1) * width_));
+  };
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t m = (k + 1) % n;
+    if (!(g[k] < S(0))) put(pos, k);
+    if (!(g[k] > S(0))) put(neg, k);
+    if ((g[k] > S(0) && g[m] < S(0)) || (g[k] < S(0) && g[m] > S(0))) {
+      const R a = R(g[k]) / (R(g[k]) - R(g[m]));
+      const S as = S(a);
+      std::array<R, 2> uv{p.uv[2 * k] + a * (p.uv[2 * m] - p.uv[2 * k]), p.uv[2 * k + 1] + a * (p.uv[2 * m + 1] - p.uv[2 * k + 1])};
+      for (convex_piece<S, R>* q : {&pos, &neg}) {
+        q->uv.push_back(uv[0]);
+        q->uv.push_back(uv[1]);
+        const std::size_t row = q->data.size();
+        for (std::size_t e = 0; e < width_; ++e) {
+          const S va = p.data[k * width_ + e], vb = p.data[m * width_ + e];
+          q->data.push_back(va + as * (vb - va));
+        }
+        snap(q->data.data() + row);
+      }
+    }
+  }
+}
+
+
 template <class S, class R>
 class plane_engine {
  public:
-  struct pgon {
-    std::vector<R> uv;    // 2 per vertex
-    std::vector<S> data;  // per vertex: [current | payload], width_ each
-    std::size_t n() const { return uv.size() / 2; }
-  };
+  using pgon = convex_piece<S, R>;
 
   plane_engine(const plane_options& o, std::size_t width) : opt_(o), cur_(width), width_(width) {}
   std::vector<pgon> polys;
@@ -145,36 +184,9 @@ class plane_engine {
     }
   }
 
-  /// Splits p by the affine function g (values at the vertices) into g >= 0 and g <= 0 parts.
-  /// snap(row) puts a new vertex exactly on the face (the interpolated values only approximate it
-  /// in floating point, and that noise would decide later comparisons of equal units).
   template <class Snap>
   void split(const pgon& p, const std::vector<S>& g, pgon& pos, pgon& neg, Snap&& snap) const {
-    const std::size_t n = p.n();
-    auto put = [&](pgon& q, std::size_t k) {
-      q.uv.insert(q.uv.end(), p.uv.begin() + std::ptrdiff_t(2 * k), p.uv.begin() + std::ptrdiff_t(2 * k + 2));
-      q.data.insert(q.data.end(), p.data.begin() + std::ptrdiff_t(k * width_), p.data.begin() + std::ptrdiff_t((k + 1) * width_));
-    };
-    for (std::size_t k = 0; k < n; ++k) {
-      const std::size_t m = (k + 1) % n;
-      if (!(g[k] < S(0))) put(pos, k);
-      if (!(g[k] > S(0))) put(neg, k);
-      if ((g[k] > S(0) && g[m] < S(0)) || (g[k] < S(0) && g[m] > S(0))) {
-        const R a = R(g[k]) / (R(g[k]) - R(g[m]));
-        const S as = S(a);
-        std::array<R, 2> uv{p.uv[2 * k] + a * (p.uv[2 * m] - p.uv[2 * k]), p.uv[2 * k + 1] + a * (p.uv[2 * m + 1] - p.uv[2 * k + 1])};
-        for (pgon* q : {&pos, &neg}) {
-          q->uv.push_back(uv[0]);
-          q->uv.push_back(uv[1]);
-          const std::size_t row = q->data.size();
-          for (std::size_t e = 0; e < width_; ++e) {
-            const S va = p.data[k * width_ + e], vb = p.data[m * width_ + e];
-            q->data.push_back(va + as * (vb - va));
-          }
-          snap(q->data.data() + row);
-        }
-      }
-    }
+    split_piece(p, width_, g, pos, neg, snap);
   }
 
   template <class G>
@@ -391,6 +403,61 @@ plane_result<S, R> exact_plane(const Net& net_any, const EO& O, const EU& U, con
     r.polygons.push_back(std::move(out));
   }
   return r;
+}
+
+/// A region of the plane where one class wins (convex: a cell of one linear region).
+template <class S = double, class R = double>
+struct class_region {
+  plane_polygon<S, R> polygon;
+  std::size_t label = 0;
+};
+
+/// The exact decision regions: every polygon of r cut into the cells where each class wins
+/// (arg-max or arg-min of the outputs; a class equal to an earlier one on a whole cell loses to it).
+template <class S, class R>
+std::vector<class_region<S, R>> classify_plane(const plane_result<S, R>& r, class_rule rule = class_rule::argmax) {
+  std::vector<class_region<S, R>> out;
+  const std::size_t d = r.output_shape.size();
+  const S sign = rule == class_rule::argmax ? S(1) : S(-1);
+  std::vector<S> vals;
+  for (const auto& P : r.polygons) {
+    detail::convex_piece<S, R> p;
+    for (std::size_t k = 0; k < P.vertices.size(); ++k) {
+      p.uv.push_back(P.vertices[k][0]);
+      p.uv.push_back(P.vertices[k][1]);
+    }
+    p.data = P.outputs;
+    for (std::size_t c = 0; c < d; ++c) {
+      auto q = p;
+      bool empty = false;
+      for (std::size_t j = 0; j < d && !empty; ++j) {
+        if (j == c) continue;
+        bool pos = false, neg = false;
+        vals.resize(q.n());
+        for (std::size_t v = 0; v < q.n(); ++v) {
+          vals[v] = sign * (q.data[v * d + c] - q.data[v * d + j]);
+          pos |= vals[v] > S(0);
+          neg |= vals[v] < S(0);
+        }
+        if (neg && !pos) empty = true;
+        else if (!neg && !pos) empty = j < c;
+        else if (neg && pos) {
+          detail::convex_piece<S, R> a, b;
+          detail::split_piece(q, d, vals, a, b, [&](S* row) { row[j] = row[c]; });
+          q = std::move(a);
+          empty = q.n() < 3;
+        }
+      }
+      if (empty) continue;
+      class_region<S, R> reg;
+      reg.label = c;
+      reg.polygon.out_size = d;
+      for (std::size_t v = 0; v < q.n(); ++v) reg.polygon.vertices.push_back({q.uv[2 * v], q.uv[2 * v + 1]});
+      reg.polygon.outputs = std::move(q.data);
+      out.push_back(std::move(reg));
+    }
+  }
+  return out;
 }
 
 }  // namespace nnlens

@@ -2,8 +2,8 @@
 //
 //   line_svg(lines, rule, labels)     one strip per line: a band per class interval (coloured by
 //                                     the winning class), a tick at every break, a 0..1 axis, a legend
-//   plane_svg(plane, rule, labels)    the polygons of exact_plane in the (u, v) plane, filled by the
-//                                     class winning inside each, with their edges
+//   plane_svg(plane, rule, labels)    exact_plane's result in the (u, v) plane: the exact class cells
+//                                     (classify_plane), and with o.edges the linear regions' edges
 //   heatmap_svg(values, h, w, title)  an h x w map (e.g. integrated gradients of an image):
 //                                     red positive, blue negative, white 0 (symmetric scale)
 // Each returns a complete SVG document as a string; write it with any ofstream.
@@ -27,6 +27,7 @@ struct svg_options {
   double width = 800;         // pixels
   double strip_height = 22;   // line_svg: per line
   std::string title;
+  bool edges = false;         // plane_svg: also draw the linear regions' edges
 };
 
 namespace detail {
@@ -128,16 +129,20 @@ std::string plane_svg(const plane_result<S, R>& p, class_rule rule = class_rule:
   std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(o.width) + "\" height=\"" + num(top + H + 70) +
                   "\" font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   if (!o.title.empty()) s += "<text x=\"" + num(pad) + "\" y=\"24\" font-size=\"14\">" + detail::xml_escape(o.title) + "</text>\n";
-  for (const auto& q : p.polygons) {
-    const auto y = q.center_output();
-    std::size_t best = 0;
-    for (std::size_t c = 1; c < y.size(); ++c)
-      if (rule == class_rule::argmax ? y[c] > y[best] : y[c] < y[best]) best = c;
+  for (const auto& reg : classify_plane(p, rule)) {  // exact class cells
     s += "<polygon points=\"";
-    for (const auto& v : q.vertices)
+    for (const auto& v : reg.polygon.vertices)
       s += num(pad + W * (double(v[0]) - umin) / du) + "," + num(top + H - H * (double(v[1]) - vmin) / dv) + " ";
-    s += "\" fill=\"" + std::string(detail::class_colour(best)) + "\" stroke=\"#333\" stroke-width=\"0.25\"/>\n";
+    s += "\" fill=\"" + std::string(detail::class_colour(reg.label)) + "\" stroke=\"" + detail::class_colour(reg.label) +
+         "\" stroke-width=\"0.3\"/>\n";
   }
+  if (o.edges)  // the linear regions' edges
+    for (const auto& q : p.polygons) {
+      s += "<polygon points=\"";
+      for (const auto& v : q.vertices)
+        s += num(pad + W * (double(v[0]) - umin) / du) + "," + num(top + H - H * (double(v[1]) - vmin) / dv) + " ";
+      s += "\" fill=\"none\" stroke=\"#333\" stroke-width=\"0.25\"/>\n";
+    }
   detail::legend(s, classes, labels, pad, top + H + 16, o.width);
   return s + "</svg>\n";
 }
