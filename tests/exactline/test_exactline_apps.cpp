@@ -5,6 +5,8 @@
 // endpoints, wrong sizes, max_pieces / max_bytes, Softmax in a DynamicNetwork).
 #include "exactline_checks.hpp"
 
+#include <boost/multiprecision/cpp_int.hpp>
+
 #include <cmath>
 #include <random>
 #include <string>
@@ -324,4 +326,37 @@ TEST_CASE("errors: degenerate and non-finite segments, wrong sizes, caps, non-PW
     CHECK(rs[2].pieces() == full.pieces());
   }
   CHECK_THROWS_AS(exact_lines(net, As, std::vector<std::vector<double>>{B}), shape_error);
+}
+
+TEST_CASE("hotspot: a line through the origin of a bias-free ReLU net (every unit switches at one t)") {
+  using Qr = boost::multiprecision::cpp_rational;
+  using Net = Sequential<Input<6>, Dense<16, double>, ReLU, Dense<16, double>, ReLU, Dense<3, double>>;
+  Net net;
+  initialize(net, 29);
+  for_each_layer(net, [](auto& l, auto, shape, shape) {
+    if constexpr (requires { l.b; })
+      for (auto& v : l.b) v = 0;
+  });
+  std::mt19937_64 rng(2900);
+  std::uniform_int_distribution<int> u(1, 8);
+  std::vector<double> v(6);
+  for (auto& x : v) x = (u(rng) % 2 ? -1 : 1) * u(rng) / 8.0;  // 3 v is exact: the segment does hit 0
+  std::vector<double> P(6), Q(6);
+  for (std::size_t i = 0; i < 6; ++i) P[i] = -v[i], Q[i] = 3 * v[i];  // the origin at t = 1/4
+  // exact: one break, at 1/4 (f is positively homogeneous: linear on each side of the origin)
+  const auto rq = exact_line<Qr, Qr>(net, std::vector<Qr>(P.begin(), P.end()), std::vector<Qr>(Q.begin(), Q.end()));
+  CHECK(rq.t == std::vector<Qr>{0, Qr(1) / 4, 1});
+  // double: rounding may scatter that break into several within a few ulps; merge_tol reports them
+  line_options o;
+  o.validate = true;
+  const auto rd = exact_line(net, P, Q, o);
+  CHECK(rd.stats.violations == 0);
+  for (std::size_t j = 1; j + 1 < rd.t.size(); ++j) CHECK(std::abs(rd.t[j] - 0.25) <= 1e-12);
+  o.merge_tol = 1e-9;
+  const auto rm = exact_line(net, P, Q, o);
+  MESSAGE("through the origin: ", rd.pieces(), " pieces in double, ", rm.pieces(), " after merging (", rm.stats.merged,
+          " merged)");
+  CHECK(rm.pieces() == 2);
+  CHECK(rm.stats.merged + 2 >= rd.pieces());
+  CHECK(rm.stats.violations == 0);
 }

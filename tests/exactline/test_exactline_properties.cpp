@@ -347,3 +347,17 @@ TEST_CASE("P12: float, double and exact rational agree on a small net") {
   }
   CHECK(total >= 8);
 }
+
+TEST_CASE("execution::par (parallel over pieces and points) gives the same line as seq on a wide CNN") {
+  using Wide = Sequential<Input<3, 16, 16>, Conv2D<8, 3, 1, 1, 1, 1, double>, ReLU, Conv2D<8, 3, 1, 1, 1, 1, double>, ReLU,
+                          MaxPool2D<2>, Flatten, Dense<10, double>>;
+  const auto net = make<Wide>(16);
+  std::mt19937_64 rng(1600);
+  const auto P = random_point(768, rng), Q = random_point(768, rng);
+  const auto s = exact_line(net, P, Q), p = exact_line(execution::par, net, P, Q);
+  MESSAGE("wide CNN line: ", s.pieces(), " pieces");
+  CHECK(s.pieces() >= 64);  // enough points for the parallel paths
+  CHECK(s.t == p.t);
+  CHECK(s.values == p.values);
+  check_affinity(net, p, rng, 1e-9, 0);
+}
