@@ -3,9 +3,7 @@
 // rules and MaxPool windows (padding on both sides, overlapping windows, ceil_mode, 2-D windows)
 // against a brute-force exact envelope: every crossing of two window candidates is a break iff the
 // slopes of the maximal candidates on its left and on its right differ.
-// NNLENS_TEST_RATIONAL_MAXPOOL (default 0): MaxPool2D's forward does not compile for
-// cpp_rational yet (its non-floating-point branch falls through into the SIMD kernel), so the
-// MaxPool oracles run in double on dyadic data (exact) unless this is set to 1.
+// The MaxPool oracles run both in double on dyadic data (exact) and in cpp_rational.
 #include <doctest/doctest.h>
 
 #include <boost/multiprecision/cpp_int.hpp>
@@ -24,9 +22,6 @@
 #include <utility>
 #include <vector>
 
-#ifndef NNLENS_TEST_RATIONAL_MAXPOOL
-#define NNLENS_TEST_RATIONAL_MAXPOOL 0
-#endif
 
 using namespace nnlens;
 using Q = boost::multiprecision::cpp_rational;
@@ -229,9 +224,7 @@ void oracle5() {
 TEST_CASE("oracle 5: MaxPool 1x2 stride 2 with width padding 1, and fused ReLU+MaxPool") {
   // double: every value and ratio here is dyadic, so double is exact and == holds
   oracle5<double>();
-#if NNLENS_TEST_RATIONAL_MAXPOOL
   oracle5<Q>();
-#endif
 }
 
 TEST_CASE("oracle 6: classification along a line") {
@@ -523,9 +516,7 @@ void pool_windows() {
 
 TEST_CASE("MaxPool windows: padding on both sides, overlapping windows, ceil_mode, 2-D windows") {
   pool_windows<double>();  // dyadic data: double is exact up to the final division's rounding
-#if NNLENS_TEST_RATIONAL_MAXPOOL
   pool_windows<Q>();
-#endif
 }
 
 TEST_CASE("oracles hold in double and float within rounding (same partitions as rational)") {

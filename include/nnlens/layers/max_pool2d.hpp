@@ -335,25 +335,50 @@ struct layer_traits<MaxPool2DG<G>> : layer_defaults {
 
   template <class T>
   static void forward(const L& l, const forward_args<T>& a) {
+    if constexpr (std::is_floating_point_v<T>)
+      forward_fast(l, a);
+    else
+      plain_loops(l, a.batch, a.in, a.out, a.x, a.y, static_cast<T*>(nullptr), static_cast<const T*>(nullptr));
+  }
+  template <class T>
+  static void backward(const L& l, const backward_args<T>& a, L*) {
+    if constexpr (std::is_floating_point_v<T>) {
+      backward_fast(l, a);
+    } else if (a.dx) {
+      std::fill(a.dx, a.dx + a.batch * a.in.size(), T(0));
+      plain_loops(l, a.batch, a.in, a.out, a.x, static_cast<T*>(nullptr), a.dx, a.dy);
+    }
+  }
+
+ private:
+  /// Any scalar (e.g. exact rationals in tests): plain loops, the first maximum wins.  Writes y
+  /// (if y) and adds dy to dx at each arg-max (if dx).
+  template <class T>
+  static void plain_loops(const L& l, std::size_t batch, shape in, shape out, const T* x, T* y, T* dx, const T* dy) {
+    const pool_geometry g = geometry_of(&l);
+    const std::size_t C = in[0], H = in[1], W = in[2], OH = out[1], OW = out[2], P = OH * OW;
+    for (std::size_t pl = 0; pl < batch * C; ++pl)
+      for (std::size_t oh = 0; oh < OH; ++oh)
+        for (std::size_t ow = 0; ow < OW; ++ow) {
+          const std::ptrdiff_t r0 = std::ptrdiff_t(oh * g.stride_h) - std::ptrdiff_t(g.pad_top);
+          const std::ptrdiff_t c0 = std::ptrdiff_t(ow * g.stride_w) - std::ptrdiff_t(g.pad_left);
+          std::size_t arg = 0;
+          bool any = false;
+          for (std::ptrdiff_t r = std::max<std::ptrdiff_t>(r0, 0); r < std::min<std::ptrdiff_t>(r0 + std::ptrdiff_t(g.kh), std::ptrdiff_t(H)); ++r)
+            for (std::ptrdiff_t c = std::max<std::ptrdiff_t>(c0, 0); c < std::min<std::ptrdiff_t>(c0 + std::ptrdiff_t(g.kw), std::ptrdiff_t(W)); ++c) {
+              const std::size_t i = pl * H * W + std::size_t(r) * W + std::size_t(c);
+              if (!any || x[i] > x[arg]) arg = i, any = true;
+            }
+          const std::size_t o = pl * P + oh * OW + ow;
+          if (y) y[o] = x[arg];
+          if (dx) dx[arg] += dy[o];
+        }
+  }
+
+  template <class T>
+  static void forward_fast(const L& l, const forward_args<T>& a) {
     const pool_geometry g = geometry_of(&l);
     const std::size_t C = a.in[0], H = a.in[1], W = a.in[2], OH = a.out[1], OW = a.out[2], P = OH * OW;
-    if constexpr (!std::is_floating_point_v<T>) {  // e.g. exact rationals (tests): plain loops
-      for (std::size_t pl = 0; pl < a.batch * C; ++pl)
-        for (std::size_t oh = 0; oh < OH; ++oh)
-          for (std::size_t ow = 0; ow < OW; ++ow) {
-            const std::ptrdiff_t r0 = std::ptrdiff_t(oh * g.stride_h) - std::ptrdiff_t(g.pad_top);
-            const std::ptrdiff_t c0 = std::ptrdiff_t(ow * g.stride_w) - std::ptrdiff_t(g.pad_left);
-            bool any = false;
-            T best{};
-            for (std::ptrdiff_t r = std::max<std::ptrdiff_t>(r0, 0); r < std::min<std::ptrdiff_t>(r0 + std::ptrdiff_t(g.kh), std::ptrdiff_t(H)); ++r)
-              for (std::ptrdiff_t c = std::max<std::ptrdiff_t>(c0, 0); c < std::min<std::ptrdiff_t>(c0 + std::ptrdiff_t(g.kw), std::ptrdiff_t(W)); ++c) {
-                const T& v = a.x[pl * H * W + std::size_t(r) * W + std::size_t(c)];
-                if (!any || v > best) best = v, any = true;
-              }
-            a.y[pl * P + oh * OW + ow] = best;
-          }
-      return;
-    }
     const std::size_t planes = a.batch * C, pb = detail::max_pool_planes_per_block(g, H, OH, OW);
     const bool cache = a.cache && detail::index_exact_in<T>(H * W);
 #if defined(__AVX512F__)
@@ -382,7 +407,7 @@ struct layer_traits<MaxPool2DG<G>> : layer_defaults {
   }
 
   template <class T>
-  static void backward(const L& l, const backward_args<T>& a, L*) {
+  static void backward_fast(const L& l, const backward_args<T>& a) {
     if (!a.dx) return;
     const pool_geometry g = geometry_of(&l);
     const std::size_t C = a.in[0], H = a.in[1], W = a.in[2], OH = a.out[1], OW = a.out[2], P = OH * OW;
