@@ -547,6 +547,24 @@ class line_engine {
   }
 };
 
+/// Rethrows e (an nnlens::error) as the same type with `prefix` before its message.
+[[noreturn]] inline void rethrow_prefixed(std::exception_ptr e, const std::string& prefix) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const shape_error& x) {
+    throw shape_error(prefix + x.what());
+  } catch (const value_error& x) {
+    throw value_error(prefix + x.what());
+  } catch (const limit_error& x) {
+    throw limit_error(prefix + x.what());
+  } catch (const logic_error& x) {
+    throw logic_error(prefix + x.what());
+  } catch (const error& x) {
+    throw error(prefix + x.what());
+  }
+  throw logic_error(prefix + "unknown error");
+}
+
 template <class S, class E>
 std::vector<S> to_values(const E& e) {
   std::vector<S> v;
@@ -655,7 +673,7 @@ line_result<S, R> exact_line(const Net& net, const EP& P, const EQ& Q, const lin
 
 /// Many segments: A and B are [n, in...] (or any containers of n rows); segment i = A[i] -> B[i].
 /// With execution::par the segments run in parallel (each one sequentially).  An error in a
-/// segment is rethrown naming it, after every other segment has finished; with opt.keep_going it
+/// segment is rethrown (same error type) naming it, after every other segment has finished; with opt.keep_going it
 /// is recorded in that segment's result (`error`) instead.
 template <class S = double, class R = double, class Policy, class Net>
   requires execution::is_execution_policy_v<Policy>
@@ -668,11 +686,13 @@ std::vector<line_result<S, R>> exact_lines(const Policy&, const Net& net, const 
   const auto& n = detail::as_scalar<S>(net);
   std::vector<line_result<S, R>> res(A.size());
   std::vector<std::string> errs(A.size());
+  std::vector<std::exception_ptr> eps(A.size());
   auto one = [&](std::size_t i) {
     try {
       res[i] = detail::line_impl<S, R>(n, A[i], B[i], opt, false);
     } catch (const error& e) {
       errs[i] = e.what();
+      eps[i] = std::current_exception();
     }
   };
   if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>)
@@ -681,7 +701,7 @@ std::vector<line_result<S, R>> exact_lines(const Policy&, const Net& net, const 
     for (std::size_t i = 0; i < A.size(); ++i) one(i);
   for (std::size_t i = 0; i < A.size(); ++i)
     if (!errs[i].empty()) {
-      if (!opt.keep_going) throw value_error(detail::concat("exact_lines: segment ", i, ": ", errs[i]));
+      if (!opt.keep_going) detail::rethrow_prefixed(eps[i], detail::concat("exact_lines: segment ", i, ": "));
       res[i].error = errs[i];
     }
   return res;
@@ -717,8 +737,8 @@ path_result<S, R> exact_path(const Policy& pol, const Net& net, const std::vecto
   std::vector<std::vector<S>> A(X.begin(), X.end() - 1), B(X.begin() + 1, X.end());
   try {
     return {exact_lines<S, R>(pol, net, A, B, opt)};
-  } catch (const value_error& e) {
-    throw value_error(detail::concat("exact_path: ", e.what()));
+  } catch (const error&) {
+    detail::rethrow_prefixed(std::current_exception(), "exact_path: ");
   }
 }
 template <class S = double, class R = double, class Net>

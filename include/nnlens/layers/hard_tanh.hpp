@@ -87,6 +87,7 @@ struct clamp_pwl_rule {
   };
   static knot_list knots(const L& l) {
     knot_list r{};
+    if (l.lo == l.hi) return r;  // a constant: no piece changes
     if (std::isfinite(l.lo)) r.k[r.n++] = l.lo;
     if (std::isfinite(l.hi) && l.hi != l.lo) r.k[r.n++] = l.hi;
     return r;
