@@ -52,7 +52,7 @@ void exactline_step(const demo::LeNet5& net, const io::labelled_images<float>& t
   const auto line = exact_line(execution::par, net, A, B);
   const auto classes = classify_line(line);
   const std::size_t k = classes.back().label;  // the class the network gives B
-  const auto ig = exact_ig(net, B, A, k);
+  const auto ig = exact_ig(execution::par, net, B, A, k);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << "ExactLine: test image " << a << " (" << fashion_labels[test.labels[a]] << ") -> test image " << b << " ("
             << fashion_labels[test.labels[b]] << "): " << line.pieces() << " linear pieces, "

@@ -5,6 +5,7 @@
 //   piece_maps(net, line)           the affine map of each piece: f(x) = J x + c on the piece,
 //                                   J [out x in], c [out] (one backward pass per output)
 //   input_gradients(net, X, n, k)   d output_k / d input at n arbitrary points (rows of X)
+//   (each takes an optional execution policy first: execution::par runs chunks on the pool)
 //
 // net may have any scalar; it is converted to the line's scalar S.  Work runs in chunks of 256
 // points (forward_trace + backward), so memory stays bounded for lines with many pieces.
@@ -19,25 +20,37 @@
 
 namespace nnlens {
 
-/// d out[k] / d x at the n points X (n x in, row-major); returns n x in.
-template <class S, class Net>
-std::vector<S> input_gradients(const Net& net_any, const std::vector<S>& X, std::size_t n, std::size_t k) {
+/// d out[k] / d x at the n points X (n x in, row-major); returns n x in.  With execution::par the
+/// chunks of 256 points run on the thread pool.
+template <class S, class Policy, class Net>
+  requires execution::is_execution_policy_v<Policy>
+std::vector<S> input_gradients(const Policy&, const Net& net_any, const std::vector<S>& X, std::size_t n, std::size_t k) {
   const auto& net = detail::as_scalar<S>(net_any);
   const std::size_t di = input_shape_of(net).size(), dout = output_shape_of(net).size();
   if (k >= dout) throw value_error(detail::concat("input_gradients: output index ", k, " >= output size ", dout));
   NNLENS_EXPECTS(X.size() == n * di);
   std::vector<S> g(n * di);
-  trace<S> tr;
-  std::vector<S> dy;
   constexpr std::size_t chunk = 256;
-  for (std::size_t b0 = 0; b0 < n; b0 += chunk) {
-    const std::size_t nb = std::min(chunk, n - b0);
+  const std::size_t chunks = (n + chunk - 1) / chunk;
+  auto run = [&](std::size_t c) {
+    thread_local trace<S> tr;
+    std::vector<S> dy;
+    const std::size_t b0 = c * chunk, nb = std::min(chunk, n - b0);
     forward_trace(net, nb, X.data() + b0 * di, tr);
     dy.assign(nb * dout, S(0));
     for (std::size_t r = 0; r < nb; ++r) dy[r * dout + k] = S(1);
     backward(net, tr, dy.data(), static_cast<std::decay_t<decltype(net)>*>(nullptr), g.data() + b0 * di);
-  }
+  };
+  if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>)
+    detail::default_pool().parallel_for(chunks, run);
+  else
+    for (std::size_t c = 0; c < chunks; ++c) run(c);
   return g;
+}
+template <class S, class Net>
+  requires(!execution::is_execution_policy_v<Net>)
+std::vector<S> input_gradients(const Net& net, const std::vector<S>& X, std::size_t n, std::size_t k) {
+  return input_gradients<S>(execution::seq, net, X, n, k);
 }
 
 namespace detail {
@@ -54,9 +67,15 @@ std::vector<S> piece_midpoints(const line_result<S, R>& line) {
 }  // namespace detail
 
 /// The gradient of output k inside every piece: [pieces x in].
+template <class S, class R, class Policy, class Net>
+  requires execution::is_execution_policy_v<Policy>
+std::vector<S> piece_gradients(const Policy& pol, const Net& net, const line_result<S, R>& line, std::size_t k) {
+  return input_gradients<S>(pol, net, detail::piece_midpoints(line), line.pieces(), k);
+}
 template <class S, class R, class Net>
+  requires(!execution::is_execution_policy_v<Net>)
 std::vector<S> piece_gradients(const Net& net, const line_result<S, R>& line, std::size_t k) {
-  return input_gradients<S>(net, detail::piece_midpoints(line), line.pieces(), k);
+  return input_gradients<S>(execution::seq, net, detail::piece_midpoints(line), line.pieces(), k);
 }
 
 template <class S>

@@ -1,6 +1,6 @@
 // nnlens/exactline/ig.hpp -- exact integrated gradients, and the Riemann sums they replace.
 //
-//   auto ig = exact_ig(net, x, baseline, k);   // IG of output k along baseline -> x
+//   auto ig = exact_ig([execution::par,] net, x, baseline, k);   // IG of output k along baseline -> x
 //   ig.attributions    IG_i = (x_i - x'_i) sum_r (t_{r+1} - t_r) dF_k/dx_i(piece r)   (exact)
 //   ig.delta           F_k(x) - F_k(x'); sum(ig.attributions) equals it up to rounding
 //   riemann_ig(net, x, baseline, k, m, rule)    left / right / trapezoid sums with m partitions,
@@ -8,7 +8,10 @@
 //   riemann_from_pieces(ig, m, rule)            the same sum from the exact pieces' gradients
 //                                               (no network evaluation: the gradient at a
 //                                               sample is its piece's; a sample exactly on a
-//                                               break takes the piece to its right, t = 1 the last)
+//                                               break takes the piece to its right, t = 1 the last;
+//                                               at t = 0 with a black baseline every max-pool window
+//                                               ties, so riemann_ig's gradient there is the
+//                                               tie-break's, which can differ from the first piece's)
 //   ig_relative_error(approx, exact)            mean_i |a_i - e_i| / |e_i + 1e-11| (the paper's code)
 //   samples_to_reach(ig, rule, 0.05)            the paper's Table 2 protocol: the smallest n such
 //                                               that n, n+1, ..., n+4 partitions ALL stay below the
@@ -52,15 +55,17 @@ struct ig_result {
   std::size_t pieces() const { return line.pieces(); }
 };
 
-template <class S = double, class R = double, class Net, class EX, class EB>
-ig_result<S, R> exact_ig(const Net& net_any, const EX& x, const EB& baseline, std::size_t k, const line_options& opt = {}) {
+template <class S = double, class R = double, class Policy, class Net, class EX, class EB>
+  requires execution::is_execution_policy_v<Policy>
+ig_result<S, R> exact_ig(const Policy& pol, const Net& net_any, const EX& x, const EB& baseline, std::size_t k,
+                         const line_options& opt = {}) {
   const auto& net = detail::as_scalar<S>(net_any);
   ig_result<S, R> r;
-  r.line = exact_line<S, R>(net, baseline, x, opt);
+  r.line = exact_line<S, R>(pol, net, baseline, x, opt);
   const std::size_t dout = r.line.out_size(), di = r.line.from.size(), np = r.line.pieces();
   if (k >= dout) throw value_error(detail::concat("exact_ig: output index ", k, " >= output size ", dout));
   r.output_index = k;
-  r.gradients = piece_gradients(net, r.line, k);
+  r.gradients = piece_gradients(pol, net, r.line, k);
   r.attributions.assign(di, S(0));
   for (std::size_t j = 0; j < np; ++j) {
     const S w = S(r.line.t[j + 1] - r.line.t[j]);
@@ -74,6 +79,12 @@ ig_result<S, R> exact_ig(const Net& net_any, const EX& x, const EB& baseline, st
   }
   r.delta = r.line.output(np)[k] - r.line.output(0)[k];
   return r;
+}
+
+template <class S = double, class R = double, class Net, class EX, class EB>
+  requires(!execution::is_execution_policy_v<Net>)
+ig_result<S, R> exact_ig(const Net& net, const EX& x, const EB& baseline, std::size_t k, const line_options& opt = {}) {
+  return exact_ig<S, R>(execution::seq, net, x, baseline, k, opt);
 }
 
 namespace detail {
