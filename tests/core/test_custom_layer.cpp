@@ -1,8 +1,11 @@
-// docs/adding-a-layer.md's example, verbatim: a layer defined outside the library works in a
-// Sequential with every generic algorithm (shape inference, forward, trace, backward).
+// docs/adding-a-layer.md's examples, verbatim: layers defined outside the library work in a
+// Sequential with every generic algorithm (shape inference, forward, trace, backward; ExactLine
+// for the piecewise-linear one).
 #include <doctest/doctest.h>
 
 #include <nnlens/nnlens.hpp>
+
+#include <array>
 
 namespace nnlens {
 struct Square {};
@@ -25,9 +28,52 @@ struct layer_traits<Square> : layer_defaults {
     for (std::size_t i = 0; i < n; ++i) a.dx[i] = 2 * a.x[i] * a.dy[i];
   }
 };
+
+/// y = |x|: piecewise-linear with one knot at 0, so one pwl_rule line makes ExactLine accept it.
+struct Abs {};
+
+template <>
+struct layer_traits<Abs> : layer_defaults {
+  static constexpr std::string_view name = "Abs";
+  static constexpr shape_check infer(shape in) { return {in, nullptr}; }
+  static shape output_shape(const Abs&, shape in) { return in; }
+  template <class T>
+  static void forward(const Abs&, const forward_args<T>& a) {
+    for (std::size_t i = 0; i < a.batch * a.in.size(); ++i) a.y[i] = a.x[i] < T(0) ? -a.x[i] : a.x[i];
+  }
+  template <class T>
+  static void backward(const Abs&, const backward_args<T>& a, Abs*) {
+    if (!a.dx) return;
+    for (std::size_t i = 0; i < a.batch * a.in.size(); ++i) a.dx[i] = a.x[i] < T(0) ? -a.dy[i] : a.dy[i];
+  }
+};
+template <>
+struct pwl_rule<Abs> {
+  static constexpr std::array<double, 1> knots(const Abs&) { return {0.0}; }
+};
 }  // namespace nnlens
 
 using namespace nnlens;
+
+TEST_CASE("a user-defined piecewise-linear layer works with ExactLine") {
+  static_assert(PiecewiseLinearLayer<Abs>);
+  Sequential<Input<2>, Dense<2, double>, Abs, Dense<1, double>> net;
+  net.layer<0>().W = {{1.0, 0.0}, {0.0, 1.0}};
+  net.layer<0>().b = {0.0, 0.0};
+  net.layer<2>().W = {{1.0}, {1.0}};
+  net.layer<2>().b = {0.0};
+  // |x0| + |x1| from (-1, -3) to (3, 1): kinks where x0 = 0 (t = 1/4) and x1 = 0 (t = 3/4)
+  const auto r = exact_line(net, std::vector<double>{-1, -3}, std::vector<double>{3, 1});
+  REQUIRE(r.t.size() == 4);
+  CHECK(r.t[1] == 0.25);
+  CHECK(r.t[2] == 0.75);
+  CHECK(r.output(1)[0] == doctest::Approx(2.0));  // (0, -2)
+  CHECK(r.output(2)[0] == doctest::Approx(2.0));  // (2, 0)
+  const auto ig = exact_ig(net, std::vector<double>{3, 1}, std::vector<double>{-1, -3}, 0);
+  CHECK(ig.sum == doctest::Approx(ig.delta));  // 4 - 4 = 0: the attributions cancel
+  CHECK(ig.attributions[0] == doctest::Approx(2.0));  // mean slope (-1 on 1/4, +1 on 3/4) x 4
+  CHECK(ig.attributions[1] == doctest::Approx(-2.0));
+}
 
 TEST_CASE("a user-defined layer runs through the generic algorithms") {
   static_assert(Layer<Square>);
