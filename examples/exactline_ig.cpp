@@ -3,6 +3,7 @@
 //
 //   exactline_ig [--quick] [--images N] [--resnet-images N] [--epochs E] [--train-limit N]
 //                [--models DIR] [--fashion DIR] [--cache DIR] [--check-images N] [--verbose]
+//                [--out DIR]   (pictures of each network's first image: its pieces, exact IG, m~ left sum)
 //
 // Networks: DeepXplore's MNIST LeNet-1/4/5 (ONNX, on their 44 real seed digits, x = pixel / 255),
 // the VNN-COMP 2021 CIFAR-10 resnet_2b (ONNX, on seeded random [0, 1] images: no CIFAR data
@@ -22,7 +23,9 @@
 // MaxPool windows tie -- see study()); the ONNX
 // LeNets reproduce expected.csv's logits within 1e-4.
 // ONNX models need the optional component nnlens::onnx (see examples/CMakeLists.txt).
+#include <cctype>
 #include <cstdio>
+#include <fstream>
 #include <exception>
 #include <optional>
 
@@ -49,6 +52,36 @@ struct ig_row {
 };
 
 bool g_ok = true;
+fs::path g_svg_dir;  // --out: the pictures of the first image of every network (empty: none)
+
+std::string file_name(std::string s) {
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+}
+
+/// Fig. 3 of the paper for one image (the piece boundaries along baseline -> image) and the
+/// attribution maps: exact IG beside the m~ left sum the prior work would use.
+void write_pictures(const std::string& name, const ig_result<double>& ig, std::size_t mt) {
+  if (g_svg_dir.empty()) return;
+  fs::create_directories(g_svg_dir);
+  const std::string base = file_name(name);
+  svg_options so;
+  so.title = name + ": black baseline -> image, " + std::to_string(ig.pieces()) + " linear pieces (ticks)";
+  std::ofstream(g_svg_dir / (base + "_line.svg")) << line_svg(std::vector<line_result<double>>{ig.line}, class_rule::argmax, {}, so);
+  const std::size_t n = ig.attributions.size();
+  const std::size_t side = n == 784 ? 28 : 32, planes = n / (side * side);
+  auto map = [&](const std::vector<double>& v) {  // channels summed
+    std::vector<double> m(side * side, 0.0);
+    for (std::size_t c = 0; c < planes; ++c)
+      for (std::size_t i = 0; i < side * side; ++i) m[i] += v[c * side * side + i];
+    return m;
+  };
+  std::ofstream(g_svg_dir / (base + "_ig_exact.svg")) << heatmap_svg(map(ig.attributions), side, side, "exact IG", 8);
+  const auto left = riemann_from_pieces(ig, mt, riemann_rule::left);
+  std::ofstream(g_svg_dir / (base + "_ig_left.svg"))
+      << heatmap_svg(map(left), side, side, "left sum, m = " + std::to_string(mt), 8);
+}
 
 template <class Net>
 ig_row study(const std::string& name, const Net& net, const std::vector<std::vector<double>>& xs, const std::vector<std::size_t>& ks,
@@ -75,6 +108,7 @@ ig_row study(const std::string& name, const Net& net, const std::vector<std::vec
 
     stopwatch sp;
     const auto mt = m_tilde(ig, 0.01);
+    if (i == 0) write_pictures(name, ig, mt ? *mt : 20);
     double err = std::nan("");
     if (mt) {
       err = ig_relative_error(riemann_from_pieces(ig, *mt, riemann_rule::left), ig.attributions);
@@ -148,6 +182,7 @@ int main(int argc, char** argv) try {
   const std::size_t n_res = a.num("resnet-images", quick ? 1 : 20);
   const std::size_t check = a.num("check-images", quick ? 2 : 3);
   const bool verbose = a.has("verbose");
+  g_svg_dir = a.str("out", "exactline_ig_out");
   training_budget tb;
   tb.epochs = a.num("epochs", quick ? 1 : 12);
   tb.train_limit = a.num("train-limit", quick ? 2000 : 0);

@@ -22,7 +22,9 @@
 // t_k = 1), its end values equal a forward pass at the end point (1e-9 relative), and every
 // density is finite and positive.
 #include <array>
+#include <cctype>
 #include <cstdio>
+#include <fstream>
 #include <exception>
 #include <optional>
 
@@ -38,6 +40,13 @@ using namespace studies;
 namespace {
 
 bool g_ok = true;
+fs::path g_svg_dir;  // --out: Fig. 4 for the first image of every network (empty: none)
+
+std::string file_name(std::string s) {
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+}
 
 struct image_lines {
   bool used = false;
@@ -82,6 +91,7 @@ net_study run_net(const std::string& name, const Net& net, const std::vector<ima
   net_study s;
   s.name = name;
   s.per_image.resize(imgs.size());
+  bool drew = false;
   stopwatch sw;
   for (std::size_t i = 0; i < imgs.size(); ++i) {
     const auto& im = imgs[i];
@@ -117,6 +127,7 @@ net_study run_net(const std::string& name, const Net& net, const std::vector<ima
       L.grad_err = acc;
     }
     bool all = true;
+    std::vector<line_result<double>> fig{lf};  // Fig. 4: the FGSM line, then the random ones
     for (std::size_t j = 0; j < 4; ++j) {
       std::mt19937_64 rng(20 * i + j);
       std::vector<double> sr(x.size());
@@ -129,12 +140,20 @@ net_study run_net(const std::string& name, const Net& net, const std::vector<ima
       const auto lr = checked_line(net, x, to_input(end_r), name + " " + im.name + " random " + std::to_string(j));
       L.d_rand[j] = line_density(lr);
       L.pieces_rand += lr.pieces();
+      fig.push_back(lr);
     }
     if (!all) {
       ++s.degenerate;
       continue;
     }
     L.used = true;
+    if (!g_svg_dir.empty() && !drew) {  // the first used image
+      drew = true;
+      fs::create_directories(g_svg_dir);
+      svg_options so;
+      so.title = name + ", image " + im.name + ": line 0 = FGSM +3%, lines 1-4 = random signs (ticks: linear pieces)";
+      std::ofstream(g_svg_dir / (file_name(name) + "_lines.svg")) << line_svg(fig, class_rule::argmax, {}, so);
+    }
     if (verbose)
       std::printf("  %s %s: FGSM %zu pieces (density %.3g%s), random %.1f pieces avg, gradient error %.3g\n", name.c_str(),
                   im.name.c_str(), L.pieces_fgsm, L.d_fgsm, L.flipped ? ", label flips" : "", double(L.pieces_rand) / 4, L.grad_err);
@@ -174,6 +193,7 @@ int main(int argc, char** argv) try {
   const fs::path fashion = a.str("fashion", "/usr/share/datasets/fashion-mnist");
   const std::size_t n_img = a.num("images", quick ? 3 : 500);  // DeepXplore has 44 seeds
   const bool verbose = a.has("verbose"), robust = !a.has("no-robust");
+  g_svg_dir = a.str("out", "exactline_linearity_out");
   training_budget tb;
   tb.epochs = a.num("epochs", quick ? 1 : 12);
   tb.train_limit = a.num("train-limit", quick ? 2000 : 0);
