@@ -18,3 +18,4 @@
 #include "nnlens/network/trace.hpp"
 #include "nnlens/network/validate.hpp"
 #include "nnlens/network/visit.hpp"
+#include "nnlens/slicing.hpp"

@@ -25,7 +25,7 @@
 //       static constexpr bool inference_only;                // true: forward is the identity of
 //                                                            // training-only behaviour (Dropout)
 //   relevance_rule<L>  LRP rules (coverage)           -- concept RelevanceLayer
-//   sign_rule<L>       NNSlicer contribution signs    -- concept SignLayer
+//   sign_rule<L>       NNSlicer contribution signs    -- concept SignLayer (sign_ctx below)
 //   pwl_rule<L>        ExactLine split rules          -- concept PiecewiseLinearLayer
 //   rebind_scalar<L,U> the same layer with weights of scalar type U (identity for weightless layers)
 //
@@ -40,6 +40,7 @@
 #include <span>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "nnlens/core/shape.hpp"
 
@@ -69,6 +70,38 @@ struct pwl_rule;
 struct pwl_affine_rule {
   static constexpr bool affine = true;
 };
+
+/// One local contribution item of NNSlicer's backward analysis (specs/nnslicer.md §2.5): the
+/// preceding neuron, the synapse (a flat index into the layer's first parameter tensor, or
+/// sign_item::none) and the signed local influence c.
+struct sign_item {
+  static constexpr std::size_t none = std::size_t(-1);
+  std::size_t pred;
+  std::size_t synapse;
+  double c;
+};
+
+/// What a sign_rule sees of one sample.  Neurons follow the granularity: per channel (a rank-3
+/// tensor has one neuron per channel, its spatial mean) or per element; a rank-1 tensor has one
+/// neuron per element either way.
+///   sign_rule<L> forms (nnlens/slicing/nnslicer.hpp dispatches on which members exist):
+///     items(l, ctx, n, out)        append the items of output neuron n (the threshold filter
+///                                  runs on them afterwards); optional synapses(l): the number of
+///                                  synapses (the first parameter tensor's size; default 0)
+///     for_each_branch(l, in, f)    a composite (Residual): its branches' layers, joined by an add
+struct sign_ctx {
+  shape in, out;
+  bool element = false;        // granularity: element (true) or channel (false)
+  const double* x = nullptr;   // the layer's input, every element
+  const double* y = nullptr;   // the layer's output, every element
+  const double* dx = nullptr;  // Δ (value - profile mean) of every input neuron
+  const double* dy = nullptr;  // Δ of every output neuron
+  const double* yn = nullptr;  // the output neurons' values (channel means, or elements)
+  bool bn_literal = false;     // BatchNorm: the paper's (x, Δx) item instead of the scaled one
+};
+
+/// Neurons of a tensor of per-sample shape s.
+constexpr std::size_t neuron_count(shape s, bool element) { return element || s.rank != 3 ? s.size() : s[0]; }
 
 /// Same layer with scalar type U.  Weightless layers are their own rebind.  convert(l) makes the
 /// rebound layer from l (weights converted element by element with static_cast<U>); network_cast
@@ -181,5 +214,13 @@ std::size_t parameter_count(const L& l) {
   }
 }
 }  // namespace detail
+
+/// sign_rule of a layer whose neuron n passes its reaction on to input neuron n unchanged
+/// (activations without a gate, Dropout, Identity): one item (n, -, Δx_n).
+struct sign_passthrough_rule {
+  static void items(const auto&, const sign_ctx& c, std::size_t n, std::vector<sign_item>& out) {
+    out.push_back({n, sign_item::none, c.dx[n]});
+  }
+};
 
 }  // namespace nnlens

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <random>
+#include <vector>
 
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/tensor.hpp"
@@ -132,5 +133,18 @@ struct dynamic_form<Affine<N, T>> {
 /// ExactLine: affine, never splits a segment.
 template <std::size_t N, class T>
 struct pwl_rule<Affine<N, T>> : pwl_affine_rule {};
+
+/// NNSlicer: a scale; item (x_n, -, s̄ Δx_n), s̄ the mean scale over the neuron's elements.
+template <std::size_t N, class T>
+struct sign_rule<Affine<N, T>> {
+  static void items(const Affine<N, T>& l, const sign_ctx& c, std::size_t n, std::vector<sign_item>& out) {
+    const std::size_t size = c.in.size(), per = size / l.s.size();
+    const std::size_t e0 = c.element || c.in.rank != 3 ? n : n * c.in[1] * c.in[2];
+    const std::size_t e1 = c.element || c.in.rank != 3 ? n + 1 : e0 + c.in[1] * c.in[2];
+    double s = 0;
+    for (std::size_t e = e0; e < e1; ++e) s += double(l.s(e / per));
+    out.push_back({n, sign_item::none, s / double(e1 - e0) * c.dx[n]});
+  }
+};
 
 }  // namespace nnlens

@@ -143,4 +143,28 @@ struct dynamic_form<AvgPool2DG<G>> {
 template <pool_geometry G>
 struct pwl_rule<AvgPool2DG<G>> : pwl_affine_rule {};
 
+/// NNSlicer: per channel, (c, -, Δx_c); per element, one item per input element of the window,
+/// Δx_i / divisor (the divisor of the forward pass).
+template <pool_geometry G>
+struct sign_rule<AvgPool2DG<G>> {
+  using L = AvgPool2DG<G>;
+  static void items(const L& l, const sign_ctx& c, std::size_t n, std::vector<sign_item>& out) {
+    if (!c.element) {
+      out.push_back({n, sign_item::none, c.dx[n]});
+      return;
+    }
+    const pool_geometry g = layer_traits<L>::geometry_of(&l);
+    const std::size_t H = c.in[1], W = c.in[2], OH = c.out[1], OW = c.out[2];
+    const std::size_t ch = n / (OH * OW), p = n % (OH * OW), oh = p / OW, ow = p % OW;
+    const auto wh = detail::avg_axis(oh, g.stride_h, g.pad_top, g.pad_bottom, g.kh, H, g.count_include_pad);
+    const auto ww = detail::avg_axis(ow, g.stride_w, g.pad_left, g.pad_right, g.kw, W, g.count_include_pad);
+    const double div = double(wh.count * ww.count);
+    for (std::size_t r = wh.lo; r < wh.hi; ++r)
+      for (std::size_t q = ww.lo; q < ww.hi; ++q) {
+        const std::size_t i = ch * H * W + r * W + q;
+        out.push_back({i, sign_item::none, c.dx[i] / div});
+      }
+  }
+};
+
 }  // namespace nnlens

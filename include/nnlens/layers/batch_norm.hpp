@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/tensor.hpp"
@@ -174,5 +175,16 @@ struct dynamic_form<BatchNorm<C, T>> {
 /// ExactLine: affine, never splits a segment.
 template <std::size_t C, class T>
 struct pwl_rule<BatchNorm<C, T>> : pwl_affine_rule {};  // inference form: affine
+
+/// NNSlicer: a per-channel scale; item (x_n, -, a Δx_n) with a = gamma / sqrt(var + eps), or the
+/// paper's literal (x_n, -, Δx_n) with sign_ctx::bn_literal (they differ only when gamma < 0).
+template <std::size_t C, class T>
+struct sign_rule<BatchNorm<C, T>> {
+  static void items(const BatchNorm<C, T>& l, const sign_ctx& c, std::size_t n, std::vector<sign_item>& out) {
+    const std::size_t ch = c.element && c.in.rank == 3 ? n / (c.in[1] * c.in[2]) : n;
+    const double a = c.bn_literal ? 1.0 : double(l.gamma(ch)) / std::sqrt(double(l.running_var(ch)) + l.eps);
+    out.push_back({n, sign_item::none, a * c.dx[n]});
+  }
+};
 
 }  // namespace nnlens

@@ -32,6 +32,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "nnlens/core/tensor.hpp"
 #include "nnlens/core/traits.hpp"
@@ -381,5 +382,41 @@ struct dynamic_form<Conv2DG<Out, G, T>> {
 /// ExactLine: affine, never splits a segment.
 template <std::size_t Out, conv_geometry G, class T>
 struct pwl_rule<Conv2DG<Out, G, T>> : pwl_affine_rule {};
+
+/// NNSlicer (specs/nnslicer.md §2.5): per channel, output channel o has one item per kernel
+/// weight of its group, (input channel c, W[o, c, u, v], W[o, c, u, v] Δx_c); per element, output
+/// element (o, oh, ow) has one item per weight whose input position lies inside the input.
+/// Synapse = flat index into W [out, in/groups, kh, kw].
+template <std::size_t Out, conv_geometry G, class T>
+struct sign_rule<Conv2DG<Out, G, T>> {
+  using L = Conv2DG<Out, G, T>;
+  static std::size_t synapses(const L& l) { return l.W.size(); }
+  static void items(const L& l, const sign_ctx& c, std::size_t n, std::vector<sign_item>& out) {
+    const conv_geometry g = layer_traits<L>::geometry_of(&l);
+    const std::size_t C = c.in[0], H = c.in[1], W = c.in[2], O = c.out[0], OH = c.out[1], OW = c.out[2];
+    const std::size_t cg = C / g.groups, og = O / g.groups, K = g.kh * g.kw;
+    const std::size_t o = c.element ? n / (OH * OW) : n, grp = o / og;
+    const T* w = l.W.data() + o * cg * K;
+    if (!c.element) {
+      for (std::size_t ci = 0; ci < cg; ++ci)
+        for (std::size_t k = 0; k < K; ++k)
+          out.push_back({grp * cg + ci, (o * cg + ci) * K + k, double(w[ci * K + k]) * c.dx[grp * cg + ci]});
+      return;
+    }
+    const std::size_t p = n % (OH * OW), oh = p / OW, ow = p % OW;
+    for (std::size_t ci = 0; ci < cg; ++ci)
+      for (std::size_t u = 0; u < g.kh; ++u) {
+        const std::ptrdiff_t ih = std::ptrdiff_t(oh * g.stride_h + u * g.dilation_h) - std::ptrdiff_t(g.pad_top);
+        if (ih < 0 || ih >= std::ptrdiff_t(H)) continue;
+        for (std::size_t v = 0; v < g.kw; ++v) {
+          const std::ptrdiff_t iw = std::ptrdiff_t(ow * g.stride_w + v * g.dilation_w) - std::ptrdiff_t(g.pad_left);
+          if (iw < 0 || iw >= std::ptrdiff_t(W)) continue;
+          const std::size_t pred = (grp * cg + ci) * H * W + std::size_t(ih) * W + std::size_t(iw);
+          const std::size_t k = u * g.kw + v;
+          out.push_back({pred, (o * cg + ci) * K + k, double(w[ci * K + k]) * c.dx[pred]});
+        }
+      }
+  }
+};
 
 }  // namespace nnlens

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "nnlens/core/tensor.hpp"
 #include "nnlens/core/traits.hpp"
@@ -110,5 +111,16 @@ struct dynamic_form<Dense<Out, T>> {
 /// ExactLine: affine, never splits a segment.
 template <std::size_t Out, class T>
 struct pwl_rule<Dense<Out, T>> : pwl_affine_rule {};
+
+/// NNSlicer: unit n is a weighted sum; item i = (x_i, W[i, n], W[i, n] Δx_i).  Synapse = flat W index.
+template <std::size_t Out, class T>
+struct sign_rule<Dense<Out, T>> {
+  static std::size_t synapses(const Dense<Out, T>& l) { return l.W.size(); }
+  static void items(const Dense<Out, T>& l, const sign_ctx& c, std::size_t n, std::vector<sign_item>& out) {
+    const std::size_t I = c.in[0], O = c.out[0];
+    const T* W = l.W.data();
+    for (std::size_t i = 0; i < I; ++i) out.push_back({i, i * O + n, double(W[i * O + n]) * c.dx[i]});
+  }
+};
 
 }  // namespace nnlens

@@ -59,4 +59,10 @@ struct pwl_rule<Identity> : pwl_affine_rule {};
 template <>
 struct pwl_rule<Dropout> : pwl_affine_rule {};  // inference: the identity
 
+/// NNSlicer: the identity at inference: (x_n, -, Δx_n).
+template <>
+struct sign_rule<Identity> : sign_passthrough_rule {};
+template <>
+struct sign_rule<Dropout> : sign_passthrough_rule {};
+
 }  // namespace nnlens

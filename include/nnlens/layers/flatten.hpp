@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <vector>
+
 #include "nnlens/core/traits.hpp"
 
 namespace nnlens {
@@ -28,5 +30,15 @@ struct layer_traits<Flatten> : layer_defaults {
 /// ExactLine: affine, never splits a segment.
 template <>
 struct pwl_rule<Flatten> : pwl_affine_rule {};
+
+/// NNSlicer: the sign passes through; at channel granularity element (c, h, w) of the output feeds
+/// channel neuron c of the input (c = Δy_n, so the sign of the neuron's CONTRIB is what moves).
+template <>
+struct sign_rule<Flatten> {
+  static void items(const Flatten&, const sign_ctx& c, std::size_t n, std::vector<sign_item>& out) {
+    const std::size_t pred = !c.element && c.in.rank == 3 ? n / (c.in[1] * c.in[2]) : n;
+    out.push_back({pred, sign_item::none, c.dy[n]});
+  }
+};
 
 }  // namespace nnlens

@@ -55,4 +55,18 @@ struct layer_traits<GlobalAvgPool> : layer_defaults {
 template <>
 struct pwl_rule<GlobalAvgPool> : pwl_affine_rule {};
 
+/// NNSlicer: channel c of the output averages channel c of the input: one item (c, -, Δx_c) per
+/// channel; per element, one item per input element, Δx_i / (H W).
+template <>
+struct sign_rule<GlobalAvgPool> {
+  static void items(const GlobalAvgPool&, const sign_ctx& c, std::size_t n, std::vector<sign_item>& out) {
+    if (!c.element) {
+      out.push_back({n, sign_item::none, c.dx[n]});
+      return;
+    }
+    const std::size_t hw = c.in[1] * c.in[2];
+    for (std::size_t i = n * hw; i < (n + 1) * hw; ++i) out.push_back({i, sign_item::none, c.dx[i] / double(hw)});
+  }
+};
+
 }  // namespace nnlens

@@ -103,4 +103,10 @@ struct pwl_rule<Clamp> : detail::clamp_pwl_rule<Clamp> {};
 template <>
 struct pwl_rule<HardTanh> : detail::clamp_pwl_rule<HardTanh> {};
 
+/// NNSlicer: monotone, no gate: (x_n, -, Δx_n).
+template <>
+struct sign_rule<Clamp> : sign_passthrough_rule {};
+template <>
+struct sign_rule<HardTanh> : sign_passthrough_rule {};
+
 }  // namespace nnlens

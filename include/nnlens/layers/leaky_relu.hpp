@@ -56,4 +56,8 @@ struct pwl_rule<LeakyReLU> {
   }
 };
 
+/// NNSlicer: monotone, no gate: (x_n, -, Δx_n).
+template <>
+struct sign_rule<LeakyReLU> : sign_passthrough_rule {};
+
 }  // namespace nnlens

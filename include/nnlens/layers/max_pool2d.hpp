@@ -506,4 +506,29 @@ struct pwl_rule<MaxPool2DG<G>> {
   }
 };
 
+/// NNSlicer: per channel, channel c of the output comes from channel c of the input: (c, -, Δx_c);
+/// per element, only the window's arg-max (the first maximum) contributes: (argmax, -, Δx_argmax).
+template <pool_geometry G>
+struct sign_rule<MaxPool2DG<G>> {
+  using L = MaxPool2DG<G>;
+  static void items(const L& l, const sign_ctx& c, std::size_t n, std::vector<sign_item>& out) {
+    if (!c.element) {
+      out.push_back({n, sign_item::none, c.dx[n]});
+      return;
+    }
+    const pool_geometry g = layer_traits<L>::geometry_of(&l);
+    const std::size_t H = c.in[1], W = c.in[2], OH = c.out[1], OW = c.out[2];
+    const std::size_t ch = n / (OH * OW), p = n % (OH * OW), oh = p / OW, ow = p % OW;
+    const std::ptrdiff_t r0 = std::ptrdiff_t(oh * g.stride_h) - std::ptrdiff_t(g.pad_top);
+    const std::ptrdiff_t c0 = std::ptrdiff_t(ow * g.stride_w) - std::ptrdiff_t(g.pad_left);
+    std::size_t arg = std::size_t(-1);
+    for (std::ptrdiff_t r = std::max<std::ptrdiff_t>(r0, 0); r < std::min<std::ptrdiff_t>(r0 + std::ptrdiff_t(g.kh), std::ptrdiff_t(H)); ++r)
+      for (std::ptrdiff_t q = std::max<std::ptrdiff_t>(c0, 0); q < std::min<std::ptrdiff_t>(c0 + std::ptrdiff_t(g.kw), std::ptrdiff_t(W)); ++q) {
+        const std::size_t i = ch * H * W + std::size_t(r) * W + std::size_t(q);
+        if (arg == std::size_t(-1) || c.x[i] > c.x[arg]) arg = i;
+      }
+    if (arg != std::size_t(-1)) out.push_back({arg, sign_item::none, c.dx[arg]});
+  }
+};
+
 }  // namespace nnlens

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <optional>
+#include <vector>
 
 #include "nnlens/core/traits.hpp"
 
@@ -35,6 +36,15 @@ template <>
 struct pwl_rule<ReLU> {
   static constexpr std::array<double, 1> knots(const ReLU&) { return {0.0}; }
   static constexpr std::optional<double> max_floor(const ReLU&) { return 0.0; }
+};
+
+/// NNSlicer: a gate; item (x_n, -, Δx_n) when the neuron is active (its value, the channel mean at
+/// channel granularity, is > 0), nothing otherwise.
+template <>
+struct sign_rule<ReLU> {
+  static void items(const ReLU&, const sign_ctx& c, std::size_t n, std::vector<sign_item>& out) {
+    if (c.yn[n] > 0) out.push_back({n, sign_item::none, c.dx[n]});
+  }
 };
 
 }  // namespace nnlens

@@ -638,4 +638,28 @@ struct pwl_rule<Residual<B, S>> {
   }
 };
 
+namespace detail {
+template <class B>
+constexpr bool branch_has_sign_rules() {
+  if constexpr (is_static_block_v<B>)
+    return []<class... Ls>(std::type_identity<Block<Ls...>>) {
+      return (SignLayer<Ls> && ... && true);
+    }(std::type_identity<B>{});
+  else
+    return true;
+}
+}  // namespace detail
+
+/// NNSlicer: a composite.  Its branches' layers are analysed as layers of their own, and the
+/// addition is a weighted sum with unit weights and no synapses (specs/nnslicer.md A7).
+template <class B, class S>
+  requires(detail::branch_has_sign_rules<B>() && detail::branch_has_sign_rules<S>())
+struct sign_rule<Residual<B, S>> {
+  template <class F>
+  static void for_each_branch(const Residual<B, S>& r, shape in, F&& f) {
+    f([&](auto&& g) { detail::chain<B>::visit(&r.block, in, g); });
+    f([&](auto&& g) { detail::chain<S>::visit(&r.shortcut, in, g); });
+  }
+};
+
 }  // namespace nnlens

@@ -1,0 +1,188 @@
+// nnlens/slicing/graph.hpp -- a network as NNSlicer sees it: operations and the tensors between them.
+//
+//   op_graph<T> g(net);            one node per layer; a Residual becomes its branches' layers plus
+//                                  an "Add" node (each inner op has its own neurons, spec §2.1)
+//   g.acts()                       tensors: 0 is the input; node k writes g.nodes()[k].out
+//   g.run(batch, x, buffers)       forward pass over the nodes, keeping every tensor
+//
+// Nodes are type-erased once, when the graph is built (std::function over the layer's own traits:
+// forward, sign_rule items, synapse count, its first parameter tensor), so the analyses below are
+// written once for Sequential and DynamicNetwork.  The graph refers to the network: keep the
+// network alive and unchanged while the graph is used.
+// A layer without a sign_rule (Softmax) is a compile error for a Sequential, naming the layer
+// (error_nnslicer_needs_a_sign_rule<L>), and a logic_error naming it for a DynamicNetwork.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "nnlens/core/error.hpp"
+#include "nnlens/core/traits.hpp"
+#include "nnlens/network/dynamic_network.hpp"
+#include "nnlens/network/sequential.hpp"
+#include "nnlens/network/visit.hpp"
+
+namespace nnlens {
+
+namespace detail {
+template <class L>
+concept sign_is_composite = requires(const L& l, shape in) { sign_rule<L>::for_each_branch(l, in, [](auto&&) {}); };
+template <class L>
+concept sign_has_synapses = requires(const L& l) {
+  { sign_rule<L>::synapses(l) } -> std::convertible_to<std::size_t>;
+};
+
+template <class L>
+struct error_nnslicer_needs_a_sign_rule;
+template <class L>
+constexpr bool check_sign_rule() {
+  if constexpr (!SignLayer<L>) {
+    error_nnslicer_needs_a_sign_rule<L> slice_the_logits_drop_it;
+    (void)slice_the_logits_drop_it;
+    return false;
+  } else {
+    return true;
+  }
+}
+template <class Net>
+constexpr bool require_sign_network() {
+  if constexpr (is_sequential_v<Net>)
+    return []<class... Ls>(std::type_identity<std::tuple<Ls...>>) {
+      return (check_sign_rule<Ls>() && ...);
+    }(std::type_identity<typename Net::layer_types>{});
+  else
+    return true;
+}
+}  // namespace detail
+
+template <class T>
+class op_graph {
+ public:
+  struct node {
+    std::string name;         // "3 Dense", "5.block.1 ReLU", "5 Add"
+    std::string_view type;    // "Dense", ..., "Add"
+    std::size_t in = 0, in2 = npos, out = 0;  // tensors (in2: the second operand of an Add)
+    std::size_t synapses = 0;
+    std::function<void(std::size_t, const T*, T*)> forward;                           // not for Add
+    std::function<void(const sign_ctx&, std::size_t, std::vector<sign_item>&)> items;  // not for Add
+    std::span<const T> weights;  // the first parameter tensor (synapse i = weights[i]); empty if none
+    bool is_add() const { return in2 != npos; }
+  };
+  static constexpr std::size_t npos = std::size_t(-1);
+
+  template <class Net>
+  explicit op_graph(const Net& net) {
+    static_assert(detail::require_sign_network<Net>());
+    acts_.push_back(input_shape_of(net));
+    names_.push_back("input");
+    for_each_layer(net, [&](const auto& l, auto idx, shape in, shape out) {
+      add_layer(l, std::to_string(std::size_t(idx)), 0, acts_.size() - 1, in, out);
+    });
+  }
+
+  const std::vector<node>& nodes() const { return nodes_; }
+  const std::vector<shape>& acts() const { return acts_; }
+  /// The name of tensor a: "input" or the name of the node that writes it.
+  const std::string& act_name(std::size_t a) const { return names_.at(a); }
+  std::size_t output() const { return acts_.size() - 1; }
+
+  /// Forward pass of `batch` samples; buffers[a] = tensor a, [batch x size] (resized as needed).
+  void run(std::size_t batch, const T* x, std::vector<std::vector<T>>& buffers) const {
+    buffers.resize(acts_.size());
+    buffers[0].assign(x, x + batch * acts_[0].size());
+    for (const auto& nd : nodes_) {
+      auto& y = buffers[nd.out];
+      y.resize(batch * acts_[nd.out].size());
+      if (nd.is_add()) {
+        const auto& a = buffers[nd.in];
+        const auto& b = buffers[nd.in2];
+        for (std::size_t i = 0; i < y.size(); ++i) y[i] = a[i] + b[i];
+      } else {
+        nd.forward(batch, buffers[nd.in].data(), y.data());
+      }
+    }
+  }
+
+ private:
+  std::vector<shape> acts_;
+  std::vector<std::string> names_;
+  std::vector<node> nodes_;
+
+  template <class L>
+  void add_layer(const L& l, const std::string& where, std::size_t, std::size_t in_act, shape in, shape out) {
+    if constexpr (!SignLayer<L>) {
+      (void)l, (void)in_act, (void)in, (void)out;
+      throw logic_error(detail::concat("nnslicer: layer ", where, " (", layer_traits<L>::name,
+                                       ") has no contribution-sign rule; slice the logits (drop the ",
+                                       layer_traits<L>::name, ")"));
+    } else if constexpr (detail::sign_is_composite<L>) {
+      std::vector<std::size_t> ends;
+      std::size_t b = 0;
+      sign_rule<L>::for_each_branch(l, in, [&](auto&& walk) {
+        std::size_t cur = in_act;
+        const std::string prefix = where + (b == 0 ? ".block." : ".shortcut.");
+        walk([&](const auto* lp, auto idx, shape i, shape o) {
+          add_layer(*lp, prefix + std::to_string(std::size_t(idx)), 0, cur, i, o);
+          cur = acts_.size() - 1;
+        });
+        ends.push_back(cur);
+        ++b;
+      });
+      NNLENS_EXPECTS(ends.size() == 2);
+      node nd;
+      nd.name = where + " Add";
+      nd.type = "Add";
+      nd.in = ends[0];
+      nd.in2 = ends[1];
+      acts_.push_back(out);
+      names_.push_back(nd.name);
+      nd.out = acts_.size() - 1;
+      nodes_.push_back(std::move(nd));
+    } else {
+      node nd;
+      nd.type = layer_traits<L>::name;
+      nd.name = where + " " + std::string(nd.type);
+      nd.in = in_act;
+      if constexpr (detail::sign_has_synapses<L>) nd.synapses = sign_rule<L>::synapses(l);
+      if constexpr (HasParameters<L>) {
+        auto ps = layer_traits<L>::parameters(l);
+        if (!ps.empty()) nd.weights = std::span<const T>(ps[0].data(), ps[0].size());
+      }
+      const L* lp = &l;
+      nd.forward = [lp, in, out](std::size_t batch, const T* x, T* y) {
+        thread_local std::vector<T> scratch;
+        const std::size_t need = layer_traits<L>::scratch_size(lp, in, out, batch);
+        if (scratch.size() < need) scratch.resize(need);
+        layer_traits<L>::forward(*lp, forward_args<T>{in, out, batch, x, y, nullptr, scratch.data()});
+      };
+      nd.items = [lp](const sign_ctx& c, std::size_t n, std::vector<sign_item>& v) { sign_rule<L>::items(*lp, c, n, v); };
+      acts_.push_back(out);
+      names_.push_back(nd.name);
+      nd.out = acts_.size() - 1;
+      nodes_.push_back(std::move(nd));
+    }
+  }
+};
+
+/// The neurons of tensor values v (one sample, every element) at the given granularity: channel
+/// means for a rank-3 tensor at channel granularity, the elements otherwise.
+template <class T>
+void neuron_values(shape s, bool element, const T* v, double* out) {
+  if (element || s.rank != 3) {
+    for (std::size_t i = 0; i < s.size(); ++i) out[i] = double(v[i]);
+    return;
+  }
+  const std::size_t hw = s[1] * s[2];
+  for (std::size_t c = 0; c < s[0]; ++c) {
+    double acc = 0;
+    for (std::size_t i = 0; i < hw; ++i) acc += double(v[c * hw + i]);
+    out[c] = acc / double(hw);
+  }
+}
+
+}  // namespace nnlens

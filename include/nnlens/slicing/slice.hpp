@@ -1,0 +1,96 @@
+// nnlens/slicing/slice.hpp -- NNSlicer's slices as sets, sizes and runnable masked networks.
+//
+//   slice_sizes(table)                 per node: neurons / neurons in the slice (CONTRIB != 0) of
+//                                      its output tensor, synapses / synapses in the slice; the
+//                                      input tensor first (one consistent unit: neurons at the
+//                                      table's granularity, synapses = weights)
+//   synapse_mask(table, keep)          per node, 1 for the synapses to keep: those in the slice
+//                                      (keep = 1), or per layer the fraction `keep` with the
+//                                      largest |CONTRIB| (ties by |weight|, the larger kept)
+//   apply_slice(net, table[, keep])    a copy of net whose weights outside the mask are 0: a network
+//                                      that runs (forward, evaluate, fine-tune with a mask)
+// (specs/nnslicer.md §2.7 and §4.2: pruning keeps, per layer, the synapses of largest |CONTRIB|.)
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "nnlens/core/error.hpp"
+#include "nnlens/slicing/graph.hpp"
+#include "nnlens/slicing/nnslicer.hpp"
+
+namespace nnlens {
+
+struct slice_size {
+  std::string name;                  // the node ("input" for the input tensor)
+  std::size_t neurons = 0, neurons_in_slice = 0;
+  std::size_t synapses = 0, synapses_in_slice = 0;
+};
+
+inline std::vector<slice_size> slice_sizes(const contrib_table& t) {
+  std::vector<slice_size> r;
+  auto count_nz = [](const std::vector<std::int64_t>& v) {
+    return std::size_t(std::count_if(v.begin(), v.end(), [](std::int64_t x) { return x != 0; }));
+  };
+  r.push_back({"input", t.neurons.at(0).size(), count_nz(t.neurons[0]), 0, 0});
+  for (std::size_t k = 0; k < t.synapses.size(); ++k) {
+    // node k writes tensor k + 1 (the graph appends one tensor per node)
+    const auto& nv = t.neurons.at(k + 1);
+    r.push_back({t.node_names.at(k), nv.size(), count_nz(nv), t.synapses[k].size(), count_nz(t.synapses[k])});
+  }
+  return r;
+}
+
+/// Per node, 1 for the synapses to keep.  keep >= 1: the slice (CONTRIB != 0); keep in [0, 1): per
+/// layer the floor(keep * S) + ... synapses of largest |CONTRIB| are kept, i.e. exactly
+/// S - floor((1 - keep) S) (pruning ratio r = 1 - keep prunes floor(r S) per layer, as §4.2).
+template <class Net>
+std::vector<std::vector<std::uint8_t>> synapse_mask(const Net& net, const contrib_table& t, double keep = 1.0) {
+  using T = network_scalar_t<Net>;
+  const op_graph<T> g(net);
+  if (t.synapses.size() != g.nodes().size()) throw data_error("synapse_mask: the table is of another model");
+  std::vector<std::vector<std::uint8_t>> m(g.nodes().size());
+  for (std::size_t k = 0; k < g.nodes().size(); ++k) {
+    const auto& c = t.synapses[k];
+    const std::size_t S = c.size();
+    if (S != g.nodes()[k].synapses) throw data_error("synapse_mask: the table is of another model");
+    m[k].assign(S, 0);
+    if (keep >= 1.0) {
+      for (std::size_t s = 0; s < S; ++s) m[k][s] = c[s] != 0;
+      continue;
+    }
+    const std::size_t prune = std::size_t(std::floor(std::max(0.0, 1.0 - keep) * double(S)));
+    std::vector<std::size_t> idx(S);
+    std::iota(idx.begin(), idx.end(), std::size_t(0));
+    const auto w = g.nodes()[k].weights;
+    std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+      const auto ca = std::llabs(c[a]), cb = std::llabs(c[b]);
+      if (ca != cb) return ca < cb;
+      return w.empty() ? false : std::abs(double(w[a])) < std::abs(double(w[b]));
+    });
+    for (std::size_t j = prune; j < S; ++j) m[k][idx[j]] = 1;
+  }
+  return m;
+}
+
+/// A copy of net with the weights outside synapse_mask(net, t, keep) set to 0.
+template <class Net>
+Net apply_slice(const Net& net, const contrib_table& t, double keep = 1.0) {
+  using T = network_scalar_t<Net>;
+  const auto m = synapse_mask(net, t, keep);
+  Net r = net;
+  const op_graph<T> g(r);  // built on our own copy: its weight spans point into r
+  for (std::size_t k = 0; k < g.nodes().size(); ++k) {
+    const auto w = g.nodes()[k].weights;
+    T* wp = const_cast<T*>(w.data());
+    for (std::size_t s = 0; s < m[k].size(); ++s)
+      if (!m[k][s]) wp[s] = T(0);
+  }
+  return r;
+}
+
+}  // namespace nnlens
