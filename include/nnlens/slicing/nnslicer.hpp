@@ -5,6 +5,7 @@
 //   tab.neurons[a][i]    CONTRIB of neuron i of tensor a (0 = the input), summed over the samples
 //   tab.synapses[k][s]   CONTRIB of synapse s (flat index of the first parameter tensor) of node k
 //   merge(t1, t2)        tables of disjoint sample sets add up (threads, processes)
+//   relative_activations(net, prof, X)   the forward analysis alone: Δ per sample, tensor, neuron
 //
 // Per sample (Algorithm 1, layer-wise): forward pass over the op graph (slicing/graph.hpp);
 // Δ = neuron value - profile mean; C[o] = +1 for each criterion output o; then for every node in
@@ -242,6 +243,35 @@ class slicer_engine {
 };
 
 }  // namespace detail
+
+/// Forward analysis (Eq. 2): Δy = y(ξ) - profile mean for every neuron of every tensor, per sample:
+/// result[sample][tensor][neuron], at the profile's granularity.
+template <class Net, class E>
+std::vector<std::vector<std::vector<double>>> relative_activations(const Net& net, const profile& p, const E& X) {
+  using T = network_scalar_t<Net>;
+  check_shapes(net);
+  const shape in = input_shape_of(net);
+  const std::size_t n = detail::check_batch_input(X, in, "relative_activations");
+  p.check_compatible(net);
+  const op_graph<T> g(net);
+  const xt::xarray<T> x = X;
+  require_finite(std::span<const T>(x.data(), x.size()), in.size(), "relative_activations: input");
+  const bool el = p.grain == granularity::element;
+  std::vector<std::vector<T>> buf;
+  g.run(n, x.data(), buf);
+  std::vector<std::vector<std::vector<double>>> r(n);
+  for (std::size_t a = 0; a < g.acts().size(); ++a) {
+    const shape s = g.acts()[a];
+    const auto m = p.mean(a);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::vector<double> v(neuron_count(s, el));
+      neuron_values(s, el, buf[a].data() + i * s.size(), v.data());
+      for (std::size_t k = 0; k < v.size(); ++k) v[k] -= m[k];
+      r[i].push_back(std::move(v));
+    }
+  }
+  return r;
+}
 
 /// The CONTRIB table of the criterion (samples X [n, input...], outputs cr) on net with profile p.
 template <class Policy, class Net, class E>
