@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -50,6 +51,12 @@ struct slice_options {
   bool abs_sum = false;     // sum |CONTRIB(ξ)| over samples instead of the signed sum (A13)
   bool bn_literal = false;  // BatchNorm's literal item (x, Δx) (A6)
   std::size_t batch = 64;   // samples per forward pass
+  /// Called with each sample's own tables (index into X, neuron tables per tensor, synapse tables
+  /// per node) before they are added to the total: per-sample features without one nnslicer call
+  /// per sample.  With execution::par it runs on the pool's threads, concurrently.
+  std::function<void(std::size_t, const std::vector<std::vector<std::int64_t>>&,
+                     const std::vector<std::vector<std::int64_t>>&)>
+      on_sample;
 };
 
 /// The criterion's output neurons: the predicted class of each sample (the paper's detection
@@ -143,13 +150,17 @@ class slicer_engine {
     return t;
   }
 
-  /// Adds the slices of samples [0, n) of X to `total`.
-  void run(std::size_t n, const T* X, const criterion& cr, contrib_table& total) {
+  /// Adds the slices of samples [0, n) of X to `total`; `first` is the index of X[0] in the
+  /// caller's data (for on_sample).
+  void run(std::size_t n, const T* X, const criterion& cr, contrib_table& total, std::size_t first = 0) {
     const std::size_t in = g_.acts()[0].size();
     for (std::size_t b0 = 0; b0 < n; b0 += o_.batch) {
       const std::size_t nb = std::min(o_.batch, n - b0);
       g_.run(nb, X + b0 * in, buf_);
-      for (std::size_t i = 0; i < nb; ++i) one(i, cr, total);
+      for (std::size_t i = 0; i < nb; ++i) {
+        one(i, cr, total);
+        if (o_.on_sample) o_.on_sample(first + b0 + i, C_, syn_);
+      }
       total.samples += nb;
     }
   }
@@ -302,7 +313,7 @@ contrib_table nnslicer(const Policy&, const Net& net, const profile& p, const E&
       detail::slicer_engine<T> eng(g, p, o);
       parts[t] = eng.empty_table();
       const std::size_t b0 = n * t / tasks, b1 = n * (t + 1) / tasks;
-      eng.run(b1 - b0, x.data() + b0 * in.size(), cr, parts[t]);
+      eng.run(b1 - b0, x.data() + b0 * in.size(), cr, parts[t], b0);
     });
     contrib_table r = parts[0];
     for (std::size_t t = 1; t < tasks; ++t) r = merge(r, parts[t]);
