@@ -56,7 +56,7 @@ struct slice_options {
   /// per sample.  With execution::par it runs on the pool's threads, concurrently.
   std::function<void(std::size_t, const std::vector<std::vector<std::int64_t>>&,
                      const std::vector<std::vector<std::int64_t>>&)>
-      on_sample;
+      on_sample = nullptr;
 };
 
 /// The criterion's output neurons: the predicted class of each sample (the paper's detection
