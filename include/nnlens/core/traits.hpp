@@ -21,6 +21,8 @@
 //       static constexpr std::size_t cache_size(const L*, shape in, shape out);
 //           // scalars per sample that forward leaves for backward (e.g. max-pool arg-max)
 //       static auto parameters(L&) / parameters(const L&);   // std::array<std::span<T>, K>
+//       static auto buffers(L&) / buffers(const L&);         // non-trained state (BatchNorm's
+//                                                            // running statistics), same form
 //       static void init(L&, shape in, std::mt19937_64&);    // allocate + default initialisation
 //       static constexpr bool inference_only;                // true: forward is the identity of
 //                                                            // training-only behaviour (Dropout)
@@ -159,6 +161,13 @@ concept Layer = requires(const L& l, shape s) {
 template <class L>
 concept HasParameters = Layer<L> && requires(L& l) {
   { layer_traits<L>::parameters(l) };
+};
+
+/// A layer with state that is not trained but defines its function (PyTorch's "buffers", e.g.
+/// BatchNorm's running statistics): buffers(Self&) -> std::array<std::span<T>, K>.
+template <class L>
+concept HasBuffers = Layer<L> && requires(L& l) {
+  { layer_traits<L>::buffers(l) };
 };
 
 template <class L>

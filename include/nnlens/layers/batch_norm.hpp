@@ -144,6 +144,13 @@ struct layer_traits<BatchNorm<C, T>> : layer_defaults {
     return std::array<std::span<S>, 2>{std::span<S>(l.gamma.data(), l.gamma.size()),
                                        std::span<S>(l.beta.data(), l.beta.size())};
   }
+  /// The running statistics: state that is not trained (concept HasBuffers).
+  template <class Self>
+  static auto buffers(Self& l) {
+    using S = std::conditional_t<std::is_const_v<Self>, const T, T>;
+    return std::array<std::span<S>, 2>{std::span<S>(l.running_mean.data(), l.running_mean.size()),
+                                       std::span<S>(l.running_var.data(), l.running_var.size())};
+  }
 
   /// PyTorch's default: gamma = 1, beta = 0, running_mean = 0, running_var = 1 (rng unused).
   static void init(L& l, shape in, std::mt19937_64&) {

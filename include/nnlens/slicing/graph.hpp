@@ -71,6 +71,7 @@ class op_graph {
     std::function<void(std::size_t, const T*, T*)> forward;                           // not for Add
     std::function<void(const sign_ctx&, std::size_t, std::vector<sign_item>&)> items;  // not for Add
     std::span<const T> weights;  // the first parameter tensor (synapse i = weights[i]); empty if none
+    std::vector<std::span<const T>> parameters;  // every parameter tensor (weights first), then buffers
     bool is_add() const { return in2 != npos; }
   };
   static constexpr std::size_t npos = std::size_t(-1);
@@ -152,7 +153,10 @@ class op_graph {
       if constexpr (HasParameters<L>) {
         auto ps = layer_traits<L>::parameters(l);
         if (!ps.empty()) nd.weights = std::span<const T>(ps[0].data(), ps[0].size());
+        for (const auto& q : ps) nd.parameters.emplace_back(q.data(), q.size());
       }
+      if constexpr (HasBuffers<L>)
+        for (const auto& q : layer_traits<L>::buffers(l)) nd.parameters.emplace_back(q.data(), q.size());
       const L* lp = &l;
       nd.forward = [lp, in, out](std::size_t batch, const T* x, T* y) {
         thread_local std::vector<T> scratch;

@@ -65,7 +65,9 @@ inline std::uint64_t fnv(std::uint64_t h, const void* p, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
   return h;
 }
-/// A fingerprint of the network: its tensors' shapes and every parameter's bits.
+/// A fingerprint of the network: its tensors' shapes and the bits of every parameter (weights,
+/// biases, BatchNorm's gamma and beta, Affine's s and t) and buffer (BatchNorm's running
+/// statistics).
 template <class Net>
 std::uint64_t model_fingerprint(const Net& net) {
   using T = network_scalar_t<Net>;
@@ -76,7 +78,7 @@ std::uint64_t model_fingerprint(const Net& net) {
     h = fnv(h, d, sizeof d);
   }
   for (const auto& nd : g.nodes())
-    if (!nd.weights.empty()) h = fnv(h, nd.weights.data(), nd.weights.size() * sizeof(T));
+    for (const auto& q : nd.parameters) h = fnv(h, q.data(), q.size() * sizeof(T));
   return h;
 }
 }  // namespace detail
