@@ -14,6 +14,7 @@
 #include <nnlens/exactline.hpp>
 #include <nnlens/exactline/svg.hpp>
 #include <nnlens/io/weights.hpp>
+#include <nnlens/slicing.hpp>
 
 #include "lenet5_recipe.hpp"
 
@@ -76,6 +77,39 @@ void exactline_step(const demo::LeNet5& net, const io::labelled_images<float>& t
   std::cout << "  pictures: " << line_svg_path.string() << ", " << ig_svg_path.string() << "\n";
 }
 
+/// NNSlicer step: the profile of the network (channel means) over the training images, then the
+/// slice of test image 0's predicted class: per layer, the neurons and synapses in the slice.
+void nnslicer_step(const demo::LeNet5& net, const io::labelled_images<float>& train,
+                   const io::labelled_images<float>& test) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const profile prof = profile_network(execution::par, net, train.images);
+  const auto t1 = std::chrono::steady_clock::now();
+  auto x0 = image_of(test, 0);
+  const auto x = xt::adapt(x0.data(), x0.size(), xt::no_ownership(), std::vector<std::size_t>{1, 1, 28, 28});
+  const contrib_table tab = nnslicer(execution::par, net, prof, x, criterion::predicted());
+  const auto t2 = std::chrono::steady_clock::now();
+  const double prof_secs = std::chrono::duration<double>(t1 - t0).count();
+  const double slice_secs = std::chrono::duration<double>(t2 - t1).count();
+  const xt::xarray<float> y = forward(net, x);
+  const std::size_t k = std::size_t(std::max_element(y.begin(), y.end()) - y.begin());
+  std::cout << "NNSlicer: profile of " << prof.samples << " training images (" << prof.sums.size()
+            << " tensors, channel means) in " << format_duration(prof_secs) << "; slice of test image 0 ("
+            << fashion_labels[test.labels[0]] << "), its predicted class '" << fashion_labels[k] << "', theta 0.3, in "
+            << format_duration(slice_secs) << "\n";
+  std::printf("  %-12s %18s %22s\n", "layer", "neurons in slice", "synapses in slice");
+  std::size_t syn = 0, syn_in = 0;
+  for (const auto& s : slice_sizes(tab)) {
+    const std::string nr = std::to_string(s.neurons_in_slice) + " / " + std::to_string(s.neurons);
+    const std::string sr = s.synapses ? std::to_string(s.synapses_in_slice) + " / " + std::to_string(s.synapses) : "-";
+    std::printf("  %-12s %18s %22s\n", s.name.c_str(), nr.c_str(), sr.c_str());
+    syn += s.synapses;
+    syn_in += s.synapses_in_slice;
+  }
+  std::printf("  %-12s %18s %22s (%.1f%% of the weights)\n", "total", "",
+              (std::to_string(syn_in) + " / " + std::to_string(syn)).c_str(), 100.0 * double(syn_in) / double(syn));
+  std::fflush(stdout);
+}
+
 std::string get(const io::weights_metadata& m, const std::string& k, const std::string& def = "?") {
   auto it = m.find(k);
   return it == m.end() ? def : it->second;
@@ -117,8 +151,9 @@ int run_demo(const demo_options& o) {
     }
   }
   double train_seconds = 0;
+  io::labelled_images<float> train;  // loaded to train, or for the NNSlicer step's profile
   if (!cached) {
-    const auto train = io::load_mnist(data, "train");
+    train = io::load_mnist(data, "train");
     std::cout << "Training: " << train.size() << " images, " << recipe.epochs << " epochs, Adam lr " << recipe.lr;
     if (recipe.fine_epochs) std::cout << " (lr/10 for the last " << recipe.fine_epochs << ")";
     std::cout << ", batch " << recipe.batch_size << ", seed " << recipe.seed << ", " << threads << " thread"
@@ -152,6 +187,8 @@ int run_demo(const demo_options& o) {
               << " threads)\n"
               << "Saved the model to " << model.string() << "\n";
   exactline_step(net, test, o.output_dir);
+  if (train.size() == 0) train = io::load_mnist(data, "train");
+  nnslicer_step(net, train, test);
   return 0;
 }
 

@@ -11,6 +11,12 @@
 //   nnlens ig MODEL --input X.csv --baseline B.csv [--output-index k] [--json] [--m 50]
 //                     exact integrated gradients, and the Riemann sums' errors against them
 // (docs/exactline-tool.md; .nnet models in raw units, so the CSVs hold raw inputs.)
+//   nnlens profile MODEL --data FILE -o PROFILE [--granularity channel|element] [--threads N] [--batch N]
+//                  [--no-progress]       NNSlicer's profile: mean neuron activations over a dataset
+//   nnlens slice MODEL --profile PROFILE --samples FILE [--target CLASS] [--theta 0.3] [--json]
+//                [--synapses FILE] [--abs-sum] [--denominator sum|activation] [--cutoff max|first]
+//                [--threads N] [--no-progress]   NNSlicer's slice (CONTRIB) of the samples' classes
+// (docs/nnslicer-tool.md; FILE: CSV as `run` reads, or IDX images scaled to [0, 1].)
 //
 // Errors: one line on stderr ("nnlens: ..."), exit status 1 (2 for bad command-line usage).
 #include <cstdlib>
@@ -27,6 +33,7 @@
 #include "demo.hpp"
 #include "exactline_cmd.hpp"
 #include "model.hpp"
+#include "slice_cmd.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"nnlens: analysis of piecewise-linear neural networks"};
@@ -98,6 +105,44 @@ int main(int argc, char** argv) {
   ig_cmd->add_flag("--json", ig.json, "JSON: {output_index, exact, pieces, delta, riemann, samples_for_5pct} per input");
   ig_cmd->add_option("--m", ig.m, "Partitions of the Riemann sums")->capture_default_str()->check(CLI::Range(1, 1 << 24));
 
+  nnlens::tool::profile_cmd_options pr;
+  std::size_t pr_threads = 0;
+  bool pr_no_progress = false;
+  auto* pr_cmd = app.add_subcommand("profile", "NNSlicer: profile a model (mean neuron activations) over a dataset");
+  pr_cmd->add_option("MODEL", pr.model, formats)->required();
+  pr_cmd->add_option("--data,-d", pr.data,
+                     "Samples: a CSV file as `run` reads it, or IDX images (.idx, -idx3-ubyte[.gz]; bytes scaled to [0, 1])")
+      ->required();
+  pr_cmd->add_option("--output,-o", pr.output, "The profile file to write")->required();
+  pr_cmd->add_option("--granularity", pr.granularity, "Neurons of a feature map: its channels or its elements")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"channel", "element"}));
+  pr_cmd->add_option("--threads", pr_threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
+  pr_cmd->add_option("--batch", pr.batch, "Samples per forward pass")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  pr_cmd->add_flag("--no-progress", pr_no_progress, "No progress bar on standard error");
+
+  nnlens::tool::slice_cmd_options sl;
+  std::size_t sl_threads = 0, sl_target = 0;
+  bool sl_no_progress = false;
+  auto* sl_cmd = app.add_subcommand("slice", "NNSlicer: the slice (CONTRIB of every neuron and synapse) of samples' classes");
+  sl_cmd->add_option("MODEL", sl.model, formats)->required();
+  sl_cmd->add_option("--profile,-p", sl.profile, "A profile of MODEL (nnlens profile); its granularity is used")->required();
+  sl_cmd->add_option("--samples,-s", sl.samples, "The criterion's samples: CSV or IDX images, as `profile --data` reads")
+      ->required();
+  auto* sl_target_opt = sl_cmd->add_option("--target,-t", sl_target, "Slice this output class (default: each sample's predicted class)");
+  sl_cmd->add_option("--theta", sl.theta, "The filter threshold θ")->capture_default_str()->check(CLI::NonNegativeNumber);
+  sl_cmd->add_flag("--json", sl.json, "One JSON object: layers[{name, neurons, neurons_in_slice, synapses, synapses_in_slice}], contrib{tensor: [...]}, seconds");
+  sl_cmd->add_option("--synapses", sl.synapses, "Write the synapses' CONTRIB as JSON {node: [...]} to this file");
+  sl_cmd->add_flag("--abs-sum", sl.abs_sum, "Sum |CONTRIB| over the samples instead of the signed sum");
+  sl_cmd->add_option("--denominator", sl.denominator, "θ filter's denominator: sum of the items or the activation")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"sum", "activation"}));
+  sl_cmd->add_option("--cutoff", sl.cutoff, "θ filter's cut-off: the largest index within θ, or the first violation")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"max", "first"}));
+  sl_cmd->add_option("--threads", sl_threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
+  sl_cmd->add_flag("--no-progress", sl_no_progress, "No progress bar on standard error");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -134,6 +179,18 @@ int main(int argc, char** argv) {
     if (*ig_cmd) {
       if (*ig_index_opt) ig.output_index = ig_index;
       return nnlens::tool::run_ig(ig);
+    }
+    if (*pr_cmd) {
+      // The process-wide pool reads NNLENS_NUM_THREADS when first used, i.e. after this.
+      if (pr_threads) ::setenv("NNLENS_NUM_THREADS", std::to_string(pr_threads).c_str(), 1);
+      pr.progress = !pr_no_progress;
+      return nnlens::tool::run_profile(pr);
+    }
+    if (*sl_cmd) {
+      if (sl_threads) ::setenv("NNLENS_NUM_THREADS", std::to_string(sl_threads).c_str(), 1);
+      if (*sl_target_opt) sl.target = sl_target;
+      sl.progress = !sl_no_progress;
+      return nnlens::tool::run_slice(sl);
     }
   } catch (const std::exception& e) {
     std::cerr << "nnlens: " << e.what() << "\n";

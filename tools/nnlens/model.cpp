@@ -42,7 +42,8 @@ DynamicNetwork load_model(const std::string& path) {
   if (ext == ".nnlw") {
     const auto meta = io::read_weights_metadata(path);
     const auto it = meta.find("model");
-    if (it != meta.end() && it->second != "lenet5")
+    // "lenet5" (the test fixtures) or "LeNet-5" (what `nnlens demo` writes into models-cache/)
+    if (it != meta.end() && it->second != "lenet5" && it->second != "LeNet-5")
       throw io_error(path + ": a weights file of model '" + it->second +
                      "'; only the demo's LeNet-5 architecture is known to the tool");
     return to_dynamic(io::load_weights<demo::LeNet5>(path));

@@ -1,0 +1,246 @@
+// tools/nnlens/slice_cmd.cpp -- `nnlens profile`, `nnlens slice` (see slice_cmd.hpp).
+#include "slice_cmd.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <nlohmann/json.hpp>
+
+#include <nnlens/core/error.hpp>
+#include <nnlens/core/progress.hpp>
+#include <nnlens/core/thread_pool.hpp>
+#include <nnlens/io/csv.hpp>
+#include <nnlens/io/idx.hpp>
+#include <nnlens/slicing.hpp>
+
+#include "model.hpp"
+
+namespace nnlens::tool {
+
+namespace {
+
+using nnlens::detail::concat;
+using json = nlohmann::ordered_json;  // keys in the documented order
+
+std::string fmt(double v, const char* f = "%.3g") {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v + 0.0);
+  return b;
+}
+
+/// IDX images: a name ending in .idx or -ubyte (train-images-idx3-ubyte, t10k-images.idx3-ubyte),
+/// optionally followed by .gz.
+bool is_idx_name(const std::string& path) {
+  std::string n = std::filesystem::path(path).filename().string();
+  for (auto& c : n) c = char(std::tolower(static_cast<unsigned char>(c)));
+  auto ends = [&](std::string_view s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
+  if (ends(".gz")) n.resize(n.size() - 3);
+  return ends(".idx") || ends("-ubyte");
+}
+
+/// The samples of a CSV or IDX file as [N, input shape...] (float, the tool's models' scalar).
+/// IDX bytes are scaled to [0, 1]; images whose size is the input's size take the input's shape.
+xt::xarray<float> read_samples(const std::string& path, shape in) {
+  if (!is_idx_name(path)) return io::read_csv<float>(path, in);  // io_error FILE:LINE:COLUMN, or "no samples"
+  xt::xarray<float> x = io::read_idx_images<float>(path);      // [N, C, rows, cols]
+  const std::size_t n = x.shape()[0];
+  if (n == 0) throw io_error(path + ": no samples (the IDX file holds 0 images)");
+  const std::size_t per = x.size() / n;
+  if (per != in.size()) {
+    const auto& s = x.shape();
+    throw shape_error(concat(path, ": images of shape [", s[1], ",", s[2], ",", s[3], "] (", per,
+                             " values), the model's input is ", in.str(), " (", in.size(), " values)"));
+  }
+  x.reshape(in.with_batch(n));
+  return x;
+}
+
+/// Samples [b0, b0 + nb) of X as a view [nb, input shape...].
+auto rows_of(const xt::xarray<float>& X, shape in, std::size_t b0, std::size_t nb) {
+  return xt::adapt(X.data() + b0 * in.size(), nb * in.size(), xt::no_ownership(), in.with_batch(nb));
+}
+
+/// The analyses allocate their per-batch buffers anew for every batch (profile_accumulator::add,
+/// op_graph::run: about 20 MB for LeNet-5 at batch 256).  glibc serves blocks above its mmap
+/// threshold with mmap and returns them at free, so each batch page-faults its buffers in again; the
+/// threshold adapts upwards only after a free of a block <= 32 MB, which a large sample file (the
+/// 47 MB of bytes of 60,000 IDX images) does not provide: profiling 60k images took 5x as long
+/// (1M page faults).  Keep such blocks on the heap instead.
+void keep_batch_buffers_on_the_heap() {
+#if defined(__GLIBC__)
+  ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
+#endif
+}
+
+granularity parse_granularity(const std::string& g) {
+  if (g == "channel") return granularity::channel;
+  if (g == "element") return granularity::element;
+  throw value_error("--granularity: expected channel or element, got '" + g + "'");
+}
+
+}  // namespace
+
+int run_profile(const profile_cmd_options& o) {
+  const granularity grain = parse_granularity(o.granularity);
+  if (o.batch == 0) throw value_error("--batch: expected at least 1 sample per batch");
+  keep_batch_buffers_on_the_heap();
+  const DynamicNetwork net = load_model(o.model);
+  const shape in = net.input_shape();
+  const xt::xarray<float> X = read_samples(o.data, in);
+  const std::size_t n = X.shape()[0];
+  profile_options po;
+  po.grain = grain;
+  po.batch = o.batch;
+  // Slabs of a few batches per thread: profile_network(par) on each, merged (exact sums up to
+  // rounding), so that the progress bar moves.
+  const std::size_t slab = o.batch * nnlens::detail::default_pool().size() * 4;
+  std::optional<progress_bar> bar;  // on stderr, for more than one slab
+  if (o.progress && n > slab) bar.emplace("profile", n);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::optional<profile> p;
+  for (std::size_t b0 = 0; b0 < n; b0 += slab) {
+    const std::size_t nb = std::min(slab, n - b0);
+    profile part;
+    try {
+      part = profile_network(execution::par, net, rows_of(X, in, b0, nb), po);
+    } catch (const value_error& e) {  // a non-finite activation
+      throw value_error(concat(o.data, ": samples ", b0 + 1, "-", b0 + nb, ": ", e.what()));
+    }
+    p = p ? merge(*p, part) : std::move(part);
+    if (bar) bar->update(b0 + nb);
+  }
+  if (bar) bar->finish();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  save_profile(o.output, *p);
+  std::size_t neurons = 0;
+  for (const auto& s : p->sums) neurons += s.size();
+  std::cout << o.output << ": profile of " << std::filesystem::path(o.model).filename().string() << ": " << p->samples
+            << " samples, " << p->sums.size() << " tensors, " << neurons << " neurons (" << granularity_name(grain)
+            << " granularity), " << fmt(seconds) << " s\n";
+  return 0;
+}
+
+int run_slice(const slice_cmd_options& o) {
+  slice_options so;
+  if (!(o.theta >= 0) || !std::isfinite(o.theta)) throw value_error(concat("--theta: expected a number >= 0, got ", o.theta));
+  so.theta = o.theta;
+  so.abs_sum = o.abs_sum;
+  if (o.denominator == "sum")
+    so.denominator = theta_denominator::sum;
+  else if (o.denominator == "activation")
+    so.denominator = theta_denominator::activation;
+  else
+    throw value_error("--denominator: expected sum or activation, got '" + o.denominator + "'");
+  if (o.cutoff == "max")
+    so.cutoff = theta_cutoff::max_index;
+  else if (o.cutoff == "first")
+    so.cutoff = theta_cutoff::first_violation;
+  else
+    throw value_error("--cutoff: expected max or first, got '" + o.cutoff + "'");
+
+  keep_batch_buffers_on_the_heap();
+  const DynamicNetwork net = load_model(o.model);
+  const shape in = net.input_shape();
+  const profile prof = load_profile(o.profile);  // io_error FILE:LINE when malformed
+  try {
+    prof.check_compatible(net);
+  } catch (const data_error& e) {
+    std::string_view w = e.what();
+    if (w.rfind("profile: ", 0) == 0) w.remove_prefix(9);
+    throw data_error(concat(o.profile, ": not a profile of ", o.model, ": ", w));
+  }
+  const shape out = net.output_shape();
+  const std::size_t nout = prof.grain == granularity::channel && out.rank == 3 ? out[0] : out.size();
+  if (o.target && *o.target >= nout)
+    throw value_error(concat("--target ", *o.target, ": out of range, the model has ", nout, " outputs (classes 0-",
+                             nout - 1, ")"));
+  const xt::xarray<float> X = read_samples(o.samples, in);
+  const std::size_t n = X.shape()[0];
+  const criterion cr = o.target ? criterion::target(*o.target) : criterion::predicted();
+
+  const std::size_t slab = nnlens::detail::default_pool().size() * 256;
+  std::optional<progress_bar> bar;
+  if (o.progress && n > slab) bar.emplace("slice", n);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::optional<contrib_table> tab;
+  for (std::size_t b0 = 0; b0 < n; b0 += slab) {
+    const std::size_t nb = std::min(slab, n - b0);
+    contrib_table part;
+    try {
+      part = nnslicer(execution::par, net, prof, rows_of(X, in, b0, nb), cr, so);
+    } catch (const value_error& e) {
+      throw value_error(concat(o.samples, ": samples ", b0 + 1, "-", b0 + nb, ": ", e.what()));
+    }
+    tab = tab ? merge(*tab, part) : std::move(part);
+    if (bar) bar->update(b0 + nb);
+  }
+  if (bar) bar->finish();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto sizes = slice_sizes(*tab);
+
+  if (!o.synapses.empty()) {
+    json s = json::object();
+    for (std::size_t k = 0; k < tab->synapses.size(); ++k)
+      if (!tab->synapses[k].empty()) s[tab->node_names[k]] = tab->synapses[k];
+    std::ofstream f(o.synapses, std::ios::trunc);
+    if (!f) throw io_error(o.synapses + ": cannot open for writing");
+    f << s.dump() << "\n";
+    f.flush();
+    if (!f) throw io_error(o.synapses + ": write error");
+  }
+
+  if (o.json) {
+    json j;
+    j["layers"] = json::array();
+    for (const auto& s : sizes)
+      j["layers"].push_back(json{{"name", s.name},
+                                 {"neurons", s.neurons},
+                                 {"neurons_in_slice", s.neurons_in_slice},
+                                 {"synapses", s.synapses},
+                                 {"synapses_in_slice", s.synapses_in_slice}});
+    j["contrib"] = json::object();
+    for (std::size_t a = 0; a < tab->neurons.size(); ++a) j["contrib"][tab->tensor_names[a]] = tab->neurons[a];
+    j["seconds"] = seconds;
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  std::cout << o.model << ": slice of " << n << " sample" << (n == 1 ? "" : "s") << " from " << o.samples << " ("
+            << (o.target ? concat("class ", *o.target) : std::string("each sample's predicted class")) << "), theta "
+            << fmt(o.theta, "%g") << ", " << granularity_name(prof.grain) << " granularity, " << fmt(seconds) << " s\n";
+  auto pct = [](std::size_t a, std::size_t b) { return b ? fmt(100.0 * double(a) / double(b), "%.1f%%") : std::string(); };
+  auto row = [](const std::string& name, const std::string& nr, const std::string& np, const std::string& sr,
+                const std::string& sp) {
+    char b[512];
+    std::snprintf(b, sizeof b, "  %-22s %19s %7s %21s %7s", name.c_str(), nr.c_str(), np.c_str(), sr.c_str(), sp.c_str());
+    std::string l = b;
+    l.erase(l.find_last_not_of(' ') + 1);
+    std::cout << l << "\n";
+  };
+  row("layer", "neurons in slice", "", "synapses in slice", "");
+  std::size_t syn = 0, syn_in = 0;
+  for (const auto& s : sizes) {
+    row(s.name, concat(s.neurons_in_slice, " / ", s.neurons), pct(s.neurons_in_slice, s.neurons),
+        s.synapses ? concat(s.synapses_in_slice, " / ", s.synapses) : std::string("-"), pct(s.synapses_in_slice, s.synapses));
+    syn += s.synapses;
+    syn_in += s.synapses_in_slice;
+  }
+  row("total", "", "", concat(syn_in, " / ", syn), pct(syn_in, syn));
+  std::cout.flush();
+  return 0;
+}
+
+}  // namespace nnlens::tool

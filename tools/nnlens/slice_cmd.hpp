@@ -1,0 +1,47 @@
+// tools/nnlens/slice_cmd.hpp -- the NNSlicer subcommands of `nnlens` (docs/nnslicer-tool.md).
+//
+//   nnlens profile MODEL --data FILE -o PROFILE [--granularity channel|element] [--threads N]
+//                  [--batch N] [--no-progress]
+//       the mean activation of every neuron over the samples of FILE (slicing/profile.hpp), in
+//       parallel, written with save_profile; one summary line on standard output.
+//   nnlens slice MODEL --profile PROFILE --samples FILE [--target CLASS] [--theta 0.3] [--json]
+//                [--synapses OUT.json] [--abs-sum] [--denominator sum|activation] [--cutoff max|first]
+//                [--threads N] [--no-progress]
+//       the CONTRIB table of the criterion (the samples of FILE; their predicted classes, or CLASS)
+//       and the slice sizes per layer; the granularity is the profile's.
+// Sample files: a CSV of flattened inputs (as `nnlens run` reads them), or IDX images -- a name
+// ending in .idx, idx3-ubyte or either + .gz -- whose unsigned bytes are scaled to [0, 1] (v / 255,
+// io::read_idx_images: the demo's LeNet-5 expects exactly that).
+// Each returns the process exit code and throws nnlens::error (naming the file, and the line for a
+// CSV or a profile) on bad input: an empty samples file, a profile of another model, a target class
+// out of range, a malformed profile file.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace nnlens::tool {
+
+struct profile_cmd_options {
+  std::string model, data, output;
+  std::string granularity = "channel";  // or "element"
+  std::size_t batch = 256;
+  bool progress = true;
+};
+int run_profile(const profile_cmd_options& o);
+
+struct slice_cmd_options {
+  std::string model, profile, samples;
+  std::optional<std::size_t> target;  // default: each sample's predicted class
+  double theta = 0.3;
+  bool json = false;
+  std::string synapses;  // "": not written
+  bool abs_sum = false;
+  std::string denominator = "sum";  // or "activation"
+  std::string cutoff = "max";       // or "first"
+  bool progress = true;
+};
+int run_slice(const slice_cmd_options& o);
+
+}  // namespace nnlens::tool
