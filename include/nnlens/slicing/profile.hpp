@@ -113,8 +113,8 @@ class profile_accumulator {
   }
   /// Adds n samples (X: n x input size, flattened).
   void add(std::size_t n, const T* X) {
-    std::vector<std::vector<T>> buf;
-    std::vector<double> nv;
+    auto& buf = buf_;  // kept between calls: no allocation (and no page faults) per batch
+    auto& nv = nv_;
     const bool el = p_.grain == granularity::element;
     graph_.run(n, X, buf);
     for (std::size_t a = 0; a < buf.size(); ++a) {
@@ -134,6 +134,8 @@ class profile_accumulator {
  private:
   op_graph<T> graph_;
   profile p_;
+  std::vector<std::vector<T>> buf_;
+  std::vector<double> nv_;
 };
 
 /// a + b (same model and granularity; data_error otherwise).
