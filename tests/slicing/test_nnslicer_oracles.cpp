@@ -407,6 +407,31 @@ TEST_CASE("oracle 10: pruning with apply_slice (keep = 1 - r)") {
   }
 }
 
+TEST_CASE("pruning: ties in |CONTRIB| are broken by |w|, the larger kept") {
+  ConvNet net;
+  initialize(net, 31);
+  const auto x = random_batch(1, shape(2, 6, 6), 63);
+  // a zero reaction: every synapse has CONTRIB 0, so the order is by |w| alone
+  const auto t = nnslicer(net, profile_network(net, x), x, criterion::target(0));
+  const op_graph<double> g(net);
+  for (double keep : {0.5, 0.25}) {
+    const auto m = synapse_mask(net, t, keep);
+    for (std::size_t k = 0; k < g.nodes().size(); ++k) {
+      const auto w = g.nodes()[k].weights;
+      if (!g.nodes()[k].synapses) continue;
+      double min_kept = 1e300, max_pruned = -1;
+      std::size_t kept = 0;
+      for (std::size_t i = 0; i < m[k].size(); ++i) {
+        CHECK(t.synapses[k][i] == 0);
+        if (m[k][i]) min_kept = std::min(min_kept, std::abs(w[i])), ++kept;
+        else max_pruned = std::max(max_pruned, std::abs(w[i]));
+      }
+      CHECK(max_pruned <= min_kept);
+      CHECK(kept == m[k].size() - std::size_t(std::floor((1 - keep) * double(m[k].size()))));
+    }
+  }
+}
+
 TEST_CASE("oracle 11: the output neurons in O get +1 per sample; nothing reaches other outputs") {
   MlpNet net;
   initialize(net, 29);
