@@ -295,6 +295,7 @@ contrib_table nnslicer(const Policy&, const Net& net, const profile& p, const E&
   const std::size_t n = detail::check_batch_input(X, in, "nnslicer");
   if (n == 0) throw data_error("nnslicer: the criterion has no samples");
   if (!(o.theta >= 0) || !std::isfinite(o.theta)) throw value_error(detail::concat("nnslicer: theta is ", o.theta, ", expected >= 0"));
+  if (o.batch == 0) throw value_error("nnslicer: slice_options::batch is 0, expected at least 1 sample per forward pass");
   p.check_compatible(net);
   const op_graph<T> g(net);
   const std::size_t nout = neuron_count(g.acts()[g.output()], p.grain == granularity::element);

@@ -51,6 +51,7 @@ inline std::vector<slice_size> slice_sizes(const contrib_table& t) {
 template <class Net>
 std::vector<std::vector<std::uint8_t>> synapse_mask(const Net& net, const contrib_table& t, double keep = 1.0) {
   using T = network_scalar_t<Net>;
+  if (!(keep >= 0) || std::isnan(keep)) throw value_error(detail::concat("synapse_mask: keep is ", keep, ", expected a fraction >= 0"));
   const op_graph<T> g(net);
   if (t.synapses.size() != g.nodes().size()) throw data_error("synapse_mask: the table is of another model");
   std::vector<std::vector<std::uint8_t>> m(g.nodes().size());
