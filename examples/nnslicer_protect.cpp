@@ -17,6 +17,7 @@
 //
 //   nnslicer_protect [--fashion DIR] [--cache DIR] [--out DIR] [--quick] [--targets 2,4,6]
 //                    [--budgets 1000,5000,10000,30000,50000] [--epochs 5] [--per-class 500]
+//                    [--seed 1]   (the attacker's: its initialisation, data draw and shuffle; Random's mask)
 //
 // Self-checks (exit status 1 on failure): every method hides exactly S - floor(S/2) synapses per
 // layer; NNSlicer's hidden synapses all have |CONTRIB^T| >= every exposed one's in their layer;
@@ -83,6 +84,7 @@ int main(int argc, char** argv) try {
   const auto T = parse_classes(c.str("targets", "2,4,6"));
   const std::size_t per_class = c.num("per-class", quick ? 100 : 500);
   const std::size_t epochs = c.num("epochs", quick ? 1 : 5);
+  const std::uint64_t seed = c.num("seed", 1);
   std::vector<std::size_t> budgets;
   {
     std::stringstream ss(c.str("budgets", quick ? "1000" : "1000,5000,10000,30000,50000"));
@@ -111,14 +113,14 @@ int main(int argc, char** argv) try {
 
   // the attacker's random initialisation of the hidden weights
   Net fresh;
-  initialize(fresh, 20200913);
+  initialize(fresh, 20200913 + (seed - 1));
   const auto L0 = weighted_layers(net);
   const auto LF = weighted_layers(fresh);
 
   // acc[method][budget index + 1] (index 0: before retraining)
   std::vector<std::vector<accuracy>> accT(n_methods), accA(n_methods);
   for (int m = 0; m < n_methods; ++m) {
-    const masks hid = hidden_masks(method(m), net, tab, 99);
+    const masks hid = hidden_masks(method(m), net, tab, 99 + (seed - 1));
     for (std::size_t l = 0; l < L0.size(); ++l) {
       const std::size_t S = L0[l].W.size(), expect = m == scratch ? S : S - S / 2;
       check(count(hid[l]) == expect, std::string(method_name[m]) + ": layer " + std::to_string(l) + " hides " +
@@ -155,13 +157,13 @@ int main(int argc, char** argv) try {
     accT[m].push_back(evaluate(start, test_T, T));
     accA[m].push_back(evaluate(start, test_all, all10));
     for (std::size_t bi = 0; bi < budgets.size(); ++bi) {
-      const dataset D = select(train, all10, 0, budgets[bi], 1000 + bi);
+      const dataset D = select(train, all10, 0, budgets[bi], 1000 + bi + 100 * (seed - 1));
       Net a = start;
       train::adam opt(a, {.lr = 1e-3});
       train::fit_options fo;
       fo.epochs = epochs;
       fo.batch_size = 64;
-      fo.seed = 5;
+      fo.seed = 5 + (seed - 1);
       train::fit(execution::par, a, opt, D.x, D.y, fo);
       accT[m].push_back(evaluate(a, test_T, T));
       accA[m].push_back(evaluate(a, test_all, all10));
