@@ -64,7 +64,8 @@ std::vector<std::vector<std::uint8_t>> synapse_mask(const Net& net, const contri
       for (std::size_t s = 0; s < S; ++s) m[k][s] = c[s] != 0;
       continue;
     }
-    const std::size_t prune = std::size_t(std::floor(std::max(0.0, 1.0 - keep) * double(S)));
+    // floor(r S) with r = 1 - keep; the 1e-9 absorbs 1 - (1 - r) != r (r = 0.1, 0.2, 0.45 ...)
+    const std::size_t prune = std::min(S, std::size_t(std::floor(std::max(0.0, 1.0 - keep) * double(S) + 1e-9)));
     std::vector<std::size_t> idx(S);
     std::iota(idx.begin(), idx.end(), std::size_t(0));
     const auto w = g.nodes()[k].weights;
