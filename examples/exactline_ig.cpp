@@ -54,12 +54,6 @@ struct ig_row {
 bool g_ok = true;
 fs::path g_svg_dir;  // --out: the pictures of the first image of every network (empty: none)
 
-std::string file_name(std::string s) {
-  for (char& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return s;
-}
-
 /// Fig. 3 of the paper for one image (the piece boundaries along baseline -> image) and the
 /// attribution maps: exact IG beside the m~ left sum the prior work would use.
 void write_pictures(const std::string& name, const ig_result<double>& ig, std::size_t mt) {

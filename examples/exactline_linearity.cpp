@@ -42,12 +42,6 @@ namespace {
 bool g_ok = true;
 fs::path g_svg_dir;  // --out: Fig. 4 for the first image of every network (empty: none)
 
-std::string file_name(std::string s) {
-  for (char& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return s;
-}
-
 struct image_lines {
   bool used = false;
   double d_fgsm = std::nan(""), grad_err = std::nan("");

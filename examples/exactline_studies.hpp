@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -42,6 +43,13 @@ using namespace nnlens;
 
 using nnlens_examples::cli;
 using nnlens_examples::stopwatch;
+
+/// A name usable as a file name: every character but letters and digits becomes '_'.
+inline std::string file_name(std::string s) {
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+}
 
 // ------------------------------------------------------------------------------------------------
 // images: raw 0-255 pixels (the §5 perturbation works on those) and the network input (p / 255)

@@ -479,7 +479,7 @@ struct pwl_rule<MaxPool2DG<G>> {
   static void for_each_window(const L& l, shape in, F&& f) {
     const pool_geometry g = layer_traits<L>::geometry_of(&l);
     const std::size_t C = in[0], H = in[1], W = in[2], OH = g.out_h(H), OW = g.out_w(W);
-    std::vector<std::size_t> idx;
+    thread_local std::vector<std::size_t> idx;  // called per piece of every line: no allocation
     idx.reserve(g.kh * g.kw);
     for (std::size_t c = 0; c < C; ++c)
       for (std::size_t oh = 0; oh < OH; ++oh) {

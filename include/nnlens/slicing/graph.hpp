@@ -82,7 +82,7 @@ class op_graph {
     acts_.push_back(input_shape_of(net));
     names_.push_back("input");
     for_each_layer(net, [&](const auto& l, auto idx, shape in, shape out) {
-      add_layer(l, std::to_string(std::size_t(idx)), 0, acts_.size() - 1, in, out);
+      add_layer(l, std::to_string(std::size_t(idx)), acts_.size() - 1, in, out);
     });
   }
 
@@ -115,7 +115,7 @@ class op_graph {
   std::vector<node> nodes_;
 
   template <class L>
-  void add_layer(const L& l, const std::string& where, std::size_t, std::size_t in_act, shape in, shape out) {
+  void add_layer(const L& l, const std::string& where, std::size_t in_act, shape in, shape out) {
     if constexpr (!SignLayer<L>) {
       (void)l, (void)in_act, (void)in, (void)out;
       throw logic_error(detail::concat("nnslicer: layer ", where, " (", layer_traits<L>::name,
@@ -128,7 +128,7 @@ class op_graph {
         std::size_t cur = in_act;
         const std::string prefix = where + (b == 0 ? ".block." : ".shortcut.");
         walk([&](const auto* lp, auto idx, shape i, shape o) {
-          add_layer(*lp, prefix + std::to_string(std::size_t(idx)), 0, cur, i, o);
+          add_layer(*lp, prefix + std::to_string(std::size_t(idx)), cur, i, o);
           cur = acts_.size() - 1;
         });
         ends.push_back(cur);
