@@ -2,12 +2,14 @@
 // (Zhang et al., FSE 2020, §6.1; specs/nnslicer.md §4.1).  docs/nnslicer-detection.md has the
 // measured tables.
 //
-//   nnslicer_detect [--fashion DIR] [--weights FILE] [--cache DIR] [--train N] [--attack-samples N]
-//                   [--theta 0.3] [--sweep 0.1,0.5] [--max-features K] [--quick] [--seed S]
+//   nnslicer_detect [--model lenet5|resnet] [--fashion DIR] [--weights FILE] [--cache DIR] [--train N]
+//                   [--attack-samples N] [--theta 0.3] [--sweep 0.1,0.5] [--max-features K] [--quick]
+//                   [--seed S]
 //
 // 1. The project's Fashion-MNIST LeNet-5 (the cached `nnlens demo` weights, else trained with the
+//    recipe and cached) or the small residual network SmallResNet below (trained with the same
 //    recipe and cached); NNSlicer's profile over the training set (execution::par).
-// 2. Features of a sample ξ: NNSlicer -- the CONTRIB of every conv/dense synapse for the criterion
+// 2. Features of a sample ξ (all three written once over the op graph, so both models use them): NNSlicer -- the CONTRIB of every conv/dense synapse for the criterion
 //    ({ξ}, {M(ξ)}) (an int8 vector); EffectivePath (Qiu et al. 2019) -- the binary synapse vector
 //    of ξ's effective path from the predicted logit (θ_EP = 0.5); FeatureMap -- the post-ReLU conv
 //    feature maps (floats).  NNSlicer-noout: NNSlicer's vector without the last layer's synapses,
@@ -48,7 +50,18 @@
 
 namespace fs = std::filesystem;
 using namespace nnlens;
-using Net = demo::LeNet5;
+
+/// The small residual network of the study (trained by the project with the LeNet-5 recipe):
+/// conv stem, two residual blocks (the second halves the resolution with a 1x1 strided shortcut),
+/// a dense head.  No BatchNorm: the project's weight files keep parameters only.
+using SmallResNet = Sequential<Input<1, 28, 28>,                                                        //
+                               Conv2D<8, 3, 1, 1>, ReLU,                                               // 8 x 28 x 28
+                               Residual<Block<Conv2D<8, 3, 1, 1>, ReLU, Conv2D<8, 3, 1, 1>>>, ReLU,    //
+                               MaxPool2D<2>,                                                           // 8 x 14 x 14
+                               Residual<Block<Conv2D<16, 3, 2, 1>, ReLU, Conv2D<16, 3, 1, 1>>,         //
+                                        Block<Conv2D<16, 1, 2, 0>>>,                                   //
+                               ReLU,                                                                   // 16 x 7 x 7
+                               Flatten, Dense<64>, ReLU, Dense<10>>;
 
 namespace {
 
@@ -64,6 +77,7 @@ xt::xarray<float> gather(const xt::xarray<float>& images, const std::vector<std:
   return r;
 }
 
+template <class Net>
 std::vector<std::size_t> predictions(const Net& net, const xt::xarray<float>& X) {
   const auto y = forward(execution::par, net, X);
   const std::size_t n = X.shape()[0], c = y.size() / n;
@@ -86,6 +100,7 @@ struct features {
 /// NNSlicer: per sample, the CONTRIB of every synapse of every node with synapses (conv, dense),
 /// for the criterion ({ξ}, {M(ξ)}).  One slicer engine per task, reused over its samples (one
 /// table per sample; see docs for the comparison with calling nnslicer() per sample).
+template <class Net>
 features<std::int8_t> slicer_features(const Net& net, const profile& prof, const xt::xarray<float>& X, double theta,
                                       bool use_engine = true) {
   const std::size_t n = X.shape()[0];
@@ -130,30 +145,27 @@ features<std::int8_t> slicer_features(const Net& net, const profile& prof, const
   return f;
 }
 
-/// FeatureMap: the post-ReLU activations of every Conv2D followed by a ReLU.
+/// FeatureMap: the feature maps after every ReLU with a rank-3 output (after each Conv2D, and after
+/// the addition of a residual block), over the op graph, so residual networks work too.
+template <class Net>
 features<float> featuremap_features(const Net& net, const xt::xarray<float>& X) {
   const std::size_t n = X.shape()[0];
-  std::vector<std::size_t> acts;  // trace activations to keep
+  const op_graph<float> g(net);
+  std::vector<std::size_t> acts;  // tensors to keep
   std::size_t d = 0;
-  {
-    bool prev_conv = false;
-    for_each_layer(net, [&](const auto& l, auto idx, shape, shape out) {
-      using L = std::decay_t<decltype(l)>;
-      if (prev_conv && layer_traits<L>::name == "ReLU") acts.push_back(std::size_t(idx) + 1), d += out.size();
-      prev_conv = layer_traits<L>::name == "Conv2D";
-    });
-  }
+  for (const auto& nd : g.nodes())
+    if (nd.type == "ReLU" && g.acts()[nd.out].rank == 3) acts.push_back(nd.out), d += g.acts()[nd.out].size();
   features<float> f{n, d, std::vector<float>(n * d)};
-  trace<float> tr;
   constexpr std::size_t chunk = 256;
+  std::vector<std::vector<float>> buf;
   for (std::size_t b0 = 0; b0 < n; b0 += chunk) {
     const std::size_t nb = std::min(chunk, n - b0);
-    forward_trace(net, nb, X.data() + b0 * D_IN, tr);
+    g.run(nb, X.data() + b0 * D_IN, buf);
     for (std::size_t r = 0; r < nb; ++r) {
       float* out = f.v.data() + (b0 + r) * d;
       for (std::size_t a : acts) {
-        const std::size_t s = tr.shape_at(a).size();
-        out = std::copy_n(tr.activation(a).data() + r * s, s, out);
+        const std::size_t s = g.acts()[a].size();
+        out = std::copy_n(buf[a].data() + r * s, s, out);
       }
     }
   }
@@ -162,118 +174,76 @@ features<float> featuremap_features(const Net& net, const xt::xarray<float>& X) 
 
 /// EffectivePath (Qiu et al., CVPR 2019; specs/nnslicer.md §8): from the predicted logit, each
 /// neuron on the path keeps the minimal prefix of its inputs, sorted by descending positive
-/// contribution x_i w_i, whose sum reaches θ_EP times the neuron's value (at least the largest
-/// one when the value is <= 0), and the path recurses into them; ReLU and Flatten pass the element
-/// through, max-pool routes it to the window's arg-max (first maximum).  Element-level neurons.
-/// The feature is the binary vector of the synapses (weights) on the path, in the layout of
-/// slicer_features.
+/// contribution, whose sum reaches θ_EP times the neuron's value (at least the largest one when the
+/// value is <= 0), and the path recurses into them.  Written over the op graph with each layer's
+/// own sign_rule at element granularity, fed the values themselves instead of NNSlicer's Δ (a zero
+/// baseline): a Dense or Conv2D item is then x_i w_i, ReLU and Flatten pass the element through,
+/// max-pool names the window's arg-max, and a residual Add offers its two operands (weight 1).
+/// A single item (the pass-through ops) is always kept.  The feature is the binary vector of the
+/// synapses (weights) on the path, in the layout of slicer_features.
+template <class Net>
 features<std::uint8_t> effective_path_features(const Net& net, const xt::xarray<float>& X, double theta_ep = 0.5) {
   const std::size_t n = X.shape()[0];
-  std::vector<std::size_t> syn_off;  // per layer: offset of its synapses (or npos)
+  const op_graph<float> g(net);
+  std::vector<std::size_t> syn_off;  // per node: offset of its synapses
   std::size_t d = 0;
-  for_each_layer(net, [&](const auto& l, auto, shape, shape) {
-    using L = std::decay_t<decltype(l)>;
-    if constexpr (layer_traits<L>::name == "Conv2D" || layer_traits<L>::name == "Dense")
-      syn_off.push_back(d), d += l.W.size();
-    else
-      syn_off.push_back(std::size_t(-1));
-  });
+  for (const auto& nd : g.nodes()) syn_off.push_back(d), d += nd.synapses;
   features<std::uint8_t> f{n, d, std::vector<std::uint8_t>(n * d, 0)};
   auto& pool = detail::default_pool();
   const std::size_t tasks = std::min(pool.size(), n);
+  const std::size_t A = g.acts().size();
   pool.parallel_for(tasks, [&](std::size_t t) {
     const std::size_t b0 = n * t / tasks, b1 = n * (t + 1) / tasks;
-    trace<float> tr;
-    std::vector<std::vector<std::uint8_t>> mark(layer_count(net) + 1);
-    std::vector<std::pair<float, std::size_t>> items;  // (contribution, input element * K + synapse slot)
+    std::vector<std::vector<float>> buf;
+    std::vector<std::vector<double>> val(A);
+    std::vector<std::vector<std::uint8_t>> mark(A);
+    std::vector<sign_item> items;
     for (std::size_t i = b0; i < b1; ++i) {
-      forward_trace(net, 1, X.data() + i * D_IN, tr);
-      for (std::size_t a = 0; a < mark.size(); ++a) mark[a].assign(tr.shape_at(a).size(), 0);
-      const auto out = tr.output();
-      mark.back()[std::size_t(std::max_element(out.begin(), out.end()) - out.begin())] = 1;
+      g.run(1, X.data() + i * D_IN, buf);
+      for (std::size_t a = 0; a < A; ++a) val[a].assign(buf[a].begin(), buf[a].end()), mark[a].assign(buf[a].size(), 0);
+      const auto& out = val[g.output()];
+      mark[g.output()][std::size_t(std::max_element(out.begin(), out.end()) - out.begin())] = 1;
       std::uint8_t* syn = f.v.data() + i * d;
-      // keep the minimal prefix of `items` (descending) reaching theta_ep * value; calls keep(k)
-      auto select = [&](double value, auto&& keep) {
-        std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
-        double s = 0;
-        const double target = theta_ep * value;
-        for (std::size_t q = 0; q < items.size(); ++q) {
-          keep(items[q].second);
-          s += items[q].first;
-          if (s >= target) break;
-        }
-      };
-      for_each_layer_reverse(net, [&](const auto& l, auto idx, shape in, shape outs) {
-        using L = std::decay_t<decltype(l)>;
-        constexpr auto name = layer_traits<L>::name;
-        const std::size_t li = idx;
-        const auto x = tr.activation(li), y = tr.activation(li + 1);
-        auto& mi = mark[li];
-        const auto& mo = mark[li + 1];
-        if constexpr (name == "Dense") {
-          const std::size_t I = in.size(), O = outs.size();
-          for (std::size_t j = 0; j < O; ++j) {
-            if (!mo[j]) continue;
-            items.clear();
-            for (std::size_t k = 0; k < I; ++k) {
-              const float c = x[k] * l.W.data()[k * O + j];
-              if (c > 0) items.push_back({c, k});
-            }
-            select(y[j], [&](std::size_t k) { mi[k] = 1, syn[syn_off[li] + k * O + j] = 1; });
+      for (std::size_t k = g.nodes().size(); k-- > 0;) {
+        const auto& nd = g.nodes()[k];
+        sign_ctx ctx;
+        ctx.in = g.acts()[nd.in], ctx.out = g.acts()[nd.out], ctx.element = true;
+        ctx.x = ctx.dx = val[nd.in].data();
+        ctx.y = ctx.dy = ctx.yn = val[nd.out].data();
+        const std::size_t m = val[nd.out].size();
+        for (std::size_t o = 0; o < m; ++o) {
+          if (!mark[nd.out][o]) continue;
+          items.clear();
+          if (nd.is_add())
+            items.push_back({o, sign_item::none, val[nd.in][o]}), items.push_back({o + m, sign_item::none, val[nd.in2][o]});
+          else
+            nd.items(ctx, o, items);
+          auto keep = [&](const sign_item& it) {
+            if (nd.is_add() && it.pred >= m) mark[nd.in2][it.pred - m] = 1;
+            else mark[nd.in][it.pred] = 1;
+            if (it.synapse != sign_item::none) syn[syn_off[k] + it.synapse] = 1;
+          };
+          if (items.size() == 1 && !nd.is_add()) {
+            keep(items[0]);
+            continue;
           }
-        } else if constexpr (name == "Conv2D") {
-          const auto g = layer_traits<L>::geometry_of(&l);
-          if (g.groups != 1) throw logic_error("effective_path_features: grouped convolutions are not supported");
-          const std::size_t C = in[0], H = in[1], W = in[2], O = outs[0], OH = outs[1], OW = outs[2];
-          for (std::size_t o = 0; o < O; ++o)
-            for (std::size_t oh = 0; oh < OH; ++oh)
-              for (std::size_t ow = 0; ow < OW; ++ow) {
-                const std::size_t e = (o * OH + oh) * OW + ow;
-                if (!mo[e]) continue;
-                items.clear();
-                for (std::size_t c = 0; c < C; ++c)
-                  for (std::size_t u = 0; u < g.kh; ++u)
-                    for (std::size_t v = 0; v < g.kw; ++v) {
-                      const std::ptrdiff_t ih = std::ptrdiff_t(oh * g.stride_h + u * g.dilation_h) - std::ptrdiff_t(g.pad_top);
-                      const std::ptrdiff_t iw = std::ptrdiff_t(ow * g.stride_w + v * g.dilation_w) - std::ptrdiff_t(g.pad_left);
-                      if (ih < 0 || iw < 0 || ih >= std::ptrdiff_t(H) || iw >= std::ptrdiff_t(W)) continue;
-                      const std::size_t xe = (c * H + std::size_t(ih)) * W + std::size_t(iw);
-                      const std::size_t we = ((o * C + c) * g.kh + u) * g.kw + v;
-                      const float cv = x[xe] * l.W.data()[we];
-                      if (cv > 0) items.push_back({cv, xe * (C * g.kh * g.kw) + (we - o * C * g.kh * g.kw)});
-                    }
-                const std::size_t K = C * g.kh * g.kw;
-                select(y[e], [&](std::size_t code) { mi[code / K] = 1, syn[syn_off[li] + o * K + code % K] = 1; });
-              }
-        } else if constexpr (name == "MaxPool2D") {
-          const auto g = layer_traits<L>::geometry_of(&l);
-          const std::size_t C = in[0], H = in[1], W = in[2], OH = outs[1], OW = outs[2];
-          for (std::size_t c = 0; c < C; ++c)
-            for (std::size_t oh = 0; oh < OH; ++oh)
-              for (std::size_t ow = 0; ow < OW; ++ow) {
-                if (!mo[(c * OH + oh) * OW + ow]) continue;
-                std::size_t best = std::size_t(-1);
-                for (std::size_t u = 0; u < g.kh; ++u)
-                  for (std::size_t v = 0; v < g.kw; ++v) {
-                    const std::ptrdiff_t ih = std::ptrdiff_t(oh * g.stride_h + u) - std::ptrdiff_t(g.pad_top);
-                    const std::ptrdiff_t iw = std::ptrdiff_t(ow * g.stride_w + v) - std::ptrdiff_t(g.pad_left);
-                    if (ih < 0 || iw < 0 || ih >= std::ptrdiff_t(H) || iw >= std::ptrdiff_t(W)) continue;
-                    const std::size_t xe = (c * H + std::size_t(ih)) * W + std::size_t(iw);
-                    if (best == std::size_t(-1) || x[xe] > x[best]) best = xe;
-                  }
-                if (best != std::size_t(-1)) mi[best] = 1;
-              }
-        } else if constexpr (name == "ReLU" || name == "Flatten") {
-          for (std::size_t e = 0; e < mo.size(); ++e) mi[e] |= mo[e];
-        } else {
-          throw logic_error(std::string("effective_path_features: no rule for layer ") + std::string(name));
+          items.erase(std::remove_if(items.begin(), items.end(), [](const sign_item& it) { return !(it.c > 0); }), items.end());
+          std::stable_sort(items.begin(), items.end(), [](const sign_item& a, const sign_item& b) { return a.c > b.c; });
+          const double target = theta_ep * val[nd.out][o];
+          double s = 0;
+          for (const auto& it : items) {
+            keep(it);
+            s += it.c;
+            if (s >= target) break;
+          }
         }
-      });
+      }
     }
   });
   return f;
 }
 
+/// FeatureMap: the post-ReLU activations of every Conv2D followed by a ReLU.
 // ------------------------------------------------------------------------------------------------
 // detection
 
@@ -332,58 +302,30 @@ std::string fpr(const prf& r) {
   return b;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) try {
-  const cli a(argc, argv);
-  const bool quick = a.has("quick");
-  const fs::path fashion = a.str("fashion", "/usr/share/datasets/fashion-mnist");
-  const fs::path weights = a.str("weights", "models-cache/lenet5-fashion-mnist-e12-s1.nnlw");
-  const fs::path cache = a.str("cache", "models-cache");
-  const std::size_t n_train = a.num("train", quick ? 300 : 10000);
-  const std::size_t n_attack = a.num("attack-samples", quick ? 100 : 500);
-  const std::size_t max_features = a.num("max-features", 0);
-  const double theta = a.real("theta", 0.3);
-  const std::uint64_t seed = a.num("seed", 1);
+struct study_args {
+  bool quick = false;
+  std::size_t n_train = 0, n_attack = 0, max_features = 0;
+  double theta = 0.3;
+  std::uint64_t seed = 1;
   std::vector<double> sweep;
-  {
-    std::stringstream ss(a.str("sweep", ""));
-    for (std::string s; std::getline(ss, s, ',');)
-      if (!s.empty()) sweep.push_back(std::stod(s));
-  }
+};
+
+template <class Net>
+bool study(const char* model_name, Net& net, const io::labelled_images<float>& trn, const io::labelled_images<float>& tst,
+           const study_args& args, stopwatch& sw) {
+  const std::size_t n_train = args.n_train, n_attack = args.n_attack, max_features = args.max_features;
+  const double theta = args.theta;
+  const std::uint64_t seed = args.seed;
+  const auto& sweep = args.sweep;
   bool ok = true;
   auto check = [&](bool c, const std::string& what) {
     std::printf("  check: %-70s %s\n", what.c_str(), c ? "ok" : "FAILED");
     ok = ok && c;
   };
-  std::printf("NNSlicer adversarial input detection (specs/nnslicer.md §4.1)%s; %zu threads\n", quick ? " --quick" : "",
-              detail::default_pool().size());
-
-  // ---- data and model
-  stopwatch sw;
-  const auto trn = io::load_mnist<float>(fashion, "train", quick ? 10000 : 0);
-  const auto tst = io::load_mnist<float>(fashion, "t10k");
-  Net net;
-  initialize(net, 1);
-  fs::path wpath = weights;
-  if (!fs::exists(wpath) && quick) wpath = cache / "lenet5-fashion-mnist-quick-e2-n10000.nnlw";
-  if (fs::exists(wpath)) {
-    io::load_weights(wpath, net);
-    std::printf("model: LeNet-5 loaded from %s\n", wpath.string().c_str());
-  } else {
-    demo::lenet5_recipe r;
-    if (quick) r.epochs = 2, r.fine_epochs = 0;
-    std::printf("model: training LeNet-5 (%zu epochs on %zu images) ...\n", r.epochs, trn.size());
-    std::fflush(stdout);
-    demo::train_lenet5(net, trn, r, false);
-    fs::create_directories(wpath.parent_path().empty() ? fs::path(".") : wpath.parent_path());
-    io::save_weights(wpath, net);
-    std::printf("model: trained and cached in %s\n", wpath.string().c_str());
-  }
   const auto test_pred = predictions(net, tst.images);
   std::size_t correct = 0;
   for (std::size_t i = 0; i < tst.size(); ++i) correct += test_pred[i] == tst.labels[i];
-  std::printf("model: test accuracy %.2f%% (%.1f s)\n", 100.0 * double(correct) / double(tst.size()), sw.seconds());
+  std::printf("model: %s, test accuracy %.2f%% (%.1f s)\n", model_name, 100.0 * double(correct) / double(tst.size()), sw.seconds());
 
   // ---- profile
   stopwatch sp;
@@ -573,6 +515,69 @@ int main(int argc, char** argv) try {
   }
 
   std::printf("\ntimes: profile %.2f s, attacks %.1f s, total %.1f s\n", t_profile, t_attacks, sw.seconds());
+  return ok;
+}
+
+/// Loads the cached weights of `net`, or trains it with the recipe and caches them.
+template <class Net>
+void load_or_train(Net& net, const char* name, const fs::path& wpath, const io::labelled_images<float>& trn, bool quick) {
+  initialize(net, 1);
+  if (fs::exists(wpath)) {
+    io::load_weights(wpath, net);
+    std::printf("model: %s loaded from %s\n", name, wpath.string().c_str());
+    return;
+  }
+  demo::lenet5_recipe r;
+  if (quick) r.epochs = 2, r.fine_epochs = 0;
+  std::printf("model: training %s (%zu epochs on %zu images) ...\n", name, r.epochs, trn.size());
+  std::fflush(stdout);
+  const auto rep = demo::train_with_recipe(net, trn, r, false);
+  (void)rep;
+  fs::create_directories(wpath.parent_path().empty() ? fs::path(".") : wpath.parent_path());
+  io::save_weights(wpath, net);
+  std::printf("model: trained and cached in %s\n", wpath.string().c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const cli a(argc, argv);
+  study_args args;
+  args.quick = a.has("quick");
+  const bool quick = args.quick;
+  const fs::path fashion = a.str("fashion", "/usr/share/datasets/fashion-mnist");
+  const fs::path cache = a.str("cache", "models-cache");
+  const std::string model = a.str("model", "lenet5");
+  args.n_train = a.num("train", quick ? 300 : 10000);
+  args.n_attack = a.num("attack-samples", quick ? 100 : 500);
+  args.max_features = a.num("max-features", 0);
+  args.theta = a.real("theta", 0.3);
+  args.seed = a.num("seed", 1);
+  {
+    std::stringstream ss(a.str("sweep", ""));
+    for (std::string s; std::getline(ss, s, ',');)
+      if (!s.empty()) args.sweep.push_back(std::stod(s));
+  }
+  if (model != "lenet5" && model != "resnet")
+    throw value_error("nnslicer_detect: --model must be lenet5 or resnet, not '" + model + "'");
+  std::printf("NNSlicer adversarial input detection (specs/nnslicer.md §4.1)%s; %zu threads\n", quick ? " --quick" : "",
+              detail::default_pool().size());
+  stopwatch sw;
+  const auto trn = io::load_mnist<float>(fashion, "train", quick ? 10000 : 0);
+  const auto tst = io::load_mnist<float>(fashion, "t10k");
+  bool ok = false;
+  if (model == "lenet5") {
+    demo::LeNet5 net;
+    fs::path w = a.str("weights", (cache / "lenet5-fashion-mnist-e12-s1.nnlw").string());
+    if (!fs::exists(w) && quick) w = cache / "lenet5-fashion-mnist-quick-e2-n10000.nnlw";
+    load_or_train(net, "LeNet-5", w, trn, quick);
+    ok = study("LeNet-5", net, trn, tst, args, sw);
+  } else {
+    SmallResNet net;
+    const fs::path w = a.str("weights", (cache / (quick ? "resnet-fashion-mnist-quick-e2-n10000.nnlw" : "resnet-fashion-mnist-e12-s1.nnlw")).string());
+    load_or_train(net, "SmallResNet", w, trn, quick);
+    ok = study("SmallResNet", net, trn, tst, args, sw);
+  }
   std::printf("%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
   return ok ? 0 : 1;
 } catch (const std::exception& e) {

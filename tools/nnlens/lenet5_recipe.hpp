@@ -31,9 +31,11 @@ struct lenet5_recipe {
   std::size_t threads = 0;      // 0: the process-wide pool (NNLENS_NUM_THREADS or all cores)
 };
 
-/// Initialises `net` from the recipe's seed and trains it on `data`.
-inline train::fit_report train_lenet5(LeNet5& net, const io::labelled_images<float>& data, const lenet5_recipe& r,
-                                      bool progress, const std::function<void(const train::epoch_report&)>& on_epoch = {}) {
+/// Initialises `net` (any network the trainer supports; the recipe was tuned on LeNet-5) from the
+/// recipe's seed and trains it on `data`.
+template <class Net>
+train::fit_report train_with_recipe(Net& net, const io::labelled_images<float>& data, const lenet5_recipe& r, bool progress,
+                                    const std::function<void(const train::epoch_report&)>& on_epoch = {}) {
   initialize(net, r.seed);
   train::adam opt(net, {.lr = r.lr});
   train::fit_options o;
@@ -46,6 +48,12 @@ inline train::fit_report train_lenet5(LeNet5& net, const io::labelled_images<flo
     if (on_epoch) on_epoch(e);
     if (e.epoch + r.fine_epochs == r.epochs) opt.options().lr = r.lr / 10;
   });
+}
+
+/// The demo's LeNet-5 recipe.
+inline train::fit_report train_lenet5(LeNet5& net, const io::labelled_images<float>& data, const lenet5_recipe& r,
+                                      bool progress, const std::function<void(const train::epoch_report&)>& on_epoch = {}) {
+  return train_with_recipe(net, data, r, progress, on_epoch);
 }
 
 }  // namespace nnlens::demo
