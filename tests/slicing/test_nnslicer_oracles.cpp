@@ -381,6 +381,39 @@ TEST_CASE("oracle 10: pruning with apply_slice (keep = 1 - r)") {
       }
     CHECK(layers == 4);
   }
+  SUBCASE("a neuron with no synapse left loses its bias (zero_bias), or keeps it (keep_bias)") {
+    auto biases_of = [](const auto& n) {
+      std::vector<std::vector<double>> b;
+      const op_graph<double> gg(n);
+      for (const auto& nd : gg.nodes()) b.emplace_back(nd.bias.begin(), nd.bias.end());
+      return b;
+    };
+    const auto b0 = biases_of(net);
+    std::size_t biased = 0;
+    for (std::size_t k = 0; k < g.nodes().size(); ++k) biased += !b0[k].empty();
+    CHECK(biased == 4);  // two Conv2D (per channel) and two Dense (per neuron)
+    std::size_t dead_total = 0;
+    for (double keep : {1.0, 0.5, 0.25, 0.0625, 0.0}) {
+      CAPTURE(keep);
+      const auto m = synapse_mask(net, t, keep);
+      const auto bz = biases_of(apply_slice(net, t, keep));
+      const auto bk = biases_of(apply_slice(net, t, keep, dead_neurons::keep_bias));
+      for (std::size_t k = 0; k < g.nodes().size(); ++k) {
+        CHECK(bk[k] == b0[k]);
+        const std::size_t nb = b0[k].size();
+        if (nb == 0) continue;
+        const std::size_t per = m[k].size() / nb;  // weights [out][in...] for Conv2D; Dense is [in][out]
+        const bool dense = g.nodes()[k].type == "Dense";
+        for (std::size_t n = 0; n < nb; ++n) {
+          bool dead = true;
+          for (std::size_t q = 0; q < per; ++q) dead = dead && !m[k][dense ? q * nb + n : n * per + q];
+          dead_total += dead;
+          CHECK(bz[k][n] == (dead ? 0.0 : b0[k][n]));
+        }
+      }
+    }
+    CHECK(dead_total > 0);
+  }
   SUBCASE("per layer exactly floor(r S) pruned, the smallest |CONTRIB| first") {
     for (double r : {0.25, 0.5, 0.75, 0.125, 0.9375}) {  // exact in binary: keep = 1 - r is exact too
       CAPTURE(r);

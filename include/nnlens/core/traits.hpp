@@ -89,7 +89,10 @@ struct sign_item {
 ///   sign_rule<L> forms (nnlens/slicing/nnslicer.hpp dispatches on which members exist):
 ///     items(l, ctx, n, out)        append the items of output neuron n (the threshold filter
 ///                                  runs on them afterwards); optional synapses(l): the number of
-///                                  synapses (the first parameter tensor's size; default 0)
+///                                  synapses (the first parameter tensor's size; default 0);
+///                                  optional bias_parameter: the index in parameters(l) of the
+///                                  tensor with one bias per output channel/neuron (apply_slice
+///                                  zeroes the bias of a neuron whose synapses are all pruned)
 ///     for_each_branch(l, in, f)    a composite (Residual): its branches' layers, joined by an add
 struct sign_ctx {
   shape in, out;

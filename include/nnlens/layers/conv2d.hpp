@@ -391,6 +391,7 @@ template <std::size_t Out, conv_geometry G, class T>
 struct sign_rule<Conv2DG<Out, G, T>> {
   using L = Conv2DG<Out, G, T>;
   static std::size_t synapses(const L& l) { return l.W.size(); }
+  static constexpr std::size_t bias_parameter = 1;  // parameters()[1]: one bias per output channel
   static void items(const L& l, const sign_ctx& c, std::size_t n, std::vector<sign_item>& out) {
     const conv_geometry g = layer_traits<L>::geometry_of(&l);
     const std::size_t C = c.in[0], H = c.in[1], W = c.in[2], O = c.out[0], OH = c.out[1], OW = c.out[2];

@@ -116,6 +116,7 @@ struct pwl_rule<Dense<Out, T>> : pwl_affine_rule {};
 template <std::size_t Out, class T>
 struct sign_rule<Dense<Out, T>> {
   static std::size_t synapses(const Dense<Out, T>& l) { return l.W.size(); }
+  static constexpr std::size_t bias_parameter = 1;  // parameters()[1]: one bias per output neuron
   static void items(const Dense<Out, T>& l, const sign_ctx& c, std::size_t n, std::vector<sign_item>& out) {
     const std::size_t I = c.in[0], O = c.out[0];
     const T* W = l.W.data();

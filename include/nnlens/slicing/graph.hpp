@@ -38,6 +38,9 @@ concept sign_has_synapses = requires(const L& l) {
 };
 
 template <class L>
+concept sign_has_bias = requires { { sign_rule<L>::bias_parameter } -> std::convertible_to<std::size_t>; };
+
+template <class L>
 struct error_nnslicer_needs_a_sign_rule;
 template <class L>
 constexpr bool check_sign_rule() {
@@ -72,6 +75,7 @@ class op_graph {
     std::function<void(const sign_ctx&, std::size_t, std::vector<sign_item>&)> items;  // not for Add
     std::span<const T> weights;  // the first parameter tensor (synapse i = weights[i]); empty if none
     std::vector<std::span<const T>> parameters;  // every parameter tensor (weights first), then buffers
+    std::span<const T> bias;     // one per output channel (rank 3) or neuron, if the rule names one
     bool is_add() const { return in2 != npos; }
   };
   static constexpr std::size_t npos = std::size_t(-1);
@@ -154,6 +158,10 @@ class op_graph {
         auto ps = layer_traits<L>::parameters(l);
         if (!ps.empty()) nd.weights = std::span<const T>(ps[0].data(), ps[0].size());
         for (const auto& q : ps) nd.parameters.emplace_back(q.data(), q.size());
+        if constexpr (detail::sign_has_bias<L>) {
+          constexpr std::size_t bi = sign_rule<L>::bias_parameter;
+          if (bi < ps.size() && ps[bi].size() == neuron_count(out, false)) nd.bias = std::span<const T>(ps[bi].data(), ps[bi].size());
+        }
       }
       if constexpr (HasBuffers<L>)
         for (const auto& q : layer_traits<L>::buffers(l)) nd.parameters.emplace_back(q.data(), q.size());

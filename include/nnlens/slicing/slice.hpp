@@ -7,8 +7,10 @@
 //   synapse_mask(table, keep)          per node, 1 for the synapses to keep: those in the slice
 //                                      (keep = 1), or per layer the fraction `keep` with the
 //                                      largest |CONTRIB| (ties by |weight|, the larger kept)
-//   apply_slice(net, table[, keep])    a copy of net whose weights outside the mask are 0: a network
-//                                      that runs (forward, evaluate, fine-tune with a mask)
+//   apply_slice(net, table[, keep[, dead_neurons]])
+//                                      a copy of net whose weights outside the mask are 0, and the
+//                                      biases of neurons with no synapse left: a network that runs
+//                                      (forward, evaluate, fine-tune with a mask)
 // (specs/nnslicer.md §2.7 and §4.2: pruning keeps, per layer, the synapses of largest |CONTRIB|.)
 #pragma once
 
@@ -79,18 +81,44 @@ std::vector<std::vector<std::uint8_t>> synapse_mask(const Net& net, const contri
   return m;
 }
 
-/// A copy of net with the weights outside synapse_mask(net, t, keep) set to 0.
+/// What apply_slice does with a neuron whose synapses are all pruned (specs/nnslicer.md §4.2 [D]).
+enum class dead_neurons {
+  zero_bias,  // its bias goes too, so its output is 0 (before the activation): the neuron is gone
+  keep_bias,  // only the synapses are zeroed; the neuron still emits its bias
+};
+
+/// A copy of net with the weights outside synapse_mask(net, t, keep) set to 0, and (by default) the
+/// bias of every output neuron -- a channel, for a convolution -- whose synapses are all outside
+/// the mask set to 0 too.  Layers whose sign_rule names no bias parameter keep theirs.
 template <class Net>
-Net apply_slice(const Net& net, const contrib_table& t, double keep = 1.0) {
+Net apply_slice(const Net& net, const contrib_table& t, double keep = 1.0, dead_neurons dn = dead_neurons::zero_bias) {
   using T = network_scalar_t<Net>;
   const auto m = synapse_mask(net, t, keep);
   Net r = net;
-  const op_graph<T> g(r);  // built on our own copy: its weight spans point into r
+  const op_graph<T> g(r);  // built on our own copy: its spans point into r
+  std::vector<sign_item> items;
+  std::vector<double> zeros;
   for (std::size_t k = 0; k < g.nodes().size(); ++k) {
-    const auto w = g.nodes()[k].weights;
-    T* wp = const_cast<T*>(w.data());
+    const auto& nd = g.nodes()[k];
+    T* wp = const_cast<T*>(nd.weights.data());
     for (std::size_t s = 0; s < m[k].size(); ++s)
       if (!m[k][s]) wp[s] = T(0);
+    if (dn != dead_neurons::zero_bias || nd.bias.empty() || nd.synapses == 0) continue;
+    // the synapses of output neuron n are the synapse indices of its sign items (channel level);
+    // the items' influence values are not needed, so the context sees zeros
+    sign_ctx ctx;
+    ctx.in = g.acts()[nd.in], ctx.out = g.acts()[nd.out], ctx.element = false;
+    zeros.assign(std::max(ctx.in.size(), ctx.out.size()), 0.0);
+    ctx.x = ctx.dx = ctx.y = ctx.dy = ctx.yn = zeros.data();
+    T* bp = const_cast<T*>(nd.bias.data());
+    for (std::size_t n = 0; n < nd.bias.size(); ++n) {
+      items.clear();
+      nd.items(ctx, n, items);
+      bool any = false, all_pruned = true;
+      for (const auto& it : items)
+        if (it.synapse != sign_item::none) any = true, all_pruned = all_pruned && !m[k][it.synapse];
+      if (any && all_pruned) bp[n] = T(0);
+    }
   }
   return r;
 }
