@@ -26,7 +26,7 @@
 //       static void init(L&, shape in, std::mt19937_64&);    // allocate + default initialisation
 //       static constexpr bool inference_only;                // true: forward is the identity of
 //                                                            // training-only behaviour (Dropout)
-//   relevance_rule<L>  LRP rules (coverage)           -- concept RelevanceLayer
+//   relevance_rule<L>  LRP rules (coverage)           -- concept RelevanceLayer (core/relevance.hpp)
 //   sign_rule<L>       NNSlicer contribution signs    -- concept SignLayer (sign_ctx below)
 //   pwl_rule<L>        ExactLine split rules          -- concept PiecewiseLinearLayer
 //   rebind_scalar<L,U> the same layer with weights of scalar type U (identity for weightless layers)
@@ -44,6 +44,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "nnlens/core/relevance.hpp"
 #include "nnlens/core/shape.hpp"
 
 namespace nnlens {

@@ -167,4 +167,25 @@ struct sign_rule<AvgPool2DG<G>> {
   }
 };
 
+/// LRP: a linear layer with weights 1 / divisor (the forward pass's divisor) and no bias, so the
+/// ε-rule is the proportional rule R_j = Σ_k a_j / (Σ_window a) R_k (specs/deepimportance.md §2.2).
+template <pool_geometry G>
+struct relevance_rule<AvgPool2DG<G>> {
+  using L = AvgPool2DG<G>;
+  static void relevance(const L& l, const relevance_args& a) {
+    const pool_geometry g = layer_traits<L>::geometry_of(&l);
+    const std::size_t H = a.in[1], W = a.in[2], OH = a.out[1], OW = a.out[2];
+    detail::affine_relevance(
+        a, OH * OW, [](std::size_t) { return 0.0; },
+        [&](std::size_t k, auto&& f) {
+          const std::size_t ch = k / (OH * OW), p = k % (OH * OW), oh = p / OW, ow = p % OW;
+          const auto wh = detail::avg_axis(oh, g.stride_h, g.pad_top, g.pad_bottom, g.kh, H, g.count_include_pad);
+          const auto ww = detail::avg_axis(ow, g.stride_w, g.pad_left, g.pad_right, g.kw, W, g.count_include_pad);
+          const double w = 1.0 / double(wh.count * ww.count);
+          for (std::size_t r = wh.lo; r < wh.hi; ++r)
+            for (std::size_t q = ww.lo; q < ww.hi; ++q) f(ch * H * W + r * W + q, w);
+        });
+  }
+};
+
 }  // namespace nnlens

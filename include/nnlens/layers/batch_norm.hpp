@@ -194,4 +194,31 @@ struct sign_rule<BatchNorm<C, T>> {
   }
 };
 
+/// LRP: after a Conv2D or Dense it folds into that layer (w' = a w, b' = a b + t with
+/// a = gamma / sqrt(var + eps), t = beta - a mean; specs/deepimportance.md §2.2); anywhere else it
+/// is a per-channel linear layer y = a x + t under the same rules.
+template <std::size_t C, class T>
+struct relevance_rule<BatchNorm<C, T>> {
+  static constexpr bool folds_into_previous = true;
+  static void scale_shift(const BatchNorm<C, T>& l, std::size_t ch, double& a, double& t) {
+    a = double(l.gamma(ch)) / std::sqrt(double(l.running_var(ch)) + l.eps);
+    t = double(l.beta(ch)) - a * double(l.running_mean(ch));
+  }
+  static void relevance(const BatchNorm<C, T>& l, const relevance_args& a) {
+    const std::size_t per = a.in.rank == 3 ? a.in[1] * a.in[2] : 1;
+    detail::affine_relevance(
+        a, per,
+        [&](std::size_t k) {
+          double s, t;
+          scale_shift(l, k / per, s, t);
+          return t;
+        },
+        [&](std::size_t k, auto&& f) {
+          double s, t;
+          scale_shift(l, k / per, s, t);
+          f(k, s);
+        });
+  }
+};
+
 }  // namespace nnlens

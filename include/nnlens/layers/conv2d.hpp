@@ -420,4 +420,34 @@ struct sign_rule<Conv2DG<Out, G, T>> {
   }
 };
 
+/// LRP (core/relevance.hpp): the affine rules per output position over its receptive field
+/// (padding reads nothing, so J_k counts the real inputs); a BatchNorm after it folds in.
+template <std::size_t Out, conv_geometry G, class T>
+struct relevance_rule<Conv2DG<Out, G, T>> {
+  using L = Conv2DG<Out, G, T>;
+  static constexpr bool accepts_fold = true;
+  static void relevance(const L& l, const relevance_args& a) {
+    const conv_geometry g = layer_traits<L>::geometry_of(&l);
+    const std::size_t C = a.in[0], H = a.in[1], W = a.in[2], O = a.out[0], OH = a.out[1], OW = a.out[2];
+    const std::size_t cg = C / g.groups, og = O / g.groups, K = g.kh * g.kw;
+    const T* Wd = l.W.data();
+    detail::affine_relevance(
+        a, OH * OW, [&](std::size_t k) { return l.b(k / (OH * OW)); },
+        [&](std::size_t k, auto&& f) {
+          const std::size_t o = k / (OH * OW), p = k % (OH * OW), oh = p / OW, ow = p % OW, grp = o / og;
+          const T* w = Wd + o * cg * K;
+          for (std::size_t ci = 0; ci < cg; ++ci)
+            for (std::size_t u = 0; u < g.kh; ++u) {
+              const std::ptrdiff_t ih = std::ptrdiff_t(oh * g.stride_h + u * g.dilation_h) - std::ptrdiff_t(g.pad_top);
+              if (ih < 0 || ih >= std::ptrdiff_t(H)) continue;
+              for (std::size_t v = 0; v < g.kw; ++v) {
+                const std::ptrdiff_t iw = std::ptrdiff_t(ow * g.stride_w + v * g.dilation_w) - std::ptrdiff_t(g.pad_left);
+                if (iw < 0 || iw >= std::ptrdiff_t(W)) continue;
+                f((grp * cg + ci) * H * W + std::size_t(ih) * W + std::size_t(iw), double(w[ci * K + u * g.kw + v]));
+              }
+            }
+        });
+  }
+};
+
 }  // namespace nnlens

@@ -124,4 +124,20 @@ struct sign_rule<Dense<Out, T>> {
   }
 };
 
+/// LRP (core/relevance.hpp): the affine rules; output k reads every input, W[j, k]; a BatchNorm
+/// after it folds in.
+template <std::size_t Out, class T>
+struct relevance_rule<Dense<Out, T>> {
+  static constexpr bool accepts_fold = true;
+  static void relevance(const Dense<Out, T>& l, const relevance_args& a) {
+    const std::size_t I = a.in.size(), O = a.out.size();
+    const T* W = l.W.data();
+    detail::affine_relevance(
+        a, 1, [&](std::size_t k) { return l.b(k); },
+        [&](std::size_t k, auto&& f) {
+          for (std::size_t j = 0; j < I; ++j) f(j, double(W[j * O + k]));
+        });
+  }
+};
+
 }  // namespace nnlens

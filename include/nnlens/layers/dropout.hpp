@@ -65,4 +65,10 @@ struct sign_rule<Identity> : sign_passthrough_rule {};
 template <>
 struct sign_rule<Dropout> : sign_passthrough_rule {};
 
+/// LRP: relevance passes through unchanged (specs/deepimportance.md §2.2).
+template <>
+struct relevance_rule<Identity> : relevance_passthrough_rule {};
+template <>
+struct relevance_rule<Dropout> : relevance_passthrough_rule {};
+
 }  // namespace nnlens

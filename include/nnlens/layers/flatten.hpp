@@ -41,4 +41,8 @@ struct sign_rule<Flatten> {
   }
 };
 
+/// LRP: relevance passes through unchanged (specs/deepimportance.md §2.2).
+template <>
+struct relevance_rule<Flatten> : relevance_passthrough_rule {};
+
 }  // namespace nnlens

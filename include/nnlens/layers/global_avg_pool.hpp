@@ -69,4 +69,18 @@ struct sign_rule<GlobalAvgPool> {
   }
 };
 
+/// LRP: channel c's mean, a linear layer with weights 1 / (H W): the proportional rule.
+template <>
+struct relevance_rule<GlobalAvgPool> {
+  static void relevance(const GlobalAvgPool&, const relevance_args& a) {
+    const std::size_t hw = a.in[1] * a.in[2];
+    const double w = 1.0 / double(hw);
+    detail::affine_relevance(
+        a, 1, [](std::size_t) { return 0.0; },
+        [&](std::size_t k, auto&& f) {
+          for (std::size_t j = k * hw; j < (k + 1) * hw; ++j) f(j, w);
+        });
+  }
+};
+
 }  // namespace nnlens

@@ -109,4 +109,10 @@ struct sign_rule<Clamp> : sign_passthrough_rule {};
 template <>
 struct sign_rule<HardTanh> : sign_passthrough_rule {};
 
+/// LRP: relevance passes through unchanged (specs/deepimportance.md §2.2).
+template <>
+struct relevance_rule<Clamp> : relevance_passthrough_rule {};
+template <>
+struct relevance_rule<HardTanh> : relevance_passthrough_rule {};
+
 }  // namespace nnlens

@@ -60,4 +60,8 @@ struct pwl_rule<LeakyReLU> {
 template <>
 struct sign_rule<LeakyReLU> : sign_passthrough_rule {};
 
+/// LRP: relevance passes through unchanged (specs/deepimportance.md §2.2).
+template <>
+struct relevance_rule<LeakyReLU> : relevance_passthrough_rule {};
+
 }  // namespace nnlens

@@ -47,4 +47,8 @@ struct sign_rule<ReLU> {
   }
 };
 
+/// LRP: relevance passes through unchanged (specs/deepimportance.md §2.2).
+template <>
+struct relevance_rule<ReLU> : relevance_passthrough_rule {};
+
 }  // namespace nnlens

@@ -662,4 +662,28 @@ struct sign_rule<Residual<B, S>> {
   }
 };
 
+namespace detail {
+template <class B>
+constexpr bool branch_has_relevance_rules() {
+  if constexpr (is_static_block_v<B>)
+    return []<class... Ls>(std::type_identity<Block<Ls...>>) {
+      return (RelevanceLayer<Ls> && ... && true);
+    }(std::type_identity<B>{});
+  else
+    return true;
+}
+}  // namespace detail
+
+/// LRP: a composite.  Each branch propagates relevance through its own layers; the addition splits
+/// R in proportion to the two summands (the ε-rule with unit weights, specs/deepimportance.md §2.2).
+template <class B, class S>
+  requires(detail::branch_has_relevance_rules<B>() && detail::branch_has_relevance_rules<S>())
+struct relevance_rule<Residual<B, S>> {
+  template <class F>
+  static void for_each_branch(const Residual<B, S>& r, shape in, F&& f) {
+    f([&](auto&& g) { detail::chain<B>::visit(&r.block, in, g); });
+    f([&](auto&& g) { detail::chain<S>::visit(&r.shortcut, in, g); });
+  }
+};
+
 }  // namespace nnlens

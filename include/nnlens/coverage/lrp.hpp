@@ -1,0 +1,356 @@
+// nnlens/coverage/lrp.hpp -- layer-wise relevance propagation (LRP) as a visitor over the layers'
+// relevance_rule traits (specs/deepimportance.md §2.2; the rules are in core/relevance.hpp).
+//
+//   lrp_graph<T> g(net);                 the network as LRP walks it: one node per layer; a Residual
+//                                        becomes its branches' layers plus an addition node
+//   lrp_engine<T> e(g, options);         per-thread scratch; e.run(buffers, batch, r, stop, cls)
+//                                        propagates one sample's relevance from the logit of class
+//                                        cls (default: the predicted class) down to tensor `stop`
+//   relevance([policy,] net, X, layer, options)
+//                                        [N, layer's output shape] relevance of each sample at the
+//                                        output of top-level layer `layer` (lrp_input: the input)
+//
+// The start: R = one_hot(c) z_c at the logits (pre-softmax), c the predicted class (or the given
+// one).  Relevance is propagated in double, one sample at a time, only down to the requested layer.
+// A BatchNorm right after a Conv2D or Dense folds into it (unless the requested layer is that
+// Conv2D/Dense itself: then its own output must carry relevance).  A tensor read by several nodes
+// (a residual block's input) sums the relevance that comes back along each.
+// A layer without a relevance_rule (Softmax: LRP starts at the logits, drop it) is a compile error
+// for a Sequential, naming the layer (error_lrp_needs_a_relevance_rule<L>), and a logic_error for a
+// DynamicNetwork.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "nnlens/core/error.hpp"
+#include "nnlens/core/execution.hpp"
+#include "nnlens/core/finite.hpp"
+#include "nnlens/core/relevance.hpp"
+#include "nnlens/core/thread_pool.hpp"
+#include "nnlens/core/traits.hpp"
+#include "nnlens/network/dynamic_network.hpp"
+#include "nnlens/network/sequential.hpp"
+#include "nnlens/network/visit.hpp"
+
+namespace nnlens {
+
+/// `layer` argument of relevance(): the input itself (pixel relevance).
+inline constexpr std::size_t lrp_input = std::size_t(-1);
+
+namespace detail {
+template <class L>
+concept relevance_is_composite = requires(const L& l, shape in) { relevance_rule<L>::for_each_branch(l, in, [](auto&&) {}); };
+template <class L>
+concept relevance_is_passthrough = requires { requires relevance_rule<L>::passthrough; };
+template <class L>
+concept relevance_folds = requires { requires relevance_rule<L>::folds_into_previous; };
+template <class L>
+concept relevance_accepts_fold = requires { requires relevance_rule<L>::accepts_fold; };
+
+template <class L>
+struct error_lrp_needs_a_relevance_rule;
+template <class L>
+constexpr bool check_relevance_rule() {
+  if constexpr (!RelevanceLayer<L>) {
+    error_lrp_needs_a_relevance_rule<L> lrp_starts_at_the_logits_drop_it;
+    (void)lrp_starts_at_the_logits_drop_it;
+    return false;
+  } else {
+    return true;
+  }
+}
+template <class Net>
+constexpr bool require_relevance_network() {
+  if constexpr (is_sequential_v<Net>)
+    return []<class... Ls>(std::type_identity<std::tuple<Ls...>>) {
+      return (check_relevance_rule<Ls>() && ...);
+    }(std::type_identity<typename Net::layer_types>{});
+  else
+    return true;
+}
+}  // namespace detail
+
+template <class T>
+class lrp_graph {
+ public:
+  static constexpr std::size_t npos = std::size_t(-1);
+  struct node {
+    std::string name;
+    std::string_view type;
+    std::size_t in = 0, in2 = npos, out = 0;
+    std::function<void(std::size_t, const T*, T*)> forward;  // not for an addition
+    std::function<void(const relevance_args&)> relevance;     // empty: pass-through or addition
+    bool passthrough = false;
+    bool folds = false;         // BatchNorm: folds into the node before it
+    bool accepts_fold = false;  // Conv2D, Dense
+    std::vector<double> fold_scale, fold_shift;  // per channel, for a folding node
+    bool is_add() const { return in2 != npos; }
+  };
+
+  template <class Net>
+  explicit lrp_graph(const Net& net) {
+    static_assert(detail::require_relevance_network<Net>(), "LRP needs a relevance_rule for every layer");
+    acts_.push_back(input_shape_of(net));
+    for_each_layer(net, [&](const auto& l, auto idx, shape in, shape out) {
+      add_layer(l, std::to_string(std::size_t(idx)), acts_.size() - 1, in, out);
+      layer_out_.push_back(acts_.size() - 1);
+    });
+    readers_.assign(acts_.size(), 0);
+    for (const auto& nd : nodes_) {
+      ++readers_[nd.in];
+      if (nd.is_add()) ++readers_[nd.in2];
+    }
+  }
+
+  const std::vector<node>& nodes() const { return nodes_; }
+  const std::vector<shape>& acts() const { return acts_; }
+  std::size_t output() const { return acts_.size() - 1; }
+  /// The tensor a top-level layer writes (lrp_input: 0, the input).
+  std::size_t layer_tensor(std::size_t layer) const {
+    if (layer == lrp_input) return 0;
+    if (layer >= layer_out_.size())
+      throw value_error("lrp: layer index " + std::to_string(layer) + " out of range (the network has " +
+                        std::to_string(layer_out_.size()) + " layers)");
+    return layer_out_[layer];
+  }
+  std::size_t readers(std::size_t tensor) const { return readers_[tensor]; }
+
+  /// Forward pass of `batch` samples; buffers[a] = tensor a, [batch x size].
+  void run(std::size_t batch, const T* x, std::vector<std::vector<T>>& buffers) const {
+    buffers.resize(acts_.size());
+    buffers[0].assign(x, x + batch * acts_[0].size());
+    for (const auto& nd : nodes_) {
+      auto& y = buffers[nd.out];
+      y.resize(batch * acts_[nd.out].size());
+      if (nd.is_add()) {
+        const auto& a = buffers[nd.in];
+        const auto& b = buffers[nd.in2];
+        for (std::size_t i = 0; i < y.size(); ++i) y[i] = a[i] + b[i];
+      } else {
+        nd.forward(batch, buffers[nd.in].data(), y.data());
+      }
+    }
+  }
+
+ private:
+  std::vector<shape> acts_;
+  std::vector<node> nodes_;
+  std::vector<std::size_t> layer_out_, readers_;
+
+  template <class L>
+  void add_layer(const L& l, const std::string& where, std::size_t in_act, shape in, shape out) {
+    if constexpr (!RelevanceLayer<L>) {
+      (void)l, (void)in_act, (void)in, (void)out;
+      throw logic_error(detail::concat("lrp: layer ", where, " (", layer_traits<L>::name,
+                                       ") has no relevance rule; LRP starts at the logits (drop the ",
+                                       layer_traits<L>::name, ")"));
+    } else if constexpr (detail::relevance_is_composite<L>) {
+      std::vector<std::size_t> ends;
+      std::size_t b = 0;
+      relevance_rule<L>::for_each_branch(l, in, [&](auto&& walk) {
+        std::size_t cur = in_act;
+        const std::string prefix = where + (b == 0 ? ".block." : ".shortcut.");
+        walk([&](const auto* lp, auto idx, shape i, shape o) {
+          add_layer(*lp, prefix + std::to_string(std::size_t(idx)), cur, i, o);
+          cur = acts_.size() - 1;
+        });
+        ends.push_back(cur);
+        ++b;
+      });
+      NNLENS_EXPECTS(ends.size() == 2);
+      node nd;
+      nd.name = where + " Add";
+      nd.type = "Add";
+      nd.in = ends[0];
+      nd.in2 = ends[1];
+      acts_.push_back(out);
+      nd.out = acts_.size() - 1;
+      nodes_.push_back(std::move(nd));
+    } else {
+      node nd;
+      nd.type = layer_traits<L>::name;
+      nd.name = where + " " + std::string(nd.type);
+      nd.in = in_act;
+      const L* lp = &l;
+      nd.forward = [lp, in, out](std::size_t batch, const T* x, T* y) {
+        thread_local std::vector<T> scratch;
+        const std::size_t need = layer_traits<L>::scratch_size(lp, in, out, batch);
+        if (scratch.size() < need) scratch.resize(need);
+        layer_traits<L>::forward(*lp, forward_args<T>{in, out, batch, x, y, nullptr, scratch.data()});
+      };
+      if constexpr (detail::relevance_is_passthrough<L>) {
+        nd.passthrough = true;
+      } else {
+        nd.relevance = [lp](const relevance_args& a) { relevance_rule<L>::relevance(*lp, a); };
+      }
+      if constexpr (detail::relevance_accepts_fold<L>) nd.accepts_fold = true;
+      if constexpr (detail::relevance_folds<L>) {
+        nd.folds = true;
+        const std::size_t C = out.rank == 3 ? out[0] : out.size();
+        nd.fold_scale.resize(C), nd.fold_shift.resize(C);
+        for (std::size_t c = 0; c < C; ++c) relevance_rule<L>::scale_shift(l, c, nd.fold_scale[c], nd.fold_shift[c]);
+      }
+      acts_.push_back(out);
+      nd.out = acts_.size() - 1;
+      nodes_.push_back(std::move(nd));
+    }
+  }
+};
+
+/// Per-thread LRP scratch over one graph.
+template <class T>
+class lrp_engine {
+ public:
+  lrp_engine(const lrp_graph<T>& g, const lrp_options& o) : g_(g), o_(o) {
+    const auto& acts = g.acts();
+    x_.resize(acts.size());
+    r_.resize(acts.size());
+    for (std::size_t a = 0; a < acts.size(); ++a) x_[a].resize(acts[a].size()), r_[a].resize(acts[a].size());
+    std::size_t mx = 0;
+    for (const auto& s : acts) mx = std::max(mx, s.size());
+    tmp_.resize(mx);
+  }
+
+  /// Sample r of a batch run by g.run: relevance from the logit of `cls` (npos: the predicted
+  /// class) down to tensor `stop`.  Returns R of that tensor (valid until the next run).
+  std::span<const double> run(const std::vector<std::vector<T>>& buffers, std::size_t r, std::size_t stop,
+                              std::size_t cls = std::size_t(-1)) {
+    const auto& acts = g_.acts();
+    const auto& nodes = g_.nodes();
+    for (std::size_t a = stop; a < acts.size(); ++a) {
+      const std::size_t s = acts[a].size();
+      const T* src = buffers[a].data() + r * s;
+      for (std::size_t i = 0; i < s; ++i) x_[a][i] = double(src[i]);
+      std::fill(r_[a].begin(), r_[a].end(), 0.0);
+    }
+    const std::size_t out = g_.output();
+    const auto& z = x_[out];
+    if (cls == std::size_t(-1)) cls = std::size_t(std::max_element(z.begin(), z.end()) - z.begin());
+    if (cls >= z.size())
+      throw value_error("lrp: class " + std::to_string(cls) + " out of range (the network has " + std::to_string(z.size()) +
+                        " outputs)");
+    r_[out][cls] = z[cls];
+    const double eps = o_.epsilon;
+    std::size_t fold_from = npos;  // the node whose output a folding BatchNorm took over
+    for (std::size_t k = nodes.size(); k-- > 0;) {
+      const auto& nd = nodes[k];
+      if (nd.out <= stop) break;  // nodes are in topological order; all below `stop` is upstream
+      const auto& R = r_[nd.out];
+      if (nd.is_add()) {
+        const auto& a = x_[nd.in];
+        const auto& b = x_[nd.in2];
+        auto& Ra = r_[nd.in];
+        auto& Rb = r_[nd.in2];
+        for (std::size_t i = 0; i < R.size(); ++i) {
+          if (R[i] == 0) continue;
+          const double zs = a[i] + b[i];
+          const double s = R[i] / (zs + (zs >= 0 ? eps : -eps));
+          if (!std::isfinite(s)) continue;
+          Ra[i] += a[i] * s;
+          Rb[i] += b[i] * s;
+        }
+        continue;
+      }
+      if (nd.passthrough) {
+        auto& Ri = r_[nd.in];
+        for (std::size_t i = 0; i < R.size(); ++i) Ri[i] += R[i];
+        continue;
+      }
+      // a BatchNorm right after a Conv2D/Dense (read by nothing else): hand its relevance to it
+      if (nd.folds && k > 0 && nodes[k - 1].accepts_fold && nodes[k - 1].out == nd.in && g_.readers(nd.in) == 1 &&
+          nd.in != stop) {
+        r_[nd.in] = R;
+        fold_from = k;
+        continue;
+      }
+      relevance_args a;
+      a.in = acts[nd.in];
+      a.out = acts[nd.out];
+      a.x = x_[nd.in].data();
+      a.z = x_[nd.out].data();
+      a.r_out = R.data();
+      a.r_in = tmp_.data();
+      a.o = &o_;
+      if (fold_from == k + 1) {
+        const auto& bn = nodes[k + 1];
+        a.z = x_[bn.out].data();
+        a.out_scale = bn.fold_scale.data();
+        a.out_shift = bn.fold_shift.data();
+        fold_from = npos;
+      }
+      nd.relevance(a);
+      auto& Ri = r_[nd.in];
+      for (std::size_t i = 0; i < Ri.size(); ++i) Ri[i] += tmp_[i];
+    }
+    return {r_[stop].data(), r_[stop].size()};
+  }
+
+  /// The values (double) of tensor a for the last sample run (tensors >= stop only).
+  std::span<const double> values(std::size_t a) const { return {x_[a].data(), x_[a].size()}; }
+
+ private:
+  static constexpr std::size_t npos = std::size_t(-1);
+  const lrp_graph<T>& g_;
+  lrp_options o_;
+  std::vector<std::vector<double>> x_, r_;
+  std::vector<double> tmp_;
+};
+
+/// Relevance of every element of the output of top-level layer `layer` (lrp_input: the input) for
+/// each sample of X, starting from each sample's predicted class (or classes[i] when given).
+template <class Policy, class Net, class A>
+  requires execution::is_execution_policy_v<Policy>
+xt::xarray<double> relevance(Policy&&, const Net& net, const A& X, std::size_t layer = lrp_input, const lrp_options& o = {},
+                             std::span<const std::size_t> classes = {}) {
+  using T = network_scalar_t<Net>;
+  const lrp_graph<T> g(net);
+  const shape in = g.acts()[0];
+  if (X.dimension() == 0 || X.shape()[0] * in.size() != X.size())
+    throw shape_error("relevance: input of " + std::to_string(X.size()) + " values is not [N, " + in.str() + "]");
+  const std::size_t n = X.shape()[0];
+  if (!classes.empty() && classes.size() != n)
+    throw shape_error("relevance: " + std::to_string(classes.size()) + " classes for " + std::to_string(n) + " samples");
+  require_finite(std::span<const T>(X.data(), X.size()), in.size(), "relevance: input");
+  const std::size_t stop = g.layer_tensor(layer);
+  const shape st = g.acts()[stop];
+  xt::xarray<double> R = xt::xarray<double>::from_shape(st.with_batch(n));
+  constexpr bool parallel = std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>;
+  auto& pool = detail::default_pool();
+  const std::size_t tasks = parallel ? std::min(pool.size(), std::max<std::size_t>(n, 1)) : 1;
+  auto work = [&](std::size_t t) {
+    const std::size_t b0 = n * t / tasks, b1 = n * (t + 1) / tasks;
+    lrp_engine<T> e(g, o);
+    std::vector<std::vector<T>> buf;
+    constexpr std::size_t chunk = 64;
+    for (std::size_t c0 = b0; c0 < b1; c0 += chunk) {
+      const std::size_t nb = std::min(chunk, b1 - c0);
+      g.run(nb, X.data() + c0 * in.size(), buf);
+      for (std::size_t r = 0; r < nb; ++r) {
+        const auto rr = e.run(buf, r, stop, classes.empty() ? std::size_t(-1) : classes[c0 + r]);
+        std::copy(rr.begin(), rr.end(), R.data() + (c0 + r) * st.size());
+      }
+    }
+  };
+  if (tasks > 1)
+    pool.parallel_for(tasks, work);
+  else
+    work(0);
+  return R;
+}
+
+template <class Net, class A>
+  requires(!execution::is_execution_policy_v<Net>)
+xt::xarray<double> relevance(const Net& net, const A& X, std::size_t layer = lrp_input, const lrp_options& o = {},
+                             std::span<const std::size_t> classes = {}) {
+  return relevance(execution::seq, net, X, layer, o, classes);
+}
+
+}  // namespace nnlens
