@@ -1,0 +1,614 @@
+// nnlens/coverage/neuron_coverage.hpp -- the neuron-level baselines IDC is compared with
+// (specs/deepimportance.md §3, §7): DeepXplore's NC, DeepGauge's KMNC, NBC, SNAC and TKNC.
+//
+//   nc_criterion   nc(net, {.threshold = 0.75, .layers = {}})    NC: per input and layer, min-max
+//                                              scale the layer's neurons to [0,1] (a constant layer
+//                                              scales to 0); a neuron is covered once scaled > t
+//   tknc_criterion tk(net, {.k = 3, .layers = {}})               TKNC: per input and layer the k
+//                                              largest neurons (ties: the lower index); |union| / N
+//   auto b = prepare_neuron_bounds([policy,] net, Xtrain[, layers])   per-neuron [low, high] over
+//                                              the training set (streamed; mergeable; shared below)
+//   kmnc_criterion km(b, 1000)                 KMNC: k equal sections of [low, high]; only values in
+//                                              [low, high] count, high belongs to the last section;
+//                                              covered (neuron, section) pairs / (k N)
+//   nbc_criterion  nb(b)                       NBC: (#{some value > high} + #{some value < low}) / 2N
+//   snac_criterion sn(b)                       SNAC: #{some value > high} / N
+//   save_neuron_bounds(os, b) / load_neuron_bounds(is, net)   text "nnlens-coverage-bounds 1"
+//
+// Each criterion is a CoverageCriterion (criterion.hpp): feed it with measure([policy,] net, X, c)
+// or with add(block) on blocks streamed for its layers(); merge() ORs two covered sets.
+// Layers: by default every coverage_layers(net) (all top-level layers except Flatten: pooling and
+// the output included, as the reference code); `layers` chooses others.  A conv layer's neuron is a
+// channel (its spatial mean), as in activations.hpp.
+//
+// Choices where the spec is silent:
+//  - KMNC, a neuron with low == high (constant over the training set): its range is the single point
+//    low; a value equal to low covers its section 0 and nothing else can, so it still counts k
+//    sections in the total (the spec's k N) and contributes at most 1 of them.  NBC/SNAC treat it
+//    like any other neuron (a value above high is a corner case).
+//  - KMNC section of v in [low, high]: floor((v - low) / (high - low) * k), clamped to k - 1.
+//  - TKNC with a layer of fewer than k neurons: all its neurons are its top-k.
+//  - NaN/Inf neuron values: value_error (bounds and every criterion).
+// Errors: value_error for a threshold outside (0,1), k = 0, a layer index out of range or a
+// non-finite neuron; data_error for an empty training set, bounds of another model (on load),
+// and merging criteria of different preparations; shape_error for a block of other layers.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <istream>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <ostream>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "nnlens/core/error.hpp"
+#include "nnlens/core/execution.hpp"
+#include "nnlens/coverage/activations.hpp"
+#include "nnlens/coverage/criterion.hpp"
+#include "nnlens/slicing/profile.hpp"  // detail::model_fingerprint
+
+namespace nnlens {
+
+namespace detail {
+
+/// A fixed-size set of bits; merge = OR.
+struct cov_bitset {
+  std::vector<std::uint64_t> words;
+  std::size_t bits = 0;
+  cov_bitset() = default;
+  explicit cov_bitset(std::size_t n) : words((n + 63) / 64, 0), bits(n) {}
+  void set(std::size_t i) { words[i >> 6] |= std::uint64_t(1) << (i & 63); }
+  bool test(std::size_t i) const { return (words[i >> 6] >> (i & 63)) & 1u; }
+  std::size_t count() const {
+    std::size_t c = 0;
+    for (auto w : words) c += std::size_t(std::popcount(w));
+    return c;
+  }
+  void clear() { std::fill(words.begin(), words.end(), 0); }
+  void merge(const cov_bitset& o) {
+    NNLENS_EXPECTS(o.bits == bits);
+    for (std::size_t i = 0; i < words.size(); ++i) words[i] |= o.words[i];
+  }
+  bool operator==(const cov_bitset&) const = default;
+};
+
+/// Layers a criterion reads and where each starts in a block's row (offsets.size() == layers + 1).
+struct cov_layer_set {
+  std::vector<std::size_t> layers;
+  std::vector<std::size_t> offsets{0};
+  std::size_t width() const { return offsets.back(); }
+  std::size_t count() const { return layers.size(); }
+  bool operator==(const cov_layer_set&) const = default;
+};
+
+template <class Net>
+cov_layer_set resolve_cov_layers(const Net& net, std::vector<std::size_t> layers, const char* who) {
+  if (layers.empty())
+    for (const auto& c : coverage_layers(net)) layers.push_back(c.index);
+  if (layers.empty()) throw value_error(std::string(who) + ": the network has no layer to cover");
+  cov_layer_set s;
+  for (std::size_t l : layers) {
+    check_layer_index(net, l, who);
+    s.layers.push_back(l);
+    s.offsets.push_back(s.offsets.back() + coverage_neurons(shape_at(net, l + 1)));
+  }
+  return s;
+}
+
+inline void check_cov_block(const neuron_block& b, const cov_layer_set& s, const char* who) {
+  if (b.width != s.width() || b.offsets != s.offsets)
+    throw shape_error(concat(who, ": a block of ", b.width, " neurons per row in ", b.offsets.size() ? b.offsets.size() - 1 : 0,
+                             " layers; this criterion reads ", s.width(), " neurons in ", s.count(),
+                             " layers (stream the criterion's layers())"));
+}
+
+inline void check_finite_neuron(double v, const neuron_block& b, std::size_t r, std::size_t col, const char* who) {
+  if (!std::isfinite(v))
+    throw value_error(concat(who, ": non-finite neuron value in input row ", b.first + r, ", column ", col));
+}
+
+// ---- the text format of prepared states --------------------------------------------------------
+
+inline void write_doubles(std::ostream& os, std::span<const double> v) {
+  char buf[64];
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) os << ' ';
+    auto r = std::to_chars(buf, buf + sizeof buf, v[i]);
+    os.write(buf, r.ptr - buf);
+  }
+}
+
+/// Line-by-line reader of a prepared-state file; every failure is a data_error naming the line.
+class cov_text_reader {
+ public:
+  cov_text_reader(std::istream& in, std::string what) : in_(in), what_(std::move(what)) {}
+  data_error bad(const std::string& msg) const { return data_error(concat(what_, ": line ", line_no_, ": ", msg)); }
+  std::string line(const char* expected) {
+    if (!std::getline(in_, line_)) {
+      ++line_no_;
+      throw bad(concat("expected ", expected, ", got the end of the input (truncated?)"));
+    }
+    ++line_no_;
+    if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+    return line_;
+  }
+  /// "key rest" -> rest
+  std::string value(const char* key) {
+    const std::string l = line(key);
+    const std::string k = std::string(key) + " ";
+    if (l.rfind(k, 0) != 0) throw bad(concat("expected '", key, " ...', got '", l.substr(0, 40), "'"));
+    return l.substr(k.size());
+  }
+  std::uint64_t u64(std::string_view s, const char* what) const {
+    std::uint64_t v = 0;
+    auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (r.ec != std::errc() || r.ptr != s.data() + s.size())
+      throw bad(concat(what, " is not a non-negative integer: '", s.substr(0, 40), "'"));
+    return v;
+  }
+  std::uint64_t u64_value(const char* key) { return u64(value(key), key); }
+  double f64(std::string_view s, const char* what) const {
+    double v = 0;
+    auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (r.ec != std::errc() || r.ptr != s.data() + s.size() || !std::isfinite(v))
+      throw bad(concat(what, " is not a finite number: '", s.substr(0, 40), "'"));
+    return v;
+  }
+  /// Exactly n space-separated numbers (finite doubles).
+  std::vector<double> doubles(std::string_view s, std::size_t n, const char* what) const {
+    std::vector<double> v;
+    v.reserve(std::min<std::size_t>(n, s.size() / 2 + 1));  // n comes from the file: never trust it for memory
+    const char* c = s.data();
+    const char* e = c + s.size();
+    while (c < e) {
+      while (c < e && *c == ' ') ++c;
+      if (c >= e) break;
+      double d = 0;
+      auto r = std::from_chars(c, e, d);
+      if (r.ec != std::errc() || !std::isfinite(d) || (r.ptr < e && *r.ptr != ' '))
+        throw bad(concat(what, ": value ", v.size(), " is not a finite number"));
+      v.push_back(d);
+      c = r.ptr;
+      if (v.size() > n) break;
+    }
+    if (v.size() != n) throw bad(concat(what, ": expected ", n, " values, got ", v.size() > n ? "more" : std::to_string(v.size())));
+    return v;
+  }
+  std::vector<std::size_t> sizes(std::string_view s, std::size_t n, const char* what) const {
+    std::vector<std::size_t> v;
+    std::size_t p = 0;
+    while (p < s.size()) {
+      while (p < s.size() && s[p] == ' ') ++p;
+      if (p >= s.size()) break;
+      std::size_t q = s.find(' ', p);
+      if (q == std::string_view::npos) q = s.size();
+      v.push_back(std::size_t(u64(s.substr(p, q - p), what)));
+      p = q;
+      if (v.size() > n) break;
+    }
+    if (v.size() != n) throw bad(concat(what, ": expected ", n, " integers"));
+    return v;
+  }
+  /// The closing "end" line (a file cut inside its last number is caught here).
+  void end() {
+    if (line("the closing 'end'") != "end") throw bad("expected 'end'");
+  }
+  void header(std::string_view expected) {
+    const std::string h = line("the header");
+    if (h != expected) throw bad(concat("not a ", expected.substr(0, expected.size() - 2), " file (expected '", expected, "')"));
+  }
+
+ private:
+  std::istream& in_;
+  std::string what_;
+  std::string line_;
+  std::size_t line_no_ = 0;
+};
+
+inline void check_fingerprint(std::uint64_t stored, std::uint64_t net, const char* what) {
+  if (stored != net)
+    throw data_error(concat(what, ": made on another model (model fingerprint ", stored, ", this network's is ", net,
+                            ": other layers, shapes or weights)"));
+}
+
+}  // namespace detail
+
+// =================================================================================================
+// neuron bounds: the preparation of KMNC, NBC and SNAC
+// =================================================================================================
+
+/// Per-neuron [low, high] over a training set (min/max of each neuron's values).  A value:
+/// add() more blocks, merge() two halves; low/high are +inf/-inf before the first sample.
+struct neuron_bounds {
+  std::uint64_t fingerprint = 0;   // detail::model_fingerprint of the network
+  detail::cov_layer_set cols;      // the layers and their columns
+  std::vector<double> low, high;   // per neuron (column)
+  std::size_t samples = 0;
+
+  std::vector<std::size_t> layers() const { return cols.layers; }
+  std::size_t neurons() const { return low.size(); }
+
+  void add(const neuron_block& b) {
+    detail::check_cov_block(b, cols, "neuron_bounds");
+    for (std::size_t r = 0; r < b.rows; ++r) {
+      const double* v = b.row(r);
+      for (std::size_t i = 0; i < low.size(); ++i) {
+        detail::check_finite_neuron(v[i], b, r, i, "neuron_bounds");
+        low[i] = std::min(low[i], v[i]);
+        high[i] = std::max(high[i], v[i]);
+      }
+    }
+    samples += b.rows;
+  }
+  /// Union of the two sets of samples (same model and layers, else data_error).
+  void merge(const neuron_bounds& o) {
+    if (o.fingerprint != fingerprint || !(o.cols == cols))
+      throw data_error("merge(neuron_bounds): bounds of different models or layers");
+    for (std::size_t i = 0; i < low.size(); ++i) {
+      low[i] = std::min(low[i], o.low[i]);
+      high[i] = std::max(high[i], o.high[i]);
+    }
+    samples += o.samples;
+  }
+  /// data_error unless these bounds were made on `net`.
+  template <class Net>
+  void check_compatible(const Net& net) const {
+    detail::check_fingerprint(fingerprint, detail::model_fingerprint(net), "neuron_bounds");
+  }
+  bool operator==(const neuron_bounds&) const = default;
+};
+
+inline neuron_bounds merge(neuron_bounds a, const neuron_bounds& b) {
+  a.merge(b);
+  return a;
+}
+
+/// Empty bounds (no sample yet) for `layers` of net (empty: every coverage layer).
+template <class Net>
+neuron_bounds make_neuron_bounds(const Net& net, std::vector<std::size_t> layers = {}) {
+  neuron_bounds b;
+  b.fingerprint = detail::model_fingerprint(net);
+  b.cols = detail::resolve_cov_layers(net, std::move(layers), "neuron_bounds");
+  b.low.assign(b.cols.width(), std::numeric_limits<double>::infinity());
+  b.high.assign(b.cols.width(), -std::numeric_limits<double>::infinity());
+  return b;
+}
+
+/// Per-neuron min/max of net's neurons over the training set X ([N, input shape...]).
+template <class Policy, class Net, class A>
+  requires execution::is_execution_policy_v<Policy>
+neuron_bounds prepare_neuron_bounds(Policy&& pol, const Net& net, const A& X, std::vector<std::size_t> layers = {}) {
+  neuron_bounds b = make_neuron_bounds(net, std::move(layers));
+  const std::size_t n = sample_count(net, X, "prepare_neuron_bounds");
+  if (n == 0) throw data_error("prepare_neuron_bounds: the training set is empty");
+  stream_neurons(pol, net, std::span<const network_scalar_t<Net>>(X.data(), X.size()), n, b.cols.layers,
+                 [&](const neuron_block& blk) { b.add(blk); });
+  return b;
+}
+template <class Net, class A>
+  requires(!execution::is_execution_policy_v<Net>)
+neuron_bounds prepare_neuron_bounds(const Net& net, const A& X, std::vector<std::size_t> layers = {}) {
+  return prepare_neuron_bounds(execution::seq, net, X, std::move(layers));
+}
+
+/// Writes b as text ("nnlens-coverage-bounds 1"); every double round-trips exactly.
+inline void save_neuron_bounds(std::ostream& os, const neuron_bounds& b) {
+  if (b.samples == 0) throw data_error("save_neuron_bounds: the bounds have no sample");
+  os << "nnlens-coverage-bounds 1\nfingerprint " << b.fingerprint << "\nsamples " << b.samples << "\nlayers "
+     << b.cols.count();
+  for (std::size_t l : b.cols.layers) os << ' ' << l;
+  os << "\nneurons";
+  for (std::size_t k = 0; k < b.cols.count(); ++k) os << ' ' << b.cols.offsets[k + 1] - b.cols.offsets[k];
+  os << "\nlow ";
+  detail::write_doubles(os, b.low);
+  os << "\nhigh ";
+  detail::write_doubles(os, b.high);
+  os << "\nend\n";
+  if (!os) throw io_error("save_neuron_bounds: write failed");
+}
+
+/// Reads bounds written by save_neuron_bounds and checks they were made on `net` (data_error naming
+/// the mismatch or the bad line otherwise).
+template <class Net>
+neuron_bounds load_neuron_bounds(std::istream& is, const Net& net) {
+  detail::cov_text_reader rd(is, "load_neuron_bounds");
+  rd.header("nnlens-coverage-bounds 1");
+  neuron_bounds b;
+  b.fingerprint = rd.u64_value("fingerprint");
+  b.samples = std::size_t(rd.u64_value("samples"));
+  if (b.samples == 0) throw rd.bad("samples must be > 0");
+  const std::string ls = rd.value("layers");
+  const std::size_t sp = ls.find(' ');
+  const std::size_t nl = std::size_t(rd.u64(std::string_view(ls).substr(0, sp), "the layer count"));
+  if (nl == 0 || nl > 100000) throw rd.bad("bad layer count");
+  const auto layers = rd.sizes(sp == std::string::npos ? std::string_view() : std::string_view(ls).substr(sp + 1), nl, "layers");
+  const auto counts = rd.sizes(rd.value("neurons"), nl, "neurons");
+  detail::check_fingerprint(b.fingerprint, detail::model_fingerprint(net), "load_neuron_bounds");
+  for (std::size_t l : layers)
+    if (l >= layer_count(net)) throw rd.bad(detail::concat("layer index ", l, " out of range"));
+  b.cols = detail::resolve_cov_layers(net, layers, "load_neuron_bounds");
+  for (std::size_t k = 0; k < nl; ++k)
+    if (b.cols.offsets[k + 1] - b.cols.offsets[k] != counts[k])
+      throw data_error(detail::concat("load_neuron_bounds: layer ", layers[k], " has ", counts[k], " neurons in the file, ",
+                              b.cols.offsets[k + 1] - b.cols.offsets[k], " in the network"));
+  b.low = rd.doubles(rd.value("low"), b.cols.width(), "low");
+  b.high = rd.doubles(rd.value("high"), b.cols.width(), "high");
+  for (std::size_t i = 0; i < b.low.size(); ++i)
+    if (!(b.low[i] <= b.high[i])) throw rd.bad(detail::concat("neuron ", i, ": low > high"));
+  rd.end();
+  return b;
+}
+
+// =================================================================================================
+// NC
+// =================================================================================================
+
+struct nc_options {
+  double threshold = 0.75;          // covered once the scaled value is > threshold, in (0, 1)
+  std::vector<std::size_t> layers{};  // empty: every coverage layer
+};
+
+/// DeepXplore's neuron coverage.
+class nc_criterion {
+ public:
+  nc_criterion() = default;
+  template <class Net>
+  explicit nc_criterion(const Net& net, nc_options o = {})
+      : fingerprint_(detail::model_fingerprint(net)), threshold_(o.threshold) {
+    if (!(o.threshold > 0 && o.threshold < 1))
+      throw value_error(detail::concat("nc_criterion: threshold ", o.threshold, " is outside (0, 1)"));
+    cols_ = detail::resolve_cov_layers(net, std::move(o.layers), "nc_criterion");
+    covered_ = detail::cov_bitset(cols_.width());
+  }
+  std::vector<std::size_t> layers() const { return cols_.layers; }
+  std::string_view name() const { return "nc"; }
+  double threshold() const { return threshold_; }
+  const detail::cov_bitset& covered() const { return covered_; }
+
+  void add(const neuron_block& b) {
+    detail::check_cov_block(b, cols_, "nc_criterion");
+    for (std::size_t r = 0; r < b.rows; ++r) {
+      const double* row = b.row(r);
+      for (std::size_t k = 0; k < cols_.count(); ++k) {
+        const std::size_t o0 = cols_.offsets[k], o1 = cols_.offsets[k + 1];
+        double mn = std::numeric_limits<double>::infinity(), mx = -mn;
+        for (std::size_t i = o0; i < o1; ++i) {
+          detail::check_finite_neuron(row[i], b, r, i, "nc_criterion");
+          mn = std::min(mn, row[i]);
+          mx = std::max(mx, row[i]);
+        }
+        if (!(mx > mn)) continue;  // a constant layer scales to 0: nothing above a threshold > 0
+        for (std::size_t i = o0; i < o1; ++i)
+          if ((row[i] - mn) / (mx - mn) > threshold_) covered_.set(i);
+      }
+    }
+  }
+  coverage_result result() const { return make_coverage_result(covered_.count(), covered_.bits); }
+  void merge(const nc_criterion& o) {
+    if (o.fingerprint_ != fingerprint_ || !(o.cols_ == cols_) || o.threshold_ != threshold_)
+      throw data_error("nc_criterion::merge: criteria of different models, layers or thresholds");
+    covered_.merge(o.covered_);
+  }
+  void reset() { covered_.clear(); }
+
+ private:
+  std::uint64_t fingerprint_ = 0;
+  double threshold_ = 0.75;
+  detail::cov_layer_set cols_;
+  detail::cov_bitset covered_;
+};
+
+// =================================================================================================
+// TKNC
+// =================================================================================================
+
+struct tknc_options {
+  std::size_t k = 3;                // neurons per layer and input, >= 1
+  std::vector<std::size_t> layers{};  // empty: every coverage layer
+};
+
+/// DeepGauge's top-k neuron coverage.
+class tknc_criterion {
+ public:
+  tknc_criterion() = default;
+  template <class Net>
+  explicit tknc_criterion(const Net& net, tknc_options o = {}) : fingerprint_(detail::model_fingerprint(net)), k_(o.k) {
+    if (o.k == 0) throw value_error("tknc_criterion: k must be >= 1");
+    cols_ = detail::resolve_cov_layers(net, std::move(o.layers), "tknc_criterion");
+    covered_ = detail::cov_bitset(cols_.width());
+  }
+  std::vector<std::size_t> layers() const { return cols_.layers; }
+  std::string_view name() const { return "tknc"; }
+  std::size_t k() const { return k_; }
+  const detail::cov_bitset& covered() const { return covered_; }
+
+  void add(const neuron_block& b) {
+    detail::check_cov_block(b, cols_, "tknc_criterion");
+    std::vector<std::size_t> idx;
+    for (std::size_t r = 0; r < b.rows; ++r) {
+      const double* row = b.row(r);
+      for (std::size_t k = 0; k < cols_.count(); ++k) {
+        const std::size_t o0 = cols_.offsets[k], o1 = cols_.offsets[k + 1];
+        idx.resize(o1 - o0);
+        for (std::size_t i = o0; i < o1; ++i) {
+          detail::check_finite_neuron(row[i], b, r, i, "tknc_criterion");
+          idx[i - o0] = i;
+        }
+        const std::size_t top = std::min(k_, idx.size());
+        std::partial_sort(idx.begin(), idx.begin() + std::ptrdiff_t(top), idx.end(), [&](std::size_t a, std::size_t c) {
+          return row[a] > row[c] || (row[a] == row[c] && a < c);
+        });
+        for (std::size_t t = 0; t < top; ++t) covered_.set(idx[t]);
+      }
+    }
+  }
+  coverage_result result() const { return make_coverage_result(covered_.count(), covered_.bits); }
+  void merge(const tknc_criterion& o) {
+    if (o.fingerprint_ != fingerprint_ || !(o.cols_ == cols_) || o.k_ != k_)
+      throw data_error("tknc_criterion::merge: criteria of different models, layers or k");
+    covered_.merge(o.covered_);
+  }
+  void reset() { covered_.clear(); }
+
+ private:
+  std::uint64_t fingerprint_ = 0;
+  std::size_t k_ = 3;
+  detail::cov_layer_set cols_;
+  detail::cov_bitset covered_;
+};
+
+// =================================================================================================
+// KMNC, NBC, SNAC: criteria over shared neuron bounds
+// =================================================================================================
+
+namespace detail {
+inline std::shared_ptr<const neuron_bounds> checked_bounds(std::shared_ptr<const neuron_bounds> b, const char* who) {
+  if (!b) throw value_error(concat(who, ": no neuron bounds"));
+  if (b->samples == 0 || b->low.empty())
+    throw data_error(concat(who, ": the neuron bounds are empty (prepared on an empty training set?)"));
+  return b;
+}
+inline bool same_bounds(const std::shared_ptr<const neuron_bounds>& a, const std::shared_ptr<const neuron_bounds>& b) {
+  return a == b || (a && b && *a == *b);
+}
+}  // namespace detail
+
+/// DeepGauge's k-multisection neuron coverage.
+class kmnc_criterion {
+ public:
+  kmnc_criterion() = default;
+  explicit kmnc_criterion(std::shared_ptr<const neuron_bounds> b, std::size_t k = 1000)
+      : b_(detail::checked_bounds(std::move(b), "kmnc_criterion")), k_(k) {
+    if (k == 0) throw value_error("kmnc_criterion: k (sections per neuron) must be >= 1");
+    covered_ = detail::cov_bitset(b_->neurons() * k_);
+  }
+  explicit kmnc_criterion(const neuron_bounds& b, std::size_t k = 1000)
+      : kmnc_criterion(std::make_shared<const neuron_bounds>(b), k) {}
+  std::vector<std::size_t> layers() const { return b_ ? b_->layers() : std::vector<std::size_t>{}; }
+  std::string_view name() const { return "kmnc"; }
+  std::size_t k() const { return k_; }
+  const neuron_bounds& bounds() const { return *b_; }
+  const detail::cov_bitset& covered() const { return covered_; }
+
+  /// The section of value v of neuron i, or k when v is outside [low, high].
+  std::size_t section(std::size_t i, double v) const {
+    const double lo = b_->low[i], hi = b_->high[i];
+    if (!(v >= lo && v <= hi)) return k_;
+    if (!(hi > lo)) return 0;
+    const double s = (v - lo) / (hi - lo) * double(k_);
+    return std::min(std::size_t(s), k_ - 1);
+  }
+  void add(const neuron_block& b) {
+    detail::check_cov_block(b, b_->cols, "kmnc_criterion");
+    const std::size_t n = b_->neurons();
+    for (std::size_t r = 0; r < b.rows; ++r) {
+      const double* row = b.row(r);
+      for (std::size_t i = 0; i < n; ++i) {
+        detail::check_finite_neuron(row[i], b, r, i, "kmnc_criterion");
+        const std::size_t s = section(i, row[i]);
+        if (s < k_) covered_.set(i * k_ + s);
+      }
+    }
+  }
+  coverage_result result() const { return make_coverage_result(covered_.count(), covered_.bits); }
+  void merge(const kmnc_criterion& o) {
+    if (o.k_ != k_ || !detail::same_bounds(b_, o.b_))
+      throw data_error("kmnc_criterion::merge: criteria of different neuron bounds or k");
+    covered_.merge(o.covered_);
+  }
+  void reset() { covered_.clear(); }
+
+ private:
+  std::shared_ptr<const neuron_bounds> b_;
+  std::size_t k_ = 1000;
+  detail::cov_bitset covered_;
+};
+
+/// DeepGauge's boundary coverage (upper and lower corner regions).
+class nbc_criterion {
+ public:
+  nbc_criterion() = default;
+  explicit nbc_criterion(std::shared_ptr<const neuron_bounds> b)
+      : b_(detail::checked_bounds(std::move(b), "nbc_criterion")), upper_(b_->neurons()), lower_(b_->neurons()) {}
+  explicit nbc_criterion(const neuron_bounds& b) : nbc_criterion(std::make_shared<const neuron_bounds>(b)) {}
+  std::vector<std::size_t> layers() const { return b_ ? b_->layers() : std::vector<std::size_t>{}; }
+  std::string_view name() const { return "nbc"; }
+  const neuron_bounds& bounds() const { return *b_; }
+  const detail::cov_bitset& upper() const { return upper_; }  // neurons seen above high
+  const detail::cov_bitset& lower() const { return lower_; }  // neurons seen below low
+
+  void add(const neuron_block& b) {
+    detail::check_cov_block(b, b_->cols, "nbc_criterion");
+    for (std::size_t r = 0; r < b.rows; ++r) {
+      const double* row = b.row(r);
+      for (std::size_t i = 0; i < b_->neurons(); ++i) {
+        detail::check_finite_neuron(row[i], b, r, i, "nbc_criterion");
+        if (row[i] > b_->high[i]) upper_.set(i);
+        if (row[i] < b_->low[i]) lower_.set(i);
+      }
+    }
+  }
+  coverage_result result() const { return make_coverage_result(upper_.count() + lower_.count(), 2 * upper_.bits); }
+  void merge(const nbc_criterion& o) {
+    if (!detail::same_bounds(b_, o.b_)) throw data_error("nbc_criterion::merge: criteria of different neuron bounds");
+    upper_.merge(o.upper_);
+    lower_.merge(o.lower_);
+  }
+  void reset() {
+    upper_.clear();
+    lower_.clear();
+  }
+
+ private:
+  std::shared_ptr<const neuron_bounds> b_;
+  detail::cov_bitset upper_, lower_;
+};
+
+/// DeepGauge's strong neuron activation coverage (the upper corner region only).
+class snac_criterion {
+ public:
+  snac_criterion() = default;
+  explicit snac_criterion(std::shared_ptr<const neuron_bounds> b)
+      : b_(detail::checked_bounds(std::move(b), "snac_criterion")), upper_(b_->neurons()) {}
+  explicit snac_criterion(const neuron_bounds& b) : snac_criterion(std::make_shared<const neuron_bounds>(b)) {}
+  std::vector<std::size_t> layers() const { return b_ ? b_->layers() : std::vector<std::size_t>{}; }
+  std::string_view name() const { return "snac"; }
+  const neuron_bounds& bounds() const { return *b_; }
+  const detail::cov_bitset& upper() const { return upper_; }
+
+  void add(const neuron_block& b) {
+    detail::check_cov_block(b, b_->cols, "snac_criterion");
+    for (std::size_t r = 0; r < b.rows; ++r) {
+      const double* row = b.row(r);
+      for (std::size_t i = 0; i < b_->neurons(); ++i) {
+        detail::check_finite_neuron(row[i], b, r, i, "snac_criterion");
+        if (row[i] > b_->high[i]) upper_.set(i);
+      }
+    }
+  }
+  coverage_result result() const { return make_coverage_result(upper_.count(), upper_.bits); }
+  void merge(const snac_criterion& o) {
+    if (!detail::same_bounds(b_, o.b_)) throw data_error("snac_criterion::merge: criteria of different neuron bounds");
+    upper_.merge(o.upper_);
+  }
+  void reset() { upper_.clear(); }
+
+ private:
+  std::shared_ptr<const neuron_bounds> b_;
+  detail::cov_bitset upper_;
+};
+
+static_assert(CoverageCriterion<nc_criterion> && CoverageCriterion<tknc_criterion> && CoverageCriterion<kmnc_criterion> &&
+              CoverageCriterion<nbc_criterion> && CoverageCriterion<snac_criterion>);
+
+}  // namespace nnlens
