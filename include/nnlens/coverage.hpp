@@ -16,3 +16,5 @@
 #include "nnlens/coverage/importance.hpp"
 #include "nnlens/coverage/kmeans1d.hpp"
 #include "nnlens/coverage/lrp.hpp"
+#include "nnlens/coverage/neuron_coverage.hpp"
+#include "nnlens/coverage/surprise.hpp"
