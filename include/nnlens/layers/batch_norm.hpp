@@ -144,6 +144,17 @@ struct layer_traits<BatchNorm<C, T>> : layer_defaults {
     return std::array<std::span<S>, 2>{std::span<S>(l.gamma.data(), l.gamma.size()),
                                        std::span<S>(l.beta.data(), l.beta.size())};
   }
+  /// The parameter elements of channel n, f(tensor, element): gamma[n] and beta[n]; the same
+  /// elements read input channel n.
+  template <class F>
+  static void for_each_neuron_parameter(const L&, shape, shape, std::size_t n, F&& f) {
+    f(std::size_t(0), n);
+    f(std::size_t(1), n);
+  }
+  template <class F>
+  static void for_each_input_parameter(const L& l, shape in, shape out, std::size_t c, F&& f) {
+    for_each_neuron_parameter(l, in, out, c, f);
+  }
   /// The running statistics: state that is not trained (concept HasBuffers).
   template <class Self>
   static auto buffers(Self& l) {

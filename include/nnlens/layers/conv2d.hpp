@@ -332,6 +332,23 @@ struct layer_traits<Conv2DG<Out, G, T>> : layer_defaults {
     return std::array<std::span<S>, 2>{std::span<S>(l.W.data(), l.W.size()), std::span<S>(l.b.data(), l.b.size())};
   }
 
+  /// The parameter elements of output channel n, f(tensor, element): filter n of W and b[n].
+  template <class F>
+  static void for_each_neuron_parameter(const L& l, shape, shape, std::size_t n, F&& f) {
+    const std::size_t per = l.W.size() / l.W.shape(0);
+    for (std::size_t e = n * per; e < (n + 1) * per; ++e) f(std::size_t(0), e);
+    f(std::size_t(1), n);
+  }
+  /// The parameter elements that read input channel c: W[o, c mod (C / groups), :, :] for the
+  /// outputs o of c's group.
+  template <class F>
+  static void for_each_input_parameter(const L& l, shape in, shape out, std::size_t c, F&& f) {
+    const conv_geometry g = geometry_of(&l);
+    const std::size_t cg = in[0] / g.groups, og = out[0] / g.groups, K = g.kh * g.kw, grp = c / cg, ci = c % cg;
+    for (std::size_t o = grp * og; o < (grp + 1) * og; ++o)
+      for (std::size_t k = 0; k < K; ++k) f(std::size_t(0), (o * cg + ci) * K + k);
+  }
+
   /// PyTorch's nn.Conv2d default: kaiming_uniform(a = sqrt(5)) for W, i.e. U(-1/sqrt(fan_in),
   /// 1/sqrt(fan_in)) with fan_in = in/groups * kh * kw, and the same bound for b.  W is drawn
   /// first, in row-major order, then b.

@@ -79,6 +79,20 @@ struct layer_traits<Dense<Out, T>> : layer_defaults {
     return std::array<std::span<S>, 2>{std::span<S>(l.W.data(), l.W.size()), std::span<S>(l.b.data(), l.b.size())};
   }
 
+  /// The parameter elements of output neuron n, f(tensor, element): column n of W and b[n].
+  template <class F>
+  static void for_each_neuron_parameter(const L& l, shape in, shape, std::size_t n, F&& f) {
+    const std::size_t I = in[0], O = l.W.shape(1);
+    for (std::size_t i = 0; i < I; ++i) f(std::size_t(0), i * O + n);
+    f(std::size_t(1), n);
+  }
+  /// The parameter elements that read input element c: row c of W.
+  template <class F>
+  static void for_each_input_parameter(const L& l, shape, shape, std::size_t c, F&& f) {
+    const std::size_t O = l.W.shape(1);
+    for (std::size_t o = 0; o < O; ++o) f(std::size_t(0), c * O + o);
+  }
+
   /// PyTorch's nn.Linear default: U(-1/sqrt(in), 1/sqrt(in)) for W and b.
   static void init(L& l, shape in, std::mt19937_64& rng) {
     static_assert(Out != dyn, "Dense<dyn> cannot be initialised from its type; set W and b");
