@@ -54,6 +54,7 @@
 #include <istream>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <numbers>
 #include <numeric>
 #include <ostream>
@@ -69,6 +70,7 @@
 #include "nnlens/coverage/activations.hpp"
 #include "nnlens/coverage/criterion.hpp"
 #include "nnlens/coverage/neuron_coverage.hpp"  // bitsets, the text reader, fingerprints
+#include "nnlens/kernels/simd.hpp"
 
 namespace nnlens {
 
@@ -97,25 +99,50 @@ inline constexpr std::size_t sa_tile_c = 256;  // training ATs per chunk
 
 /// For nq <= 8 queries y[q] (d values each) and the columns [j0, j1) of R (d rows of stride ld),
 /// calls f(c0, len, acc) per chunk of <= 256 columns, acc[q * 256 + jj] = |y[q] - R[:, c0 + jj]|^2.
+/// Register-blocked: 4 queries x 2 vectors of columns accumulate over the d rows in registers.
+/// Each entry is the same sum in the same order whatever the tile (bit-identical results).
 template <class F>
 void sa_sqdist_chunks(const double* const* y, std::size_t nq, std::size_t d, const double* R, std::size_t ld, std::size_t j0,
                       std::size_t j1, F&& f) {
+  namespace simd = kernels::simd;
+  using V = simd::vec<double>;
+  constexpr std::size_t W = simd::width<double>, B = 2 * W;
   std::vector<double> buf(sa_tile_q * sa_tile_c);
   double* acc = buf.data();
   for (std::size_t c0 = j0; c0 < j1; c0 += sa_tile_c) {
     const std::size_t len = std::min(sa_tile_c, j1 - c0);
-    std::fill(acc, acc + nq * sa_tile_c, 0.0);
-    for (std::size_t k = 0; k < d; ++k) {
-      const double* __restrict r = R + k * ld + c0;
-      for (std::size_t q = 0; q < nq; ++q) {
-        const double v = y[q][k];
-        double* __restrict a = acc + q * sa_tile_c;
-        for (std::size_t jj = 0; jj < len; ++jj) {
-          const double t = v - r[jj];
-          a[jj] += t * t;
+    std::size_t jj = 0;
+    for (; jj + B <= len; jj += B)
+      for (std::size_t q0 = 0; q0 < nq; q0 += 4) {
+        const std::size_t qn = std::min<std::size_t>(4, nq - q0);
+        const double* yq[4];
+        for (std::size_t q = 0; q < 4; ++q) yq[q] = y[q0 + std::min(q, qn - 1)];
+        V a[4][2] = {};
+        const double* r = R + c0 + jj;
+        for (std::size_t k = 0; k < d; ++k, r += ld) {
+          const V r0 = simd::load(r), r1 = simd::load(r + W);
+          for (std::size_t q = 0; q < 4; ++q) {
+            const V v = simd::broadcast(yq[q][k]);
+            const V t0 = v - r0, t1 = v - r1;
+            a[q][0] += t0 * t0;
+            a[q][1] += t1 * t1;
+          }
+        }
+        for (std::size_t q = 0; q < qn; ++q) {
+          simd::store(acc + (q0 + q) * sa_tile_c + jj, a[q][0]);
+          simd::store(acc + (q0 + q) * sa_tile_c + jj + W, a[q][1]);
         }
       }
-    }
+    for (; jj < len; ++jj)
+      for (std::size_t q = 0; q < nq; ++q) {
+        double s = 0;
+        const double* r = R + c0 + jj;
+        for (std::size_t k = 0; k < d; ++k, r += ld) {
+          const double t = y[q][k] - *r;
+          s += t * t;
+        }
+        acc[q * sa_tile_c + jj] = s;
+      }
     f(c0, len, static_cast<const double*>(acc));
   }
 }
@@ -182,6 +209,8 @@ class surprise_model {
     const std::size_t n = samples();
     if (n == 0) throw data_error("surprise_model: the training set is empty");
     NNLENS_EXPECTS(ats.size() == n * dims && class_begin.size() == classes + 1 && class_begin.back() == n);
+    cache_ = std::make_shared<dist_b_cache>();
+    cache_->d2.assign(n, std::numeric_limits<double>::quiet_NaN());
     // transposed ATs for the distance kernels
     at_t_.assign(dims * n, 0.0);
     for (std::size_t i = 0; i < n; ++i)
@@ -285,17 +314,31 @@ class surprise_model {
     std::vector<std::size_t> cls_of(as.size());
     for (std::size_t i = 0; i < as.size(); ++i)
       cls_of[i] = std::size_t(std::upper_bound(class_begin.begin(), class_begin.end(), as[i]) - class_begin.begin()) - 1;
-    std::vector<std::size_t> aorder(as.size());
-    std::iota(aorder.begin(), aorder.end(), std::size_t(0));  // as is sorted: classes are contiguous
-    std::vector<double> db2(as.size(), std::numeric_limits<double>::infinity());
+    // dist_b^2 of a training row never changes: computed once per row and cached (shared by copies
+    // of this model, made anew by fit(); values are identical with or without the cache)
+    std::vector<double> db2(as.size(), std::numeric_limits<double>::quiet_NaN());
+    std::vector<std::size_t> missing;
+    {
+      std::unique_lock lk(cache_ ? cache_->mu : dummy_mutex());
+      for (std::size_t i = 0; i < as.size(); ++i) {
+        if (cache_) db2[i] = cache_->d2[as[i]];
+        if (std::isnan(db2[i])) missing.push_back(i);
+      }
+    }
+    for (std::size_t i : missing) db2[i] = std::numeric_limits<double>::infinity();
     std::vector<std::size_t> dummy(as.size(), n);
-    detail::sa_for_tiles(aorder, [&](std::size_t i) { return cls_of[i]; }, parallel, [&](std::size_t first, std::size_t cnt) {
-      const std::size_t c = cls_of[first];
+    // `as` is sorted, so the rows of one class are contiguous in `missing`
+    detail::sa_for_tiles(missing, [&](std::size_t i) { return cls_of[i]; }, parallel, [&](std::size_t first, std::size_t cnt) {
+      const std::size_t c = cls_of[missing[first]];
       const double* yp[detail::sa_tile_q];
-      for (std::size_t t = 0; t < cnt; ++t) yp[t] = ats.data() + as[first + t] * dims;
-      nearest(yp, cnt, 0, class_begin[c], &db2, &dummy, aorder.data() + first);
-      nearest(yp, cnt, class_begin[c + 1], n, &db2, &dummy, aorder.data() + first);
+      for (std::size_t t = 0; t < cnt; ++t) yp[t] = ats.data() + as[missing[first + t]] * dims;
+      nearest(yp, cnt, 0, class_begin[c], &db2, &dummy, missing.data() + first);
+      nearest(yp, cnt, class_begin[c + 1], n, &db2, &dummy, missing.data() + first);
     });
+    if (cache_ && !missing.empty()) {
+      std::lock_guard lk(cache_->mu);
+      for (std::size_t i : missing) cache_->d2[as[i]] = db2[i];
+    }
     for (std::size_t q = 0; q < m; ++q) {
       if (xa[q] >= n) {
         out[q] = std::numeric_limits<double>::infinity();
@@ -332,6 +375,15 @@ class surprise_model {
   std::vector<std::size_t> kept_;
   std::vector<kde> kdes_;
   std::vector<double> at_t_;  // dims x samples
+  struct dist_b_cache {
+    std::mutex mu;
+    std::vector<double> d2;  // per row: squared dist_b, NaN until computed
+  };
+  std::shared_ptr<dist_b_cache> cache_;
+  static std::mutex& dummy_mutex() {
+    static std::mutex m;
+    return m;
+  }
 
   static void forward_subst(const std::vector<double>& L, std::size_t d, double* y) {
     for (std::size_t i = 0; i < d; ++i) {
