@@ -17,6 +17,9 @@
 //                [--synapses FILE] [--abs-sum] [--denominator sum|activation] [--cutoff max|first]
 //                [--threads N] [--no-progress]   NNSlicer's slice (CONTRIB) of the samples' classes
 // (docs/nnslicer-tool.md; FILE: CSV as `run` reads, or IDX images scaled to [0, 1].)
+//   nnlens coverage MODEL --train FILE [--train-labels FILE] --test FILE [--layer L] [--m 6]
+//                   [--criteria idc,nc,kmnc,nbc,snac,tknc,lsc,dsc] [--json] [--state FILE]
+//                   DeepImportance's IDC and the DeepGauge / surprise criteria (docs/coverage-tool.md)
 //
 // Errors: one line on stderr ("nnlens: ..."), exit status 1 (2 for bad command-line usage).
 #include <cstdlib>
@@ -30,6 +33,7 @@
 #include <nnlens/core/error.hpp>
 
 #include "commands.hpp"
+#include "coverage_cmd.hpp"
 #include "demo.hpp"
 #include "exactline_cmd.hpp"
 #include "model.hpp"
@@ -143,6 +147,29 @@ int main(int argc, char** argv) {
   sl_cmd->add_option("--threads", sl_threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
   sl_cmd->add_flag("--no-progress", sl_no_progress, "No progress bar on standard error");
 
+  nnlens::tool::coverage_cmd_options cv;
+  std::size_t cv_threads = 0;
+  bool cv_no_progress = false;
+  auto* cv_cmd = app.add_subcommand("coverage", "DeepImportance: IDC and the DeepGauge / surprise coverage criteria of a test set");
+  cv_cmd->add_option("MODEL", cv.model, formats)->required();
+  cv_cmd->add_option("--train", cv.train,
+                     "Training samples (CSV or IDX images, as `profile --data` reads); required unless --state holds the preparations");
+  cv_cmd->add_option("--train-labels", cv.train_labels,
+                     "Labels of the training samples (IDX labels or one integer per line; default: the IDX labels file beside IDX images)");
+  cv_cmd->add_option("--test", cv.test, "Test samples whose coverage is measured (CSV or IDX images)")->required();
+  cv_cmd->add_option("--layer", cv.layer, "Subject layer of IDC and LSC/DSC: an index (negative from the end) or Type#k (default: the layer feeding the last weighted layer)");
+  cv_cmd->add_option("--m", cv.m, "IDC: important neurons")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cv_cmd->add_option("--criteria", cv.criteria, "Comma-separated criteria")->capture_default_str();
+  cv_cmd->add_flag("--json", cv.json, "One JSON object: criteria{name: {coverage, covered, total[, layer, neurons, clusters]}}, seconds{prepare, measure}");
+  cv_cmd->add_option("--state", cv.state, "Load the preparations from this file if it exists, else prepare and save them there");
+  cv_cmd->add_option("--nc-threshold", cv.nc_threshold, "NC: activation threshold after per-layer min-max scaling")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  cv_cmd->add_option("--kmnc-k", cv.kmnc_k, "KMNC: sections per neuron")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cv_cmd->add_option("--tknc-k", cv.tknc_k, "TKNC: top neurons per layer")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cv_cmd->add_option("--threads", cv_threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
+  cv_cmd->add_flag("--no-progress", cv_no_progress, "No progress bar on standard error");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -191,6 +218,12 @@ int main(int argc, char** argv) {
       if (*sl_target_opt) sl.target = sl_target;
       sl.progress = !sl_no_progress;
       return nnlens::tool::run_slice(sl);
+    }
+    if (*cv_cmd) {
+      // The process-wide pool reads NNLENS_NUM_THREADS when first used, i.e. after this.
+      if (cv_threads) ::setenv("NNLENS_NUM_THREADS", std::to_string(cv_threads).c_str(), 1);
+      cv.progress = !cv_no_progress;
+      return nnlens::tool::run_coverage(cv);
     }
   } catch (const std::exception& e) {
     std::cerr << "nnlens: " << e.what() << "\n";

@@ -13,10 +13,6 @@
 #include <string_view>
 #include <vector>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 #include <nlohmann/json.hpp>
 
 #include <nnlens/core/error.hpp>
@@ -39,51 +35,6 @@ std::string fmt(double v, const char* f = "%.3g") {
   char b[64];
   std::snprintf(b, sizeof b, f, v + 0.0);
   return b;
-}
-
-/// IDX images: a name ending in .idx or -ubyte (train-images-idx3-ubyte, t10k-images.idx3-ubyte),
-/// optionally followed by .gz.
-bool is_idx_name(const std::string& path) {
-  std::string n = std::filesystem::path(path).filename().string();
-  for (auto& c : n) c = char(std::tolower(static_cast<unsigned char>(c)));
-  auto ends = [&](std::string_view s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
-  if (ends(".gz")) n.resize(n.size() - 3);
-  return ends(".idx") || ends("-ubyte");
-}
-
-/// The samples of a CSV or IDX file as [N, input shape...] (float, the tool's models' scalar).
-/// IDX bytes are scaled to [0, 1]; images whose size is the input's size take the input's shape.
-xt::xarray<float> read_samples(const std::string& path, shape in) {
-  if (!is_idx_name(path)) return io::read_csv<float>(path, in);  // io_error FILE:LINE:COLUMN, or "no samples"
-  xt::xarray<float> x = io::read_idx_images<float>(path);      // [N, C, rows, cols]
-  const std::size_t n = x.shape()[0];
-  if (n == 0) throw io_error(path + ": no samples (the IDX file holds 0 images)");
-  const std::size_t per = x.size() / n;
-  if (per != in.size()) {
-    const auto& s = x.shape();
-    throw shape_error(concat(path, ": images of shape [", s[1], ",", s[2], ",", s[3], "] (", per,
-                             " values), the model's input is ", in.str(), " (", in.size(), " values)"));
-  }
-  x.reshape(in.with_batch(n));
-  return x;
-}
-
-/// Samples [b0, b0 + nb) of X as a view [nb, input shape...].
-auto rows_of(const xt::xarray<float>& X, shape in, std::size_t b0, std::size_t nb) {
-  return xt::adapt(X.data() + b0 * in.size(), nb * in.size(), xt::no_ownership(), in.with_batch(nb));
-}
-
-/// The analyses allocate their per-batch buffers anew for every batch (profile_accumulator::add,
-/// op_graph::run: about 20 MB for LeNet-5 at batch 256).  glibc serves blocks above its mmap
-/// threshold with mmap and returns them at free, so each batch page-faults its buffers in again; the
-/// threshold adapts upwards only after a free of a block <= 32 MB, which a large sample file (the
-/// 47 MB of bytes of 60,000 IDX images) does not provide: profiling 60k images took 5x as long
-/// (1M page faults).  Keep such blocks on the heap instead.
-void keep_batch_buffers_on_the_heap() {
-#if defined(__GLIBC__)
-  ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
-  ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
-#endif
 }
 
 granularity parse_granularity(const std::string& g) {

@@ -1,0 +1,339 @@
+// tools/nnlens/coverage_cmd.cpp -- `nnlens coverage` (see coverage_cmd.hpp).
+#include "coverage_cmd.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <nnlens/core/error.hpp>
+#include <nnlens/core/progress.hpp>
+#include <nnlens/coverage.hpp>
+#include <nnlens/coverage/neuron_coverage.hpp>
+#include <nnlens/coverage/surprise.hpp>
+#include <nnlens/slicing/profile.hpp>  // detail::model_fingerprint
+
+#include "model.hpp"
+
+namespace nnlens::tool {
+
+namespace {
+
+using nnlens::detail::concat;
+using json = nlohmann::ordered_json;  // keys in the documented order
+using clock_type = std::chrono::steady_clock;
+
+const std::vector<std::string> known_criteria = {"idc", "nc", "kmnc", "nbc", "snac", "tknc", "lsc", "dsc"};
+
+std::vector<std::string> parse_criteria(const std::string& list) {
+  std::vector<std::string> r;
+  std::size_t p = 0;
+  while (p <= list.size()) {
+    std::size_t q = list.find(',', p);
+    if (q == std::string::npos) q = list.size();
+    std::string c = list.substr(p, q - p);
+    for (auto& ch : c) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    if (!c.empty()) {
+      if (std::find(known_criteria.begin(), known_criteria.end(), c) == known_criteria.end())
+        throw value_error("--criteria: unknown criterion '" + c + "' (expected some of idc,nc,kmnc,nbc,snac,tknc,lsc,dsc)");
+      if (std::find(r.begin(), r.end(), c) == r.end()) r.push_back(c);
+    }
+    p = q + 1;
+  }
+  if (r.empty()) throw value_error("--criteria: no criterion given");
+  return r;
+}
+
+bool wants(const std::vector<std::string>& cs, std::initializer_list<std::string_view> names) {
+  for (const auto& c : cs)
+    for (auto n : names)
+      if (c == n) return true;
+  return false;
+}
+
+std::string fmt(double v, const char* f = "%.3g") {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v + 0.0);
+  return b;
+}
+
+/// What is learnt from the training set, per kind; each optional.
+struct preparations {
+  std::optional<idc> idc_state;
+  std::optional<neuron_bounds> bounds;
+  std::optional<surprise_model> surprise;
+};
+
+// -- state file: "nnlens-coverage-state 1", "fingerprint F", then "section NAME BYTES\n" + BYTES
+//    (each section is the criterion's own text format), then "end".
+constexpr std::string_view state_magic = "nnlens-coverage-state 1";
+
+void save_state(const std::string& path, std::uint64_t fingerprint, const preparations& p) {
+  std::ostringstream out;
+  out << state_magic << "\nfingerprint " << fingerprint << "\n";
+  auto section = [&](const char* name, const std::string& body) {
+    out << "section " << name << " " << body.size() << "\n" << body;
+  };
+  if (p.idc_state) {
+    std::ostringstream s;
+    save_idc(s, *p.idc_state);
+    section("idc", s.str());
+  }
+  if (p.bounds) {
+    std::ostringstream s;
+    save_neuron_bounds(s, *p.bounds);
+    section("bounds", s.str());
+  }
+  if (p.surprise) {
+    std::ostringstream s;
+    save_surprise(s, *p.surprise);
+    section("surprise", s.str());
+  }
+  out << "end\n";
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw io_error(path + ": cannot open for writing");
+    f << out.str();
+    f.flush();
+    if (!f) throw io_error(path + ": write error");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw io_error(path + ": cannot write (" + ec.message() + ")");
+}
+
+template <class Net>
+preparations load_state(const std::string& path, const std::string& model, const Net& net) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw io_error(path + ": cannot open");
+  std::string line;
+  std::size_t line_no = 0;
+  auto bad = [&](const std::string& why) { return data_error(concat(path, ":", line_no, ": ", why)); };
+  auto next = [&](const char* what) {
+    if (!std::getline(f, line)) throw data_error(concat(path, ": truncated before ", what));
+    ++line_no;
+  };
+  next("the header");
+  if (line != state_magic) throw bad(concat("not an nnlens coverage state (expected '", state_magic, "')"));
+  next("the fingerprint");
+  std::uint64_t fp = 0;
+  {
+    std::istringstream ss(line);
+    std::string k;
+    if (!(ss >> k >> fp) || k != "fingerprint") throw bad("expected 'fingerprint N'");
+  }
+  const std::uint64_t mine = nnlens::detail::model_fingerprint(net);
+  if (fp != mine)
+    throw data_error(concat(path, ": a state of another model, not of ", model, " (model fingerprint ", fp, ", ",
+                            std::filesystem::path(model).filename().string(), " has ", mine, ")"));
+  preparations p;
+  for (;;) {
+    next("'end'");
+    if (line == "end") break;
+    std::istringstream ss(line);
+    std::string k, name;
+    std::size_t bytes = 0;
+    if (!(ss >> k >> name >> bytes) || k != "section" || bytes > (std::size_t(1) << 34))
+      throw bad("expected 'section NAME BYTES' or 'end'");
+    std::string body(bytes, '\0');
+    if (!f.read(body.data(), std::streamsize(bytes))) throw bad(concat("section ", name, ": truncated"));
+    line_no += std::size_t(std::count(body.begin(), body.end(), '\n'));
+    std::istringstream is(body);
+    try {
+      if (name == "idc")
+        p.idc_state = load_idc(is, net);
+      else if (name == "bounds")
+        p.bounds = load_neuron_bounds(is, net);
+      else if (name == "surprise")
+        p.surprise = load_surprise(is, net);
+      else
+        throw bad("unknown section '" + name + "'");
+    } catch (const data_error& e) {
+      if (std::string_view(e.what()).rfind(path, 0) == 0) throw;
+      throw data_error(concat(path, ": section ", name, ": ", e.what()));
+    } catch (const io_error& e) {
+      throw data_error(concat(path, ": section ", name, ": ", e.what()));
+    } catch (const value_error& e) {
+      throw data_error(concat(path, ": section ", name, ": ", e.what()));
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+int run_coverage(const coverage_cmd_options& o) {
+  const std::vector<std::string> crit = parse_criteria(o.criteria);
+  if (o.m == 0) throw value_error("--m: expected at least 1 important neuron");
+  keep_batch_buffers_on_the_heap();
+  const DynamicNetwork net = load_model(o.model);
+  const shape in = net.input_shape();
+  const auto layers = nnlens::detail::all_layers(net);
+  const std::size_t L = o.layer.empty() ? subject_layer(net) : layer_index(net, o.layer);  // value_error when out of range
+  const std::size_t width = coverage_neurons(layers[L].out);
+  if (o.m > width)
+    throw value_error(concat("--m ", o.m, ": larger than layer ", layers[L].name, ", which has ", width, " neuron",
+                             width == 1 ? "" : "s"));
+  const std::size_t classes = coverage_neurons(net.output_shape());
+
+  const bool need_idc = wants(crit, {"idc"}), need_bounds = wants(crit, {"kmnc", "nbc", "snac"}),
+             need_surprise = wants(crit, {"lsc", "dsc"});
+
+  const xt::xarray<float> T = read_samples(o.test, in);  // io_error for an empty file
+  const std::size_t test_n = T.shape()[0];
+
+  // -- preparations: from the state file, then whatever is missing from the training set
+  const auto t0 = clock_type::now();
+  preparations p;
+  std::error_code ec;
+  const bool have_state = !o.state.empty() && std::filesystem::exists(o.state, ec);
+  if (have_state) {
+    p = load_state(o.state, o.model, net);
+    if (p.idc_state && need_idc && (p.idc_state->layer() != L || p.idc_state->neurons().size() != o.m))
+      throw data_error(concat(o.state, ": its IDC was prepared with --layer ", p.idc_state->layer(), " --m ",
+                              p.idc_state->neurons().size(), ", not --layer ", L, " --m ", o.m,
+                              " (remove the file to prepare again)"));
+    if (p.surprise && need_surprise && p.surprise->layer != L)
+      throw data_error(concat(o.state, ": its surprise model was prepared on layer ", p.surprise->layer, ", not on --layer ",
+                              L, " (remove the file to prepare again)"));
+    if (p.idc_state) p.idc_state->reset();  // measure the test set alone
+  }
+  const bool make_idc = need_idc && !p.idc_state, make_bounds = need_bounds && !p.bounds,
+             make_surprise = need_surprise && !p.surprise;
+  std::size_t train_n = 0;
+  const std::size_t steps = std::size_t(make_idc) + make_bounds + make_surprise + crit.size();
+  std::size_t done = 0;
+  std::string doing;
+  std::optional<progress_bar> bar;
+  auto step = [&](const std::string& what) {
+    doing = what;
+    if (bar) bar->update(done, [&] { return doing; });
+  };
+  if (make_idc || make_bounds || make_surprise) {
+    if (o.train.empty()) {
+      std::string what = make_idc ? "idc" : make_bounds ? "kmnc/nbc/snac" : "lsc/dsc";
+      throw value_error("--train FILE is required to prepare " + what +
+                        (o.state.empty() ? std::string() : " (the state file " + o.state + (have_state ? " lacks it)" : " does not exist yet)")));
+    }
+    const xt::xarray<float> X = read_samples(o.train, in);  // io_error for an empty file
+    train_n = X.shape()[0];
+    if (train_n == 0) throw data_error(o.train + ": the training set is empty");
+    if (o.progress && train_n + test_n >= 4096) bar.emplace("coverage", steps);
+    if (make_idc) {
+      std::string lp = o.train_labels.empty() ? companion_labels(o.train) : o.train_labels;
+      if (lp.empty())
+        throw value_error(concat("--train-labels FILE is required for idc: ", o.train,
+                                 " has no IDX labels file beside it (IDC uses the correctly classified training inputs)"));
+      const auto y = read_labels(lp, train_n, classes);
+      step("prepare idc");
+      idc_options io;
+      io.layer = L;
+      io.m = o.m;
+      try {
+        p.idc_state = prepare_idc(execution::par, net, X, y, io);
+      } catch (const data_error& e) {
+        throw data_error(concat(o.train, ": ", e.what()));
+      }
+      ++done;
+    }
+    if (make_bounds) {
+      step("prepare neuron bounds");
+      p.bounds = prepare_neuron_bounds(execution::par, net, X);
+      ++done;
+    }
+    if (make_surprise) {
+      step("prepare surprise");
+      try {
+        p.surprise = prepare_surprise(execution::par, net, X, L);
+      } catch (const data_error& e) {
+        throw data_error(concat(o.train, ": ", e.what()));
+      }
+      ++done;
+    }
+    if (!o.state.empty()) save_state(o.state, nnlens::detail::model_fingerprint(net), p);
+  }
+  const double prepare_s = std::chrono::duration<double>(clock_type::now() - t0).count();
+
+  // -- measurement
+  if (!bar && o.progress && test_n >= 4096) bar.emplace("coverage", steps);
+  const auto t1 = clock_type::now();
+  std::shared_ptr<const neuron_bounds> bounds;
+  if (p.bounds) bounds = std::make_shared<const neuron_bounds>(*p.bounds);
+  std::shared_ptr<const surprise_model> sm;
+  if (p.surprise) sm = std::make_shared<const surprise_model>(*p.surprise);
+  std::vector<std::pair<std::string, coverage_result>> results;
+  for (const auto& c : crit) {
+    step("measure " + c);
+    auto run = [&](auto&& criterion) {
+      try {
+        results.emplace_back(c, measure(execution::par, net, T, criterion));
+      } catch (const data_error& e) {
+        throw data_error(concat(c, " on ", o.test, ": ", e.what()));
+      } catch (const value_error& e) {
+        throw value_error(concat(c, " on ", o.test, ": ", e.what()));
+      }
+    };
+    if (c == "idc") run(*p.idc_state);
+    else if (c == "nc") run(nc_criterion(net, {.threshold = o.nc_threshold}));
+    else if (c == "tknc") run(tknc_criterion(net, {.k = o.tknc_k}));
+    else if (c == "kmnc") run(kmnc_criterion(bounds, o.kmnc_k));
+    else if (c == "nbc") run(nbc_criterion(bounds));
+    else if (c == "snac") run(snac_criterion(bounds));
+    else if (c == "lsc") run(lsc_criterion(sm));
+    else if (c == "dsc") run(dsc_criterion(sm));
+    ++done;
+  }
+  if (bar) bar->finish();
+  const double measure_s = std::chrono::duration<double>(clock_type::now() - t1).count();
+
+  if (o.json) {
+    json j;
+    j["criteria"] = json::object();
+    for (const auto& [c, r] : results) {
+      json e{{"coverage", r.percent}, {"covered", r.covered}, {"total", r.total}};
+      if (c == "idc") {
+        e["layer"] = p.idc_state->layer();
+        e["neurons"] = p.idc_state->neurons();
+        e["clusters"] = p.idc_state->centroids();
+      }
+      j["criteria"][c] = std::move(e);
+    }
+    j["seconds"] = json{{"prepare", prepare_s}, {"measure", measure_s}};
+    std::cout << j.dump() << "\n";
+    return 0;
+  }
+  std::cout << o.model << ": coverage of " << test_n << " test input" << (test_n == 1 ? "" : "s") << " from " << o.test;
+  if (train_n)
+    std::cout << ", prepared on " << train_n << " training inputs from " << o.train;
+  if (have_state) std::cout << (train_n ? " and " : ", ") << "state " << o.state;
+  std::cout << "\n";
+  std::printf("  %-9s %9s %21s  %s\n", "criterion", "coverage", "covered / total", "");
+  for (const auto& [c, r] : results) {
+    std::string note;
+    if (c == "idc")
+      note = concat("layer ", layers[L].name, ", m ", p.idc_state->neurons().size(), ", |INCC| ",
+                    fmt(p.idc_state->incc_size(), "%.0f"));
+    else if (c == "nc") note = concat("threshold ", fmt(o.nc_threshold, "%g"));
+    else if (c == "kmnc") note = concat("k ", o.kmnc_k);
+    else if (c == "tknc") note = concat("k ", o.tknc_k);
+    else if (c == "lsc") note = "1000 buckets on [0, 2000], layer " + layers[L].name;
+    else if (c == "dsc") note = "1000 buckets on [0, 2], layer " + layers[L].name;
+    const std::string ct = concat(r.covered, " / ", r.total);
+    std::printf("  %-9s %8.2f%% %21s  %s\n", c.c_str(), r.percent, ct.c_str(), note.c_str());
+  }
+  std::printf("  prepare %s, measure %s\n", format_duration(prepare_s).c_str(), format_duration(measure_s).c_str());
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace nnlens::tool

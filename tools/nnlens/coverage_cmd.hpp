@@ -1,0 +1,37 @@
+// tools/nnlens/coverage_cmd.hpp -- `nnlens coverage` (docs/coverage-tool.md): DeepImportance's IDC
+// and the DeepGauge / surprise criteria beside it (specs/deepimportance.md).
+//
+//   nnlens coverage MODEL --train FILE [--train-labels FILE] --test FILE [--layer L] [--m 6]
+//                   [--criteria idc,nc,kmnc,nbc,snac,tknc,lsc,dsc] [--json] [--state FILE]
+//                   [--nc-threshold 0.75] [--kmnc-k 1000] [--tknc-k 3] [--threads N] [--no-progress]
+//       prepares each criterion on the training set (IDC: the correctly classified training inputs,
+//       so the training set needs labels: the IDX labels file beside IDX images, or --train-labels),
+//       then measures the coverage of the test set.  --state FILE: load the preparations from FILE
+//       when it exists (checked against MODEL and the options), else prepare and save them there;
+//       a preparation the file lacks is made from --train and added to it.
+// Sample files as `nnlens profile --data` reads them (CSV, or IDX images scaled to [0, 1]).
+// Returns the process exit code; throws nnlens::error (one line naming the file / option) on bad
+// input: m larger than the layer, an empty training set, a layer out of range, a state file of
+// another model or of other options, an unknown criterion.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace nnlens::tool {
+
+struct coverage_cmd_options {
+  std::string model, train, train_labels, test;
+  std::string layer;  // "": the subject layer (the layer feeding the last weighted layer)
+  std::size_t m = 6;
+  std::string criteria = "idc,nc,kmnc,nbc,snac,tknc,lsc,dsc";
+  bool json = false;
+  std::string state;  // "": none
+  double nc_threshold = 0.75;
+  std::size_t kmnc_k = 1000;
+  std::size_t tknc_k = 3;
+  bool progress = true;
+};
+int run_coverage(const coverage_cmd_options& o);
+
+}  // namespace nnlens::tool
