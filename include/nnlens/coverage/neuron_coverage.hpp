@@ -28,6 +28,9 @@
 //    like any other neuron (a value above high is a corner case).
 //  - KMNC section of v in [low, high]: floor((v - low) / (high - low) * k), clamped to k - 1.
 //  - TKNC with a layer of fewer than k neurons: all its neurons are its top-k.
+//  - NC on a conv layer scales the channel means (the neurons activations.hpp streams).  DeepXplore's
+//    and DeepImportance's code scale the whole feature map element-wise and then average each
+//    channel; the two readings differ on conv layers only.
 //  - NaN/Inf neuron values: value_error (bounds and every criterion).
 // Errors: value_error for a threshold outside (0,1), k = 0, a layer index out of range or a
 // non-finite neuron; data_error for an empty training set, bounds of another model (on load),

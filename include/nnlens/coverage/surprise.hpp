@@ -28,6 +28,10 @@
 // Coverage: K equal buckets on [lower, upper]; a value v inside covers bucket
 // min(floor((v - lower) / (upper - lower) * K), K - 1); values outside are ignored (the spec's
 // proposal) unless count_overflow, which adds a "below" and an "above" bucket (total K + 2).
+// Note: LSA is minus a log-density, which is negative wherever the density exceeds 1 (common with
+// tens of dimensions: on LeNet-5 / Fashion-MNIST's penultimate layer the median test LSA is about
+// -28), so with lower = 0 those inputs cover nothing; the reference code sets lower to the minimum
+// SA of the target set -- compute lsa_values first and pass that as `lower` for its reading.
 //
 // Degenerate cases (decided here; the papers are silent):
 //  - a class covariance that is singular (fewer samples than dimensions, collinear ATs, a dimension
@@ -40,7 +44,7 @@
 //  - no AT dimension passes the variance filter: lsa throws data_error; DSA is still defined.
 //  - only one predicted class in the training set: dsa throws data_error (no dist_b).
 //  - dist_b = 0 (a training AT shared by two classes): DSA = 0 if dist_a = 0, else +inf.
-// Nearest neighbours and KDE sums are brute force over blocks of 8 queries x 256 training ATs
+// Nearest neighbours and KDE sums are brute force over blocks of 32 queries x 256 training ATs
 // (double precision; the queries of a block are split over the thread pool when parallel).
 // Errors: value_error for a layer index out of range, buckets = 0, lower >= upper, non-finite ATs;
 // data_error for an empty training set, a state file of another model (naming the fingerprints),
@@ -94,10 +98,10 @@ std::size_t surprise_default_layer(const Net& net) {
 
 namespace detail {
 
-inline constexpr std::size_t sa_tile_q = 8;    // queries per tile
+inline constexpr std::size_t sa_tile_q = 32;   // queries per tile (a chunk of training ATs is read once per tile)
 inline constexpr std::size_t sa_tile_c = 256;  // training ATs per chunk
 
-/// For nq <= 8 queries y[q] (d values each) and the columns [j0, j1) of R (d rows of stride ld),
+/// For nq <= 32 queries y[q] (d values each) and the columns [j0, j1) of R (d rows of stride ld),
 /// calls f(c0, len, acc) per chunk of <= 256 columns, acc[q * 256 + jj] = |y[q] - R[:, c0 + jj]|^2.
 /// Register-blocked: 4 queries x 2 vectors of columns accumulate over the d rows in registers.
 /// Each entry is the same sum in the same order whatever the tile (bit-identical results).
@@ -147,7 +151,7 @@ void sa_sqdist_chunks(const double* const* y, std::size_t nq, std::size_t d, con
   }
 }
 
-/// Runs f(tile) for tiles of <= 8 consecutive entries of `order` sharing a key (key(order[i])), on
+/// Runs f(tile) for tiles of <= 32 consecutive entries of `order` sharing a key (key(order[i])), on
 /// the pool when parallel.  f(first, count) gets positions into `order`.
 template <class Key, class F>
 void sa_for_tiles(const std::vector<std::size_t>& order, Key&& key, bool parallel, F&& f) {
