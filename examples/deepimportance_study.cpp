@@ -273,7 +273,7 @@ struct table {
 
 struct study_args {
   bool quick = false;
-  std::size_t n_train = 60000, n_test = 10000, n_sa = 10000, n_rq5 = 60000, n_rq1 = 1000, copies = 5;
+  std::size_t n_train = 60000, n_test = 10000, n_sa = 5000, n_rq5 = 60000, n_rq1 = 1000, copies = 5;
   std::vector<std::size_t> ms = {6, 8, 10, 12};
   std::uint64_t seed = 1;
 };
