@@ -9,7 +9,12 @@
 #include <iostream>
 #include <string>
 
+#include <random>
+
 #include <nnlens/core/progress.hpp>
+#include <nnlens/coverage.hpp>
+#include <nnlens/coverage/neuron_coverage.hpp>
+#include <nnlens/coverage/surprise.hpp>
 #include <nnlens/core/thread_pool.hpp>
 #include <nnlens/exactline.hpp>
 #include <nnlens/exactline/svg.hpp>
@@ -110,6 +115,57 @@ void nnslicer_step(const demo::LeNet5& net, const io::labelled_images<float>& tr
   std::fflush(stdout);
 }
 
+/// Coverage step (DeepImportance): IDC and the DeepGauge / surprise criteria prepared on 10,000
+/// training images, measured on 2,000 test images, then with their noisy copies added (Gaussian
+/// noise, sigma 0.1, seed 1, clipped to [0, 1]): the coverage of the test set and of test + noise.
+void coverage_step(const demo::LeNet5& net, const io::labelled_images<float>& train,
+                   const io::labelled_images<float>& test) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::size_t per = train.images.size() / train.labels.size();
+  const std::size_t ntrain = std::min<std::size_t>(10000, train.labels.size());
+  const std::size_t ntest = std::min<std::size_t>(2000, test.labels.size());
+  auto batch = [&](const float* p, std::size_t n) {
+    return xt::xarray<float>(xt::adapt(p, n * per, xt::no_ownership(), std::vector<std::size_t>{n, 1, 28, 28}));
+  };
+  const xt::xarray<float> X = batch(train.images.data(), ntrain);
+  const std::vector<std::uint8_t> y(train.labels.begin(), train.labels.begin() + std::ptrdiff_t(ntrain));
+  const xt::xarray<float> T = batch(test.images.data(), ntest);
+  xt::xarray<float> N = T;
+  std::mt19937_64 rng(1);
+  std::normal_distribution<float> noise(0.0f, 0.1f);
+  for (auto& v : N) v = std::clamp(v + noise(rng), 0.0f, 1.0f);
+
+  const idc_options io{.m = 6};
+  idc ic = prepare_idc(execution::par, net, X, y, io);
+  const auto bounds = std::make_shared<const neuron_bounds>(prepare_neuron_bounds(execution::par, net, X));
+  const auto sm = std::make_shared<const surprise_model>(prepare_surprise(execution::par, net, X, ic.layer()));
+  const auto t1 = std::chrono::steady_clock::now();
+  nc_criterion nc(net);
+  kmnc_criterion kmnc(bounds);
+  nbc_criterion nbc(bounds);
+  snac_criterion snac(bounds);
+  tknc_criterion tknc(net);
+  lsc_criterion lsc(sm);
+  dsc_criterion dsc(sm);
+  std::vector<std::pair<std::string, std::pair<double, double>>> rows;
+  auto both = [&](auto& c) {
+    const double a = measure(execution::par, net, T, c).percent;
+    const double b = measure(execution::par, net, N, c).percent;  // adds the noisy copies
+    rows.push_back({std::string(c.name()), {a, b}});
+  };
+  both(ic), both(nc), both(kmnc), both(nbc), both(snac), both(tknc), both(lsc), both(dsc);
+  const auto t2 = std::chrono::steady_clock::now();
+  std::cout << "Coverage (DeepImportance): prepared on " << ntrain << " training images ("
+            << ic.training_inputs() << " correctly classified; IDC: layer " << ic.layer() << ", m " << ic.neurons().size()
+            << ", |INCC| " << fixed(ic.incc_size(), 0) << ") in "
+            << format_duration(std::chrono::duration<double>(t1 - t0).count()) << "; " << ntest
+            << " test images, then their noisy copies added (Gaussian sigma 0.1, seed 1, clipped to [0, 1]), in "
+            << format_duration(std::chrono::duration<double>(t2 - t1).count()) << "\n";
+  std::printf("  %-9s %9s %12s\n", "criterion", "test", "test+noise");
+  for (const auto& [name, v] : rows) std::printf("  %-9s %8.2f%% %11.2f%%\n", name.c_str(), v.first, v.second);
+  std::fflush(stdout);
+}
+
 std::string get(const io::weights_metadata& m, const std::string& k, const std::string& def = "?") {
   auto it = m.find(k);
   return it == m.end() ? def : it->second;
@@ -189,6 +245,7 @@ int run_demo(const demo_options& o) {
   exactline_step(net, test, o.output_dir);
   if (train.size() == 0) train = io::load_mnist(data, "train");
   nnslicer_step(net, train, test);
+  coverage_step(net, train, test);
   return 0;
 }
 
