@@ -392,3 +392,27 @@ TEST_CASE("neuron coverage: errors") {
   kmnc_criterion km(b, 4);
   CHECK_THROWS_AS(km.add(nan_blk.b), value_error);
 }
+
+TEST_CASE("neuron coverage: a DynamicNetwork gives the Sequential's results") {
+  Mlp net;
+  initialize(net, 8);
+  const auto dnet = to_dynamic(net);
+  const auto train = random_rows(120, 4, 51);
+  const auto test = random_rows(30, 4, 52, 2);
+  const auto bs = prepare_neuron_bounds(net, train);
+  const auto bd = prepare_neuron_bounds(dnet, train);
+  CHECK(bs.low == bd.low);
+  CHECK(bs.high == bd.high);
+  CHECK(bs.layers() == bd.layers());
+  kmnc_criterion ks(bs, 20), kd(bd, 20);
+  CHECK(measure(net, test, ks).covered == measure(dnet, test, kd).covered);
+  CHECK(ks.covered() == kd.covered());
+  nc_criterion ns(net), nd(dnet);
+  measure(net, test, ns);
+  measure(dnet, test, nd);
+  CHECK(ns.covered() == nd.covered());
+  tknc_criterion ts(net), td(dnet);
+  measure(net, test, ts);
+  measure(dnet, test, td);
+  CHECK(ts.covered() == td.covered());
+}

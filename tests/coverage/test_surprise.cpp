@@ -363,3 +363,21 @@ TEST_CASE("surprise: errors") {
   CHECK_THROWS_AS(lsa_values(net, mc, train2()), data_error);
   CHECK_NOTHROW(dsa_values(net, mc, train2()));
 }
+
+TEST_CASE("DSA: ties go to the earlier training input; a DynamicNetwork gives the same values") {
+  const auto net = net2();
+  // class 0: (3,1) (5,1) (training rows 0, 2); class 1: (0,2) (1,4)
+  const auto m = prepare_surprise(net, rows_of({{3, 1}, {0, 2}, {5, 1}, {1, 4}}), 0);
+  const double q[2] = {4, 1};  // equidistant from (3,1) and (5,1)
+  const std::size_t c = 0;
+  CHECK(m.nearest_same_class(q, 2, &c, 1) == std::vector<std::size_t>{0});
+  // x_a = (3,1), dist_a = 1, dist_b = |(3,1) - (0,2)| = sqrt 10
+  CHECK(dsa_values(net, m, rows_of({{4, 1}}))[0] == doctest::Approx(1 / std::sqrt(10.0)).epsilon(1e-14));
+  const auto dnet = to_dynamic(net);
+  const auto md = prepare_surprise(dnet, train2(), 0);
+  const auto ms = prepare_surprise(net, train2(), 0);
+  CHECK(md.same_preparation(ms));
+  const auto qs = rows_of({{4, 1}, {3, 2.5}, {0, 1}});
+  CHECK(lsa_values(dnet, md, qs) == lsa_values(net, ms, qs));
+  CHECK(dsa_values(dnet, md, qs) == dsa_values(net, ms, qs));
+}
