@@ -260,7 +260,8 @@ TEST_CASE("LSA: singular class covariances fall back to a ridge, deterministical
   const auto net = net3();
   // class 0 (x0 >= x1): 2 samples in 3 dims (n < d); class 1: collinear (on a line)
   const auto X = rows_of({{3, 1, 0.5}, {4, 0, 2}, {0, 1, 1}, {0, 2, 2}, {0, 3, 3}, {0, 4, 4}});
-  const auto m = prepare_surprise(net, X, 0);
+  const surprise_options glob{.filter = variance_filter::global};
+  const auto m = prepare_surprise(net, X, 0, glob);
   CHECK(m.kept().size() == 3);
   CHECK(m.class_ridge(0) > 0);
   CHECK(m.class_ridge(1) > 0);
@@ -268,8 +269,8 @@ TEST_CASE("LSA: singular class covariances fall back to a ridge, deterministical
   const auto v = lsa_values(net, m, q);
   for (double x : v) CHECK(std::isfinite(x));
   CHECK(v[2] > v[1]);  // off the line is more surprising than on it
-  CHECK(lsa_values(net, prepare_surprise(net, X, 0), q) == v);
-  // one training input in a class: S = 0, still finite
+  CHECK(lsa_values(net, prepare_surprise(net, X, 0, glob), q) == v);
+  // one training input in a class: S = 0, still finite (it does not vote in the per-class filter)
   const auto m1 = prepare_surprise(net, rows_of({{3, 1, 0.5}, {0, 1, 1}, {0, 2, 3}, {0, 4, 4}}), 0);
   CHECK(m1.class_size(0) == 1);
   CHECK(m1.class_ridge(0) > 0);
@@ -287,10 +288,10 @@ TEST_CASE("variance filter: global vs per-class union") {
   const auto net = net3();
   // x2 is constant (7) within class 0 but varies in class 1; x1 varies everywhere
   const auto X = rows_of({{3, 1, 7}, {4, 0, 7}, {5, 2, 7}, {0, 1, 1}, {0, 2, 3}, {1, 4, 2}});
-  const auto g = prepare_surprise(net, X, 0);
+  const auto g = prepare_surprise(net, X, 0, {.filter = variance_filter::global});
   CHECK(g.kept() == std::vector<std::size_t>{0, 1, 2});
   CHECK(g.class_ridge(0) > 0);  // x2 constant within class 0: singular
-  const auto u = prepare_surprise(net, X, 0, {.filter = variance_filter::per_class_union});
+  const auto u = prepare_surprise(net, X, 0);  // the default: per_class_union
   CHECK(u.kept() == std::vector<std::size_t>{0, 1});  // x2 dropped: its variance within class 0 is 0
   CHECK(u.class_ridge(0) == 0);
   CHECK(u.class_ridge(1) == 0);

@@ -16,11 +16,13 @@
 // the lower class), the KDE fitted on the training ATs predicted as c, Gaussian kernel, Scott's
 // bandwidth (covariance = the class's sample covariance (ddof 1) * n_c^(-2/(d+4))), as
 // scipy.stats.gaussian_kde; log-densities by log-sum-exp (no underflow).  AT dimensions whose
-// training variance (ddof 0) is < var_threshold (1e-5) are dropped first: by default over all
-// training ATs (variance_filter::global); variance_filter::per_class_union drops a dimension whose
-// variance is below the threshold within any class (what the SA reference code's _get_kdes does,
-// as far as we know it; it keeps every class covariance non-singular in the common case of a unit
-// that is dead within one class).
+// training variance (ddof 0) is < var_threshold (1e-5) are dropped first: by default a dimension
+// whose variance is below the threshold within any class (variance_filter::per_class_union, what
+// the SA reference code's _get_kdes does: it keeps every class covariance non-singular in the
+// common case of a unit that is dead within one class; a class with a single training input does
+// not vote, else it would drop every dimension); variance_filter::global filters on the
+// variance over all training ATs (the spec's wording, §7), and then a singular class covariance
+// gets the ridge below.
 // DSA(x) = dist_a / dist_b: x_a = the training AT of the same predicted class nearest to AT(x)
 // (Euclidean, all AT dimensions, ties to the earlier training input), dist_a = |AT(x) - AT(x_a)|,
 // dist_b = the distance from AT(x_a) to the nearest training AT of any other predicted class.
@@ -84,7 +86,7 @@ enum class surprise_kind { lsa, dsa };
 struct surprise_options {
   std::size_t output_layer = std::size_t(-1);  // the layer whose argmax is the predicted class; -1: the last layer
   double var_threshold = 1e-5;                 // drop AT dimensions with training variance below this
-  variance_filter filter = variance_filter::global;
+  variance_filter filter = variance_filter::per_class_union;
   double ridge = 1e-4;                         // relative ridge for singular class covariances (see above)
 };
 
@@ -235,7 +237,7 @@ class surprise_model {
       bool keep = g >= var_threshold;
       if (keep && filter == variance_filter::per_class_union)
         for (std::size_t c = 0; c < classes && keep; ++c)
-          if (class_size(c) > 0 && variance(k, class_begin[c], class_begin[c + 1]) < var_threshold) keep = false;
+          if (class_size(c) > 1 && variance(k, class_begin[c], class_begin[c + 1]) < var_threshold) keep = false;
       if (keep) {
         kept_.push_back(k);
         kept_var += g;
