@@ -317,7 +317,14 @@ int run_coverage(const coverage_cmd_options& o) {
     std::cout << ", prepared on " << train_n << " training inputs from " << o.train;
   if (have_state) std::cout << (train_n ? " and " : ", ") << "state " << o.state;
   std::cout << "\n";
-  std::printf("  %-9s %9s %21s  %s\n", "criterion", "coverage", "covered / total", "");
+  auto row = [](const std::string& c, const std::string& pct, const std::string& ct, const std::string& note) {
+    char b[512];
+    std::snprintf(b, sizeof b, "  %-9s %9s %21s  %s", c.c_str(), pct.c_str(), ct.c_str(), note.c_str());
+    std::string l = b;
+    l.erase(l.find_last_not_of(' ') + 1);
+    std::cout << l << "\n";
+  };
+  row("criterion", "coverage", "covered / total", "");
   for (const auto& [c, r] : results) {
     std::string note;
     if (c == "idc")
@@ -329,10 +336,10 @@ int run_coverage(const coverage_cmd_options& o) {
     else if (c == "lsc") note = "1000 buckets on [0, 2000], layer " + layers[L].name;
     else if (c == "dsc") note = "1000 buckets on [0, 2], layer " + layers[L].name;
     const std::string ct = concat(r.covered, " / ", r.total);
-    std::printf("  %-9s %8.2f%% %21s  %s\n", c.c_str(), r.percent, ct.c_str(), note.c_str());
+    row(c, fmt(r.percent, "%.2f%%"), ct, note);
   }
-  std::printf("  prepare %s, measure %s\n", format_duration(prepare_s).c_str(), format_duration(measure_s).c_str());
-  std::fflush(stdout);
+  std::cout << "  prepare " << format_duration(prepare_s) << ", measure " << format_duration(measure_s) << "\n";
+  std::cout.flush();
   return 0;
 }
 
