@@ -504,4 +504,47 @@ TEST_CASE("errors: theta outside (0, 1]; a category without samples; bad inputs"
   semslice_options z;
   z.samples_per_category = 0;
   CHECK_THROWS_AS(semslice(net, x, y, z), value_error);
+  // Taylor and DeepLIFT need the logits
+  Sequential<Input<6>, Dense<4>, ReLU, Dense<3>, Softmax> sm;
+  initialize(sm, 63);
+  CHECK_THROWS_AS(neuron_scores(sm, x, y, metric::taylor), value_error);
+  CHECK_THROWS_AS(neuron_scores(sm, x, y, metric::deeplift), value_error);
+  CHECK_NOTHROW(neuron_scores(sm, x, y, metric::var));
+}
+
+TEST_CASE("a DynamicNetwork gives the Sequential's slice; a residual network slices its top-level units") {
+  Cnn net;
+  initialize(net, 71);
+  auto& bn = std::get<1>(net.layers);
+  for (std::size_t c = 0; c < 4; ++c) bn.beta(c) = 0.1f * float(c);
+  const auto dnet = to_dynamic(net);
+  const auto x = rand_x<float>(15, {2, 6, 6}, 72);
+  const auto y = round_labels(15, 3);
+  for (auto mt : {metric::ens, metric::taylor, metric::deeplift}) {
+    semslice_options o;
+    o.metric = mt;
+    o.theta = 0.9;
+    o.metrics.taylor_with_batch_norm = mt == metric::taylor;
+    const auto a = semslice(net, x, y, o);
+    const auto b = semslice(execution::par, dnet, x, y, o);
+    CHECK(a.mask.keep == b.mask.keep);
+    for (std::size_t u = 0; u < a.report.units.size(); ++u) {
+      CHECK(a.report.units[u].k == b.report.units[u].k);
+      for (std::size_t c = 0; c < 3; ++c)
+        for (std::size_t n = 0; n < a.report.units[u].neurons; ++n)
+          CHECK(a.report.units[u].scores[c][n] == doctest::Approx(b.report.units[u].scores[c][n]).epsilon(1e-6));
+    }
+  }
+  Sequential<Input<6>, Dense<6>, ReLU, Residual<Block<Dense<6>, ReLU, Dense<6>>>, ReLU, Dense<5>, ReLU, Dense<3>> res;
+  initialize(res, 73);
+  const auto xr = rand_x<float>(21, {6}, 74);
+  const auto yr = round_labels(21, 3);
+  for (auto mt : {metric::taylor, metric::deeplift}) {
+    semslice_options o;
+    o.metric = mt;
+    const auto r = semslice(res, xr, yr, o);
+    CHECK(r.mask.keep.size() == 3);  // Dense<6>, Dense<5>, the output
+    CHECK(r.mask.kept(0) >= 1);
+    CHECK(r.mask.kept(2) == 3);
+  }
 }

@@ -52,6 +52,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -71,14 +72,8 @@ namespace nnlens {
 enum class metric { avg, var, ens, taylor, deeplift };
 
 inline const char* to_string(metric m) {
-  switch (m) {
-    case metric::avg: return "avg";
-    case metric::var: return "var";
-    case metric::ens: return "ens";
-    case metric::taylor: return "taylor";
-    case metric::deeplift: return "deeplift";
-  }
-  return "?";
+  constexpr const char* names[] = {"avg", "var", "ens", "taylor", "deeplift"};
+  return std::size_t(m) < 5 ? names[std::size_t(m)] : "?";
 }
 
 struct metric_options {
@@ -119,6 +114,7 @@ struct semslice_report {
   std::vector<std::size_t> categories;  // in the order of the per-category vectors
   std::vector<std::size_t> members;     // |D_c|
   std::vector<std::size_t> samples;     // m per category
+  std::vector<nnlens::similarity> used; // per category (unbiased needs m >= 4, else linear_cka)
   std::vector<semslice_unit_report> units;
 };
 
@@ -213,6 +209,12 @@ class metric_engine {
  public:
   metric_engine(const Net& net, const std::vector<neuron_unit>& us, metric mt, const metric_options& o)
       : net_(net), us_(us), mt_(mt), o_(o) {
+    if (mt == metric::taylor || mt == metric::deeplift) {
+      std::string_view last;
+      for_each_layer(net, [&](const auto& l, auto, shape, shape) { last = layer_traits<std::decay_t<decltype(l)>>::name; });
+      if (last == "Softmax")
+        throw value_error(concat("semslice: the ", to_string(mt), " metric needs the logits; drop the trailing Softmax"));
+    }
     if (mt == metric::taylor) {
       grads_ = std::make_unique<Net>(zeros_like(net));
       plist_.resize(us.size());
@@ -249,13 +251,9 @@ class metric_engine {
         const std::size_t w = us_[u].neurons, per = us_[u].out.size() / w;
         for (std::size_t s = 0; s < b; ++s)
           for (std::size_t k = 0; k < w; ++k) {
-            double v = 0;
-            if (per == 1) {
-              v = double(a[s * w + k]);
-            } else {
-              for (std::size_t q = 0; q < per; ++q) v += double(a[(s * w + k) * per + q]);
-              v /= double(per);
-            }
+            double v = 0;  // the neuron's value: a channel's spatial mean (per = 1: exact)
+            for (std::size_t q = 0; q < per; ++q) v += double(a[(s * w + k) * per + q]);
+            if (per > 1) v /= double(per);
             const double d = v - p.a[u][k];  // Welford
             p.a[u][k] += d / double(s + 1);
             p.b[u][k] += d * (v - p.a[u][k]);
@@ -469,6 +467,15 @@ void check_unit_scores(const std::vector<neuron_unit>& us, const std::vector<std
       throw data_error(concat(who, ": unit ", us[u].name, " has ", us[u].neurons, " neurons, the scores ", s[u].size()));
 }
 
+/// f(0..n-1): on the pool under execution::par, in order otherwise.
+template <class Policy, class F>
+void run_each(std::size_t n, F&& f) {
+  if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>)
+    default_pool().parallel_for(n, f);
+  else
+    for (std::size_t i = 0; i < n; ++i) f(i);
+}
+
 inline std::size_t topk_count(double k_percent, std::size_t width) {
   return std::min(width, std::size_t(std::ceil(k_percent / 100.0 * double(width) - 1e-9)));
 }
@@ -494,7 +501,7 @@ semslice_result semslice(const Policy&, const Net& net, const E& X, const Labels
   res.mask = full_mask(net);
   auto& rep = res.report;
   rep.metric = o.metric, rep.similarity = o.similarity, rep.theta = o.theta, rep.categories = cats;
-  rep.members.resize(nc), rep.samples.resize(nc);
+  rep.members.resize(nc), rep.samples.resize(nc), rep.used.resize(nc);
   rep.units.resize(us.size());
   for (std::size_t u = 0; u < us.size(); ++u) {
     auto& ur = rep.units[u];
@@ -514,6 +521,7 @@ semslice_result semslice(const Policy&, const Net& net, const E& X, const Labels
     const std::size_t m = sidx.size();
     auto feats = detail::unit_features(net, us, xin.data(), sidx, o.metrics.batch);
     rep.members[ci] = mem.size(), rep.samples[ci] = m;
+    rep.used[ci] = o.similarity == similarity::unbiased && m < 4 ? similarity::linear_cka : o.similarity;
     for (std::size_t u = 0; u < us.size(); ++u) {
       auto& ur = rep.units[u];
       ur.order[ci] = order_by_score(scores[u]);
@@ -529,10 +537,7 @@ semslice_result semslice(const Policy&, const Net& net, const E& X, const Labels
       ur.k[ci] = r.k, ur.sim[ci] = r.sim, ur.blocks[ci] = r.trajectory.size();
     }
   };
-  if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>)
-    detail::default_pool().parallel_for(nc, one);
-  else
-    for (std::size_t ci = 0; ci < nc; ++ci) one(ci);
+  detail::run_each<Policy>(nc, one);
 
   for (std::size_t u = 0; u < us.size(); ++u) {
     auto& ur = rep.units[u];
@@ -590,10 +595,7 @@ std::vector<std::vector<std::vector<double>>> category_neuron_scores(const Polic
     const std::vector<std::size_t> tgt(d.members[cats[ci]].size(), cats[ci]);
     r[ci] = detail::metric_over(false, net, us, xin.data(), d.members[cats[ci]], tgt, mt, o);
   };
-  if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>)
-    detail::default_pool().parallel_for(cats.size(), one);
-  else
-    for (std::size_t ci = 0; ci < cats.size(); ++ci) one(ci);
+  detail::run_each<Policy>(cats.size(), one);
   return r;
 }
 template <class Net, class E, class Labels>
