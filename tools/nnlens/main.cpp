@@ -20,6 +20,9 @@
 //   nnlens coverage MODEL --train FILE [--train-labels FILE] --test FILE [--layer L] [--m 6]
 //                   [--criteria idc,nc,kmnc,nbc,snac,tknc,lsc,dsc] [--json] [--state FILE]
 //                   DeepImportance's IDC and the DeepGauge / surprise criteria (docs/coverage-tool.md)
+//   nnlens semslice MODEL --data FILE [--labels FILE] [--metric taylor] [--theta 0.95] [--similarity cka]
+//                   [--categories 0,1,...] [--samples 500] [--test FILE] [--json] [-o MASK] [--mask MASK]
+//                   NeuSemSlice's critical neurons, CR, masked accuracy (docs/neusemslice-tool.md)
 //
 // Errors: one line on stderr ("nnlens: ..."), exit status 1 (2 for bad command-line usage).
 #include <cstdlib>
@@ -37,6 +40,7 @@
 #include "demo.hpp"
 #include "exactline_cmd.hpp"
 #include "model.hpp"
+#include "semslice_cmd.hpp"
 #include "slice_cmd.hpp"
 
 int main(int argc, char** argv) {
@@ -170,6 +174,31 @@ int main(int argc, char** argv) {
   cv_cmd->add_option("--threads", cv_threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
   cv_cmd->add_flag("--no-progress", cv_no_progress, "No progress bar on standard error");
 
+  nnlens::tool::semslice_cmd_options ss;
+  std::size_t ss_threads = 0;
+  auto* ss_cmd = app.add_subcommand("semslice", "NeuSemSlice: the critical neurons of a classifier per layer, the compression rate of their mask");
+  ss_cmd->add_option("MODEL", ss.model, formats)->required();
+  ss_cmd->add_option("--data,-d", ss.data, "Labelled samples (CSV or IDX images, as `profile --data` reads)")->required();
+  ss_cmd->add_option("--labels", ss.labels,
+                     "Labels of --data (IDX labels or one integer per line; default: the IDX labels file beside IDX images)");
+  ss_cmd->add_option("--metric", ss.metric, "Neuron contribution metric: avg, var, ens, taylor, deeplift")->capture_default_str();
+  ss_cmd->add_option("--theta", ss.theta, "Similarity threshold, 0 < theta <= 1")->capture_default_str();
+  ss_cmd->add_option("--similarity", ss.similarity, "cka (centred linear CKA), uncentered (the paper's Eq. 2), unbiased (HSIC_u)")
+      ->capture_default_str();
+  ss_cmd->add_option("--categories", ss.categories, "Comma-separated output classes to slice (default: every class)");
+  ss_cmd->add_option("--samples", ss.samples, "Samples per category in the Gram matrices")->capture_default_str();
+  ss_cmd->add_option("--metric-samples", ss.metric_samples, "At most this many samples per category for the metric (0: all)")
+      ->capture_default_str();
+  ss_cmd->add_option("--step", ss.step, "Neurons added per scan step (0: 1% of the layer, at least 1)")->capture_default_str();
+  ss_cmd->add_option("--seed", ss.seed, "Seed of the sample draws")->capture_default_str();
+  ss_cmd->add_option("--test", ss.test, "Labelled samples on which to compare the accuracy of the model and the masked model");
+  ss_cmd->add_option("--test-labels", ss.test_labels, "Labels of --test (default: the IDX labels file beside it)");
+  ss_cmd->add_option("--mask", ss.mask, "Evaluate this mask (nnlens semslice -o) on --data instead of slicing");
+  ss_cmd->add_option("--output,-o", ss.output, "Write the mask to this file");
+  ss_cmd->add_flag("--json", ss.json,
+                   "One JSON object: layers[{name, neurons, critical, k}], parameters, parameters_kept, compression, [accuracy], seconds");
+  ss_cmd->add_option("--threads", ss_threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -224,6 +253,11 @@ int main(int argc, char** argv) {
       if (cv_threads) ::setenv("NNLENS_NUM_THREADS", std::to_string(cv_threads).c_str(), 1);
       cv.progress = !cv_no_progress;
       return nnlens::tool::run_coverage(cv);
+    }
+    if (*ss_cmd) {
+      // The process-wide pool reads NNLENS_NUM_THREADS when first used, i.e. after this.
+      if (ss_threads) ::setenv("NNLENS_NUM_THREADS", std::to_string(ss_threads).c_str(), 1);
+      return nnlens::tool::run_semslice(ss);
     }
   } catch (const std::exception& e) {
     std::cerr << "nnlens: " << e.what() << "\n";
