@@ -268,3 +268,99 @@ TEST_CASE("bad input is refused") {
   CHECK_THROWS_AS(prune_step(w, m, 0.1, pruning_method::lamp), shape_error);
   CHECK(prunable_weights(n, m) == std::pair<std::size_t, std::size_t>{8, 8});  // nothing changed
 }
+
+// ---- the §4.1 driver (slicing/restructure.hpp) on a small synthetic problem ----
+#include <nnlens/slicing/restructure.hpp>
+
+namespace {
+using Blob = Sequential<Input<4>, Dense<16>, ReLU, Dense<8>, ReLU, Dense<3>>;
+struct blob_data {
+  xt::xtensor<float, 2> x;
+  std::vector<std::uint8_t> y;
+};
+blob_data blobs(std::size_t n, std::uint64_t seed) {
+  blob_data d{xt::zeros<float>({n, std::size_t(4)}), std::vector<std::uint8_t>(n)};
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> g(0.f, 0.6f);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t c = i % 3;
+    d.y[i] = std::uint8_t(c);
+    for (std::size_t j = 0; j < 4; ++j) d.x(i, j) = g(rng) + (j == c ? 2.f : 0.f);
+  }
+  return d;
+}
+Blob trained_blob(const blob_data& d) {
+  Blob n;
+  initialize(n, 4);
+  train::adam opt(n, {.lr = 1e-2});
+  train::fit(execution::seq, n, opt, d.x, d.y, {.epochs = 5, .batch_size = 16, .seed = 2});
+  return n;
+}
+}  // namespace
+
+TEST_CASE("restructure: NI counts accepted iterations; pruned share 1 - (1-p)^NI; rejection undoes") {
+  const auto tr = blobs(300, 1), te = blobs(150, 2);
+  const Blob original = trained_blob(tr);
+  {
+    Blob n = original;
+    restructure_options o;
+    o.method = pruning_method::erk;
+    o.p = 0.10;
+    o.reference_accuracy = 0;  // every iteration is accepted
+    o.max_iterations = 4;
+    o.seed = 3;
+    std::size_t calls = 0;
+    o.on_iteration = [&](const restructure_iteration& it) { CHECK(it.iteration == ++calls); };
+    const auto r = restructure(execution::seq, n, nullptr, tr.x, tr.y, te.x, te.y, o);
+    CHECK(calls == 4);
+    CHECK(r.ni == 4);
+    CHECK(r.prunable == 16 * 4 + 8 * 16 + 3 * 8);
+    CHECK(std::abs(r.weight_pruned - 100 * (1 - std::pow(0.9, 4))) <= 100 * 2.0 / double(r.prunable));
+    // CR: the same pruned weights over every parameter (biases included)
+    const double pruned = r.weight_pruned / 100 * double(r.prunable);
+    CHECK(r.compression == doctest::Approx(100 * pruned / double(parameter_count(n))));
+    std::size_t z = 0;
+    for (auto s : parameter_spans(n))
+      for (float v : s) z += v == 0.0f;
+    CHECK(double(z) >= pruned - 1e-9);
+  }
+  {
+    Blob n = original;
+    restructure_options o;
+    o.reference_accuracy = 101;  // nothing can be accepted
+    o.tolerance = 0;
+    const auto r = restructure(n, nullptr, tr.x, tr.y, te.x, te.y, o);
+    CHECK(r.ni == 0);
+    REQUIRE(r.iterations.size() == 1);
+    CHECK(!r.iterations[0].accepted);
+    const auto a = parameter_spans(original);
+    const auto b = parameter_spans(n);
+    bool same = true;
+    for (std::size_t t = 0; t < a.size(); ++t)
+      for (std::size_t i = 0; i < a[t].size(); ++i) same = same && a[t][i] == b[t][i];
+    CHECK(same);
+  }
+  {
+    Blob n = original;
+    auto m = full_mask(n);
+    m.keep[0][0] = m.keep[0][5] = 0;
+    m.keep[1][2] = 0;
+    const auto acc = parameter_accounting(original, m);
+    CHECK(neuron_mask_present(original, m).frozen_count() == acc.removed);
+    restructure_options o;
+    o.reference_accuracy = 0;
+    o.max_iterations = 2;
+    o.p = 0.2;
+    const auto r = restructure(execution::seq, n, &m, tr.x, tr.y, te.x, te.y, o);
+    CHECK(r.start_compression == doctest::Approx(acc.compression));
+    CHECK(r.prunable == 16 * 4 + 8 * 16 + 3 * 8 - (2 * 4 + 2 * 8) - (14 + 3));  // masked rows/columns are gone
+    CHECK(r.compression > r.start_compression);
+    bool masked_zero = true;  // a masked neuron stays masked: W is [in, out]
+    for (std::size_t i = 0; i < 4; ++i) masked_zero = masked_zero && n.layer<0>().W(i, 0) == 0.0f && n.layer<0>().W(i, 5) == 0.0f;
+    CHECK(masked_zero);
+  }
+  Blob n = original;
+  restructure_options bad;
+  bad.p = 1.5;
+  CHECK_THROWS_AS(restructure(n, nullptr, tr.x, tr.y, te.x, te.y, bad), value_error);
+}
