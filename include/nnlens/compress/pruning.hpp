@@ -44,6 +44,7 @@
 #include <numeric>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "nnlens/core/error.hpp"

@@ -58,7 +58,7 @@ struct restructure_options {
   double reference_accuracy = -1;     // < 0: the accuracy of the network passed in
   std::size_t epochs = 1;             // fine-tuning per iteration
   std::size_t batch_size = 64;
-  double lr = 5e-4;                   // Adam
+  double lr = 1e-4;                   // Adam (the LeNet-5 recipe's final rate)
   std::size_t max_iterations = 60;
   std::uint64_t seed = 0;
   std::size_t threads = 0;            // par: 0 = the process-wide pool
