@@ -109,6 +109,22 @@ struct sign_ctx {
 /// Neurons of a tensor of per-sample shape s.
 constexpr std::size_t neuron_count(shape s, bool element) { return element || s.rank != 3 ? s.size() : s[0]; }
 
+/// The neurons of tensor values v (one sample, every element) at the given granularity: channel
+/// means for a rank-3 tensor at channel granularity, the elements otherwise.
+template <class T>
+void neuron_values(shape s, bool element, const T* v, double* out) {
+  if (element || s.rank != 3) {
+    for (std::size_t i = 0; i < s.size(); ++i) out[i] = double(v[i]);
+    return;
+  }
+  const std::size_t hw = s[1] * s[2];
+  for (std::size_t c = 0; c < s[0]; ++c) {
+    double acc = 0;
+    for (std::size_t i = 0; i < hw; ++i) acc += double(v[c * hw + i]);
+    out[c] = acc / double(hw);
+  }
+}
+
 /// Same layer with scalar type U.  Weightless layers are their own rebind.  convert(l) makes the
 /// rebound layer from l (weights converted element by element with static_cast<U>); network_cast
 /// (network/cast.hpp) uses it.  A layer with weights specialises both `type` and `convert`.

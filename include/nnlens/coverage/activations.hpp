@@ -160,21 +160,6 @@ struct neuron_block {
   std::size_t neurons(std::size_t k) const { return offsets[k + 1] - offsets[k]; }
 };
 
-namespace detail {
-template <class T>
-void layer_neuron_values(shape s, const T* v, double* out) {
-  if (s.rank != 3) {
-    for (std::size_t i = 0; i < s.size(); ++i) out[i] = double(v[i]);
-    return;
-  }
-  const std::size_t hw = s[1] * s[2];
-  for (std::size_t c = 0; c < s[0]; ++c) {
-    double acc = 0;
-    for (std::size_t i = 0; i < hw; ++i) acc += double(v[c * hw + i]);
-    out[c] = acc / double(hw);
-  }
-}
-}  // namespace detail
 
 /// Streams the neurons of `layers` for the n samples at x (n * input size scalars).
 template <class Policy, class Net, class F>
@@ -213,7 +198,7 @@ void stream_neurons(Policy&&, const Net& net, std::span<const network_scalar_t<N
         const auto a = tr.activation(layers[k] + 1);
         const std::size_t s = shapes[k].size();
         for (std::size_t r = r0; r < r1; ++r)
-          detail::layer_neuron_values(shapes[k], a.data() + (r - r0) * s, buf.data() + r * blk.width + blk.offsets[k]);
+          neuron_values(shapes[k], false, a.data() + (r - r0) * s, buf.data() + r * blk.width + blk.offsets[k]);
       }
     };
     if (tasks > 1 && nb >= 2 * tasks)

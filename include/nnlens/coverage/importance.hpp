@@ -139,7 +139,7 @@ neuron_relevance importance_pass(Policy&&, const Net& net, std::span<const netwo
         const bool ok = !o.correct_only || pred == std::size_t(labels[i]);
         correct[i] = ok;
         if (!ok) continue;
-        if (acts) detail::layer_neuron_values(st, buf[stop].data() + r * st.size(), all_acts.data() + i * width);
+        if (acts) neuron_values(st, false, buf[stop].data() + r * st.size(), all_acts.data() + i * width);
         const auto R = e.run(buf, r, stop, pred);
         for (std::size_t q = 0; q < width; ++q) {
           double s = 0;

@@ -623,6 +623,17 @@ constexpr bool branch_is_pwl() {
 }
 }  // namespace detail
 
+namespace detail {
+/// f(walk) once per branch of r (block, then shortcut); walk(g) calls g(const layer*, index, in,
+/// out) for each of the branch's layers in order (nothing for the identity shortcut).  The one
+/// walk behind every composite rule (pwl_rule, sign_rule, relevance_rule).
+template <class B, class S, class F>
+void residual_branches(const Residual<B, S>& r, shape in, F& f) {
+  f([&](auto&& g) { chain<B>::visit(&r.block, in, g); });
+  f([&](auto&& g) { chain<S>::visit(&r.shortcut, in, g); });
+}
+}  // namespace detail
+
 /// ExactLine: a composite.  Both branches split the same incoming segment (each runs ExactLine on
 /// it, layer by layer); the Residual's breaks are the union and its output the sum.  A static
 /// Residual is piecewise-linear when every inner layer is.
@@ -633,8 +644,7 @@ struct pwl_rule<Residual<B, S>> {
   /// for each of the branch's layers in order (nothing for the identity shortcut).
   template <class F>
   static void for_each_branch(const Residual<B, S>& r, shape in, F&& f) {
-    f([&](auto&& g) { detail::chain<B>::visit(&r.block, in, g); });
-    f([&](auto&& g) { detail::chain<S>::visit(&r.shortcut, in, g); });
+    detail::residual_branches(r, in, f);
   }
 };
 
@@ -657,8 +667,7 @@ template <class B, class S>
 struct sign_rule<Residual<B, S>> {
   template <class F>
   static void for_each_branch(const Residual<B, S>& r, shape in, F&& f) {
-    f([&](auto&& g) { detail::chain<B>::visit(&r.block, in, g); });
-    f([&](auto&& g) { detail::chain<S>::visit(&r.shortcut, in, g); });
+    detail::residual_branches(r, in, f);
   }
 };
 
@@ -681,8 +690,7 @@ template <class B, class S>
 struct relevance_rule<Residual<B, S>> {
   template <class F>
   static void for_each_branch(const Residual<B, S>& r, shape in, F&& f) {
-    f([&](auto&& g) { detail::chain<B>::visit(&r.block, in, g); });
-    f([&](auto&& g) { detail::chain<S>::visit(&r.shortcut, in, g); });
+    detail::residual_branches(r, in, f);
   }
 };
 

@@ -181,20 +181,4 @@ class op_graph {
   }
 };
 
-/// The neurons of tensor values v (one sample, every element) at the given granularity: channel
-/// means for a rank-3 tensor at channel granularity, the elements otherwise.
-template <class T>
-void neuron_values(shape s, bool element, const T* v, double* out) {
-  if (element || s.rank != 3) {
-    for (std::size_t i = 0; i < s.size(); ++i) out[i] = double(v[i]);
-    return;
-  }
-  const std::size_t hw = s[1] * s[2];
-  for (std::size_t c = 0; c < s[0]; ++c) {
-    double acc = 0;
-    for (std::size_t i = 0; i < hw; ++i) acc += double(v[c * hw + i]);
-    out[c] = acc / double(hw);
-  }
-}
-
 }  // namespace nnlens
