@@ -19,6 +19,7 @@ static_assert(XTENSOR_VERSION_MAJOR == 0 && XTENSOR_VERSION_MINOR >= 24,
 #include <cmath>
 #include <cstddef>
 #include <span>
+#include <type_traits>
 
 namespace nnlens {
 
@@ -28,6 +29,27 @@ template <class T>
 using array = xt::xarray<T>;
 
 namespace detail {
+
+/// The samples of x as one contiguous row-major buffer of T (a view when possible, else a copy).
+template <class T, class E>
+class contiguous_input {
+ public:
+  explicit contiguous_input(const E& x) {
+    using V = std::remove_cv_t<std::remove_reference_t<decltype(*x.data())>>;
+    if constexpr (std::is_same_v<V, T> && E::static_layout == xt::layout_type::row_major) {
+      ptr_ = x.data();
+    } else {
+      copy_ = x;
+      ptr_ = copy_.data();
+    }
+  }
+  const T* data() const { return ptr_; }
+
+ private:
+  const T* ptr_ = nullptr;
+  xt::xarray<T> copy_;
+};
+
 /// A flat mutable view of a container's elements.
 template <class C>
 auto flat(C& c) {

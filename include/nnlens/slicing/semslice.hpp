@@ -128,24 +128,6 @@ namespace detail {
 template <class L>
 concept deeplift_elementwise = requires(const L& l) { pwl_rule<L>::knots(l); };
 
-template <class T, class E>
-class semslice_input {  // the samples of X as one row-major buffer of T
- public:
-  explicit semslice_input(const E& x) {
-    using V = std::remove_cv_t<std::remove_reference_t<decltype(*x.data())>>;
-    if constexpr (std::is_same_v<V, T> && E::static_layout == xt::layout_type::row_major) {
-      ptr_ = x.data();
-    } else {
-      copy_ = x;
-      ptr_ = copy_.data();
-    }
-  }
-  const T* data() const { return ptr_; }
-
- private:
-  const T* ptr_ = nullptr;
-  xt::xarray<T> copy_;
-};
 
 /// Per-unit, per-neuron partial sums of one mini-batch (mergeable).  avg/var/ens: a = mean, b = M2,
 /// n = samples; taylor: a = sum of I_n, n = mini-batches; deeplift: a = sum, n = samples.
@@ -492,7 +474,7 @@ semslice_result semslice(const Policy&, const Net& net, const E& X, const Labels
   if (o.samples_per_category == 0) throw value_error("semslice: samples_per_category must be >= 1");
   if (o.metrics.batch == 0) throw value_error("semslice: metrics.batch must be >= 1");
   const auto us = neuron_units(net);
-  detail::semslice_input<T, E> xin(X);
+  detail::contiguous_input<T, E> xin(X);
   const auto d = detail::check_labelled(net, X, labels, xin.data(), who);
   const auto cats = detail::checked_categories(d, o.categories, who);
   const std::size_t nc = cats.size();
@@ -564,7 +546,7 @@ std::vector<std::vector<double>> neuron_scores(const Policy&, const Net& net, co
                                                const metric_options& o = {}) {
   using T = network_scalar_t<Net>;
   const auto us = neuron_units(net);
-  detail::semslice_input<T, E> xin(X);
+  detail::contiguous_input<T, E> xin(X);
   const auto d = detail::check_labelled(net, X, labels, xin.data(), "neuron_scores");
   std::vector<std::size_t> idx(d.n), tgt(d.n);
   for (std::size_t c = 0; c < d.classes; ++c)
@@ -587,7 +569,7 @@ std::vector<std::vector<std::vector<double>>> category_neuron_scores(const Polic
                                                                      const metric_options& o = {}) {
   using T = network_scalar_t<Net>;
   const auto us = neuron_units(net);
-  detail::semslice_input<T, E> xin(X);
+  detail::contiguous_input<T, E> xin(X);
   const auto d = detail::check_labelled(net, X, labels, xin.data(), "category_neuron_scores");
   const auto cats = detail::checked_categories(d, categories, "category_neuron_scores");
   std::vector<std::vector<std::vector<double>>> r(cats.size());

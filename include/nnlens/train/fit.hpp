@@ -96,25 +96,7 @@ inline void shuffle(std::vector<std::size_t>& v, std::mt19937_64& rng) {
   for (std::size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[std::size_t(mulhi64(rng(), i))]);
 }
 
-/// The samples of x as one contiguous row-major buffer of T (a view when possible, else a copy).
-template <class T, class E>
-class contiguous_input {
- public:
-  explicit contiguous_input(const E& x) {
-    using V = std::remove_cv_t<std::remove_reference_t<decltype(*x.data())>>;
-    if constexpr (std::is_same_v<V, T> && E::static_layout == xt::layout_type::row_major) {
-      ptr_ = x.data();
-    } else {
-      copy_ = x;
-      ptr_ = copy_.data();
-    }
-  }
-  const T* data() const { return ptr_; }
-
- private:
-  const T* ptr_ = nullptr;
-  xt::xarray<T> copy_;
-};
+using nnlens::detail::contiguous_input;  // core/tensor.hpp
 
 template <class Labels>
 auto label_span(const Labels& y) {
