@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <nnlens/difftest/black_box.hpp>
+#include <nnlens/difftest/dflare.hpp>
 #include <nnlens/nnlens.hpp>
 
 #include <cmath>
@@ -63,4 +64,337 @@ TEST_CASE("black_box: wrap(callable) for batched and per-sample callables") {
   CHECK(p == std::vector<float>{0.25f, 0.75f, 0.75f, 0.25f});
   CHECK(p == q);
   CHECK_THROWS_AS(wrap([](std::span<const float>, std::span<float>) {}, 0, 2), shape_error);
+}
+
+// ---- operator selection ----------------------------------------------------------------------------
+
+TEST_CASE("selection: the law matches the formula (hand-computed)") {
+  // 7 operators, k_prev = -1 (the reference bug): P(k) ∝ (6/7)^(k+1); sum = 6 (1 - (6/7)^7)
+  const auto ref = selection_law(7, -1);
+  const double q = 6.0 / 7.0, sum = 6.0 * (1.0 - std::pow(q, 7));
+  for (std::size_t k = 0; k < 7; ++k) CHECK(ref[k] == doctest::Approx(std::pow(q, double(k + 1)) / sum));
+  CHECK(ref[0] == doctest::Approx(0.2164).epsilon(1e-3));
+  CHECK(ref[6] == doctest::Approx(0.0858).epsilon(1e-3));
+  // 4 operators, k_prev = 2: ranks 0..2 weigh 1, rank 3 weighs 3/4; sum 3.75
+  const auto p = selection_law(4, 2);
+  CHECK(p[0] == doctest::Approx(1 / 3.75));
+  CHECK(p[2] == doctest::Approx(1 / 3.75));
+  CHECK(p[3] == doctest::Approx(0.75 / 3.75));
+  // k_prev = 0 with 3 operators: 1, 2/3, 4/9
+  const auto p3 = selection_law(3, 0);
+  CHECK(p3[1] / p3[0] == doctest::Approx(2.0 / 3.0));
+  CHECK(p3[2] / p3[0] == doctest::Approx(4.0 / 9.0));
+  CHECK(selection_law(1, -1) == std::vector<double>{1.0});
+}
+
+TEST_CASE("selection: ranking value, ties broken at random") {
+  operator_selector s(3);
+  CHECK(s.value(0) == 0.0);
+  s.record_selection(1);
+  s.record_success(1);
+  s.record_selection(2);
+  CHECK(s.value(1) == doctest::Approx(1.0 / (1.0 + 1e-7)));
+  CHECK(s.value(2) == 0.0);
+  std::mt19937_64 rng(1);
+  int second[3] = {0, 0, 0};
+  for (int i = 0; i < 200; ++i) {
+    const auto& l = s.ranking(rng);
+    CHECK(l[0] == 1);
+    ++second[l[1]];
+  }
+  CHECK(second[0] > 50);  // ops 0 and 2 tie at v = 0: either comes second
+  CHECK(second[2] > 50);
+  s.reset();
+  CHECK(s.selections(1) == 0);
+  CHECK(s.successes(1) == 0);
+}
+
+TEST_CASE("selection: empirical frequencies follow the law for each rule") {
+  constexpr std::size_t m = 7, draws = 140000;
+  auto make = [](selection_rule r) {
+    operator_selector s(m, r);
+    for (std::size_t op = 0; op < m; ++op) {  // v(op) = (10 - op) / 10: ranking = identity
+      for (int i = 0; i < 10; ++i) s.record_selection(op);
+      for (std::size_t i = 0; i < 10 - op; ++i) s.record_success(op);
+    }
+    return s;
+  };
+  auto freq = [&](operator_selector& s, std::optional<std::size_t> prev) {
+    std::mt19937_64 rng(42);
+    std::vector<double> f(m, 0.0);
+    for (std::size_t i = 0; i < draws; ++i) f[s.select(prev, rng)] += 1.0 / double(draws);
+    return f;
+  };
+  auto paper = make(selection_rule::paper);
+  const auto fp = freq(paper, 3), lp = selection_law(m, 3);
+  for (std::size_t k = 0; k < m; ++k) CHECK(fp[k] == doctest::Approx(lp[k]).epsilon(0.04));
+  CHECK(fp[0] == doctest::Approx(fp[3]).epsilon(0.04));  // ranks <= k_prev: always accepted
+  auto ref = make(selection_rule::reference);
+  const auto fr = freq(ref, 3), lr = selection_law(m, -1);
+  for (std::size_t k = 0; k < m; ++k) CHECK(fr[k] == doctest::Approx(lr[k]).epsilon(0.04));
+  for (auto rule : {selection_rule::paper, selection_rule::reference, selection_rule::uniform}) {
+    auto s = make(rule);
+    const auto fu = freq(s, rule == selection_rule::uniform ? std::optional<std::size_t>(0) : std::nullopt);
+    for (std::size_t k = 0; k < m; ++k) CHECK(fu[k] == doctest::Approx(1.0 / m).epsilon(0.04));  // no prev: uniform
+  }
+}
+
+// ---- oracle, fitness, novelty, acceptance --------------------------------------------------------------
+
+TEST_CASE("fitness: oracle and output distance") {
+  const std::vector<float> a = {0.7f, 0.2f, 0.1f}, b = {0.5f, 0.4f, 0.1f}, c = {0.3f, 0.6f, 0.1f}, t = {0.4f, 0.4f, 0.2f};
+  CHECK_FALSE(is_triggering(a, a));
+  CHECK_FALSE(is_triggering(a, b));
+  CHECK(is_triggering(a, c));
+  CHECK(top1(t) == 0);  // ties: the lowest index
+  CHECK(output_distance(a, b) == doctest::Approx(0.2));
+  CHECK(output_distance(b, a) == output_distance(a, b));
+  CHECK(output_distance(a, a) == 0.0);
+}
+
+TEST_CASE("fitness: novelty with tau = 0.5 on the spec's example") {
+  novelty_corpus s(0.5);
+  const std::vector<float> one = {1, 0}, zero = {0, 1}, half = {0.5f, 0.5f}, p82 = {0.8f, 0.2f};
+  (void)zero;
+  s.insert(one, one);  // S = {[1,0,1,0]}
+  CHECK(s.distance(half, half) == doctest::Approx(1.0));
+  CHECK(s.test_and_insert(half, half));
+  CHECK(s.size() == 2);
+  CHECK(s.distance(p82, p82) == doctest::Approx(0.16));
+  CHECK_FALSE(s.test_and_insert(p82, p82));
+  CHECK(s.size() == 2);
+}
+
+TEST_CASE("fitness: acceptance hand cases (delta = 1e-3)") {
+  // D(x) = .30, O = 0 vs D(x_max) = .2995, O(x_max) = 1
+  CHECK_FALSE(accepts(acceptance::paper, {0.30, false}, {0.2995, true}));   // 300 < 300.5
+  CHECK_FALSE(accepts(acceptance::reference, {0.30, false}, {0.2995, true}));  // |Δ| <= δ, O = 0
+  // D(x) = .25 vs .30: the paper rejects a large decrease, the reference accepts it
+  CHECK_FALSE(accepts(acceptance::paper, {0.25, false}, {0.30, false}));
+  CHECK(accepts(acceptance::reference, {0.25, false}, {0.30, false}));
+  // D(x) = .3005, O = 1 vs .3000, O = 0: both accept
+  CHECK(accepts(acceptance::paper, {0.3005, true}, {0.3, false}));
+  CHECK(accepts(acceptance::reference, {0.3005, true}, {0.3, false}));
+  // paper: ties pass (>=); no_novelty: strict
+  CHECK(accepts(acceptance::paper, {0.3, false}, {0.3, false}));
+  CHECK_FALSE(accepts(acceptance::no_novelty, {0.3, true}, {0.3, false}));
+  CHECK(accepts(acceptance::no_novelty, {0.0, false}, {-1.0, false}));
+}
+
+// ---- the search ----------------------------------------------------------------------------------------
+
+namespace {
+const image_shape img{1, 4, 4};
+
+double mean_of(std::span<const float> x) {
+  double s = 0;
+  for (float v : x) s += v;
+  return s / double(x.size());
+}
+double sigmoid(double z) { return 1.0 / (1.0 + std::exp(-z)); }
+
+/// Class 0 iff the mean brightness is above `threshold` (a soft step of width 10).
+black_box brightness(double threshold, std::string name) {
+  return wrap([threshold](std::span<const float> x, std::span<float> p) {
+    const double t = sigmoid((mean_of(x) - threshold) / 10.0);
+    p[0] = float(t);
+    p[1] = float(1 - t);
+  }, img.size(), 2, std::move(name));
+}
+
+std::vector<float> constant_seeds(std::initializer_list<float> values) {
+  std::vector<float> s;
+  for (float v : values) s.insert(s.end(), img.size(), v);
+  return s;
+}
+
+dflare_options small_budget(std::size_t q = 300) {
+  dflare_options o;
+  o.image = img;
+  o.max_queries = q;
+  o.max_seconds = 0;
+  o.seed = 7;
+  return o;
+}
+
+void check_same(const dflare_result& a, const dflare_result& b) {
+  REQUIRE(a.seeds.size() == b.seeds.size());
+  for (std::size_t i = 0; i < a.seeds.size(); ++i) {
+    CAPTURE(i);
+    CHECK(a.seeds[i].index == b.seeds[i].index);
+    CHECK(a.seeds[i].status == b.seeds[i].status);
+    CHECK(a.seeds[i].queries == b.seeds[i].queries);
+    CHECK(a.seeds[i].accepted == b.seeds[i].accepted);
+    CHECK(a.seeds[i].input == b.seeds[i].input);
+    CHECK(a.seeds[i].error == b.seeds[i].error);
+  }
+}
+}  // namespace
+
+TEST_CASE("dflare: a pair that differs by construction (mean in (100,120)) is found within a small budget") {
+  const auto f = brightness(100, "f"), g = brightness(120, "g");
+  const auto seeds = constant_seeds({200, 180, 60, 230});
+  for (acceptance a : {acceptance::paper, acceptance::reference, acceptance::no_novelty}) {
+    for (selection_rule s : {selection_rule::paper, selection_rule::reference, selection_rule::uniform}) {
+      auto o = small_budget();
+      o.accept = a;
+      o.selection = s;
+      const auto r = dflare(f, g, seeds, 4, o);
+      CAPTURE(int(a));
+      CAPTURE(int(s));
+      for (const auto& sr : r.seeds) {
+        CHECK(sr.status == seed_status::found);
+        CHECK(sr.queries >= 1);
+        CHECK(sr.queries <= 300);
+        CHECK(sr.accepted < sr.queries);
+        REQUIRE(sr.input.size() == img.size());
+        const double m = mean_of(sr.input);
+        CHECK(m > 100);
+        CHECK(m < 120);
+        CHECK(sr.label_f == 0);
+        CHECK(sr.label_g == 1);
+        for (float v : sr.input) CHECK((v >= 0.f && v <= 255.f && v == std::floor(v)));
+        CHECK(sr.probs_f.size() == 2);
+      }
+      const auto sum = r.summary();
+      CHECK(sum.success_rate == 1.0);
+      CHECK(sum.mean_queries >= 1.0);
+    }
+  }
+}
+
+TEST_CASE("dflare: a pair that never differs fails at the budget") {
+  const auto f = brightness(100, "f");
+  const auto seeds = constant_seeds({200, 40});
+  auto o = small_budget(50);
+  const auto r = dflare(f, f, seeds, 2, o);
+  for (const auto& sr : r.seeds) {
+    CHECK(sr.status == seed_status::not_found);
+    CHECK(sr.queries == 50);
+    CHECK(sr.input.empty());
+    CHECK(sr.corpus >= 1);
+  }
+  const auto s = r.summary();
+  CHECK(s.success_rate == 0.0);
+  CHECK(s.searched == 2);
+  CHECK(s.total_queries == 100);
+}
+
+TEST_CASE("dflare: seeds that already trigger are skipped and flagged") {
+  const auto f = brightness(100, "f"), g = brightness(120, "g");
+  const auto seeds = constant_seeds({110, 200});
+  const auto r = dflare(f, g, seeds, 2, small_budget());
+  CHECK(r.seeds[0].status == seed_status::already_triggering);
+  CHECK(r.seeds[0].queries == 0);
+  CHECK(r.seeds[1].status == seed_status::found);
+  const auto s = r.summary();
+  CHECK(s.already_triggering == 1);
+  CHECK(s.searched == 1);
+  CHECK(s.success_rate == 1.0);
+}
+
+TEST_CASE("dflare: the same seed gives the same result; parallel seeds == sequential seeds; merge") {
+  const auto f = brightness(100, "f"), g = brightness(104, "g");  // a narrow band: longer searches
+  const auto seeds = constant_seeds({200, 180, 60, 230, 20, 150});
+  auto o = small_budget(400);
+  const auto a = dflare(f, g, seeds, 6, o);
+  const auto b = dflare(f, g, seeds, 6, o);
+  check_same(a, b);
+  o.threads = 2;
+  const auto p = dflare(execution::par, f, g, seeds, 6, o);
+  check_same(a, p);
+  const auto pd = dflare(execution::par, f, g, seeds, 6, small_budget(400));  // the process-wide pool
+  check_same(a, pd);
+  // two parts with first_index, merged in either order
+  auto o1 = small_budget(400), o2 = small_budget(400);
+  o2.first_index = 2;
+  const auto r1 = dflare(f, g, std::span<const float>(seeds).first(2 * img.size()), 2, o1);
+  const auto r2 = dflare(f, g, std::span<const float>(seeds).subspan(2 * img.size()), 4, o2);
+  check_same(a, merge(r2, r1));
+  // another RNG seed gives another search
+  auto o3 = small_budget(400);
+  o3.seed = 8;
+  const auto c = dflare(f, g, seeds, 6, o3);
+  bool differs = false;
+  for (std::size_t i = 0; i < 6; ++i) differs |= c.seeds[i].queries != a.seeds[i].queries || c.seeds[i].input != a.seeds[i].input;
+  CHECK(differs);
+}
+
+TEST_CASE("dflare: a throwing black box is recorded for its seed and the other seeds still run") {
+  const auto f = brightness(100, "f");
+  const auto g0 = brightness(120, "g");
+  auto g = wrap([g0](std::span<const float> x, std::size_t n, std::span<float> p) {
+    for (float v : x.first(16))
+      if (v != 50.f) return g0.predict(x, n, p);
+    throw nnlens::error("external model crashed");
+  }, img.size(), 2, "flaky");
+  const auto seeds = constant_seeds({200, 50, 210});
+  for (bool par : {false, true}) {
+    auto o = small_budget();
+    std::size_t calls = 0;
+    o.on_seed = [&](const seed_result&) { ++calls; };
+    const auto r = par ? dflare(execution::par, f, g, seeds, 3, o) : dflare(f, g, seeds, 3, o);
+    CHECK(calls == 3);
+    CHECK(r.seeds[0].status == seed_status::found);
+    CHECK(r.seeds[1].status == seed_status::failed);
+    CHECK(r.seeds[1].error == "external model crashed");
+    CHECK(r.seeds[2].status == seed_status::found);
+    const auto s = r.summary();
+    CHECK(s.failed == 1);
+    CHECK(s.success_rate == 1.0);
+  }
+}
+
+TEST_CASE("dflare: input checks") {
+  const auto f = brightness(100, "f");
+  const auto seeds = constant_seeds({200});
+  auto o = small_budget();
+  o.image = {1, 2, 2};
+  CHECK_THROWS_AS(dflare(f, f, seeds, 1, o), shape_error);
+  CHECK_THROWS_AS(dflare(f, f, seeds, 2, small_budget()), shape_error);
+  auto nobudget = small_budget();
+  nobudget.max_queries = 0;
+  CHECK_THROWS_AS(dflare(f, f, seeds, 1, nobudget), value_error);
+  const auto bad = constant_seeds({300});
+  CHECK(dflare(f, f, bad, 1, small_budget()).seeds[0].status == seed_status::failed);  // out of [0,255]
+  auto three = wrap([](std::span<const float>, std::span<float> p) { p[0] = 1, p[1] = p[2] = 0; }, img.size(), 3);
+  CHECK_THROWS_AS(dflare(f, three, seeds, 1, small_budget()), shape_error);
+}
+
+TEST_CASE("dflare: a time budget stops the search") {
+  const auto f = brightness(100, "f");
+  const auto seeds = constant_seeds({200});
+  auto o = small_budget(0);
+  o.max_seconds = 0.02;
+  const auto r = dflare(f, f, seeds, 1, o);
+  CHECK(r.seeds[0].status == seed_status::not_found);
+  CHECK(r.seeds[0].seconds >= 0.02);
+  CHECK(r.seeds[0].queries > 0);
+}
+
+TEST_CASE("dflare: networks as black boxes, g = f with two logits swapped") {
+  using Net = Sequential<Input<1, 4, 4>, Flatten, Dense<8>, ReLU, Dense<3>>;
+  Net f;
+  initialize(f, 3);
+  Net g = f;
+  auto& last = g.layer<3>();
+  for (std::size_t i = 0; i < last.W.shape()[0]; ++i) std::swap(last.W(i, 0), last.W(i, 1));
+  std::swap(last.b(0), last.b(1));
+  const auto bf = wrap(f, "f", normalization::divide_by(255)), bg = wrap(g, "g", normalization::divide_by(255));
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<int> v(0, 255);
+  std::vector<float> seeds(20 * img.size());
+  for (auto& e : seeds) e = float(v(rng));
+  auto o = small_budget(2000);
+  const auto r = dflare(bf, bg, seeds, 20, o);
+  const auto s = r.summary();
+  // seeds of class 0 or 1 trigger at once (skipped); the others are class 2, and a mutant that
+  // leaves class 2 triggers
+  CHECK(s.already_triggering + s.searched == 20);
+  for (const auto& sr : r.seeds) {
+    if (sr.status == seed_status::already_triggering) CHECK(sr.seed_label != 2);
+    if (sr.status == seed_status::found) CHECK(sr.seed_label == 2);
+    if (sr.status == seed_status::found) CHECK(sr.label_f != 2);
+  }
+  MESSAGE("swapped-logit twin: ", s.found, "/", s.searched, " found, mean queries ", s.mean_queries);
 }
