@@ -23,6 +23,22 @@
 //   nnlens semslice MODEL --data FILE [--labels FILE] [--metric taylor] [--theta 0.95] [--similarity cka]
 //                   [--categories 0,1,...] [--samples 500] [--test FILE] [--json] [-o MASK] [--mask MASK]
 //                   NeuSemSlice's critical neurons, CR, masked accuracy (docs/neusemslice-tool.md)
+// NeuSemSlice's maintenance tasks (docs/neusemslice-tool.md); the neuron mask comes from --mask MASK
+// or from semslice on the (old) data with semslice's options (--metric --theta --similarity
+// --categories --samples --metric-samples); OUT is .nnlw (LeNet-5 models) or .onnx:
+//   nnlens restructure MODEL --data FILE [--labels FILE] --test FILE [--test-labels FILE] [--mask MASK |
+//                      --no-slice] [--pruner lamp|global|uniform|erk] [--prune-step 0.05] [--max-drop 1]
+//                      [--max-iterations 60] [--epochs 1] [--lr 1e-4] [--baseline] [--json] -o OUT
+//                      mask + iterative pruning with fine-tuning: CR / accuracy per iteration, NI
+//   nnlens readapt MODEL --data FILE [--labels FILE] [--test FILE] [--mask MASK | --full]
+//                  [--attack fgsm|pgd] [--eps 0.1] [--pgd-steps 10] [--adv-samples 1000] [--epochs 5]
+//                  [--lr 1e-3] [--baseline] [--json] -o OUT
+//                  adversarial repair of the critical neurons only: TPR, RA, RAA, clean accuracy
+//   nnlens increment MODEL --data NEW [--labels FILE] --old-data OLD [--old-labels FILE]
+//                    [--old-classes 0,1,...] [--mask MASK | --retrain] [--replay 0.1] [--test FILE]
+//                    [--old-test FILE] [--epochs 5] [--lr 1e-3] [--baseline] [--json] -o OUT
+//                    learn a new task with the old task's critical neurons frozen: old / new accuracy
+//   (common: [--batch 64] [--seed S] [--threads N] [--no-progress])
 //
 // Errors: one line on stderr ("nnlens: ..."), exit status 1 (2 for bad command-line usage).
 #include <cstdlib>
@@ -39,6 +55,7 @@
 #include "coverage_cmd.hpp"
 #include "demo.hpp"
 #include "exactline_cmd.hpp"
+#include "maintenance_cmd.hpp"
 #include "model.hpp"
 #include "semslice_cmd.hpp"
 #include "slice_cmd.hpp"
@@ -199,6 +216,103 @@ int main(int argc, char** argv) {
                    "One JSON object: layers[{name, neurons, critical, k}], parameters, parameters_kept, compression, [accuracy], seconds");
   ss_cmd->add_option("--threads", ss_threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
 
+  // ---- NeuSemSlice's maintenance tasks: restructure, readapt, increment (maintenance_cmd.hpp)
+  struct maintenance_cli {
+    CLI::App* cmd = nullptr;
+    CLI::Option* seed = nullptr;
+    std::size_t threads = 0;
+    bool no_progress = false;
+  };
+  // The options the three share; `data_help` says what --data is, `no_mask` names the flag that
+  // runs without a mask (the baseline alone).
+  auto add_maintenance = [&](const char* name, const char* help, nnlens::tool::maintenance_common& m, const char* data_help,
+                             const char* no_mask, const char* no_mask_help, bool categories, const char* test_help,
+                             const char* epochs_help, const char* lr_help, const char* seed_help,
+                             const char* baseline_help, const char* json_help) {
+    maintenance_cli c;
+    c.cmd = app.add_subcommand(name, help);
+    c.cmd->add_option("MODEL", m.model, formats)->required();
+    c.cmd->add_option("--data,-d", m.data, data_help)->required();
+    c.cmd->add_option("--labels", m.labels,
+                      "Labels of --data (IDX labels or one integer per line; default: the IDX labels file beside IDX images)");
+    c.cmd->add_option("--test", m.test, test_help);
+    c.cmd->add_option("--test-labels", m.test_labels, "Labels of --test (default: the IDX labels file beside it)");
+    c.cmd->add_option("--mask", m.slice.mask, "Use this neuron mask (nnlens semslice -o) instead of slicing");
+    c.cmd->add_flag(no_mask, m.slice.none, no_mask_help);
+    c.cmd->add_option("--metric", m.slice.metric, "Slice: neuron contribution metric: avg, var, ens, taylor, deeplift")
+        ->capture_default_str();
+    c.cmd->add_option("--theta", m.slice.theta, "Slice: similarity threshold, 0 < theta <= 1")->capture_default_str();
+    c.cmd->add_option("--similarity", m.slice.similarity, "Slice: cka, uncentered, unbiased")->capture_default_str();
+    if (categories)
+      c.cmd->add_option("--categories", m.slice.categories, "Slice: comma-separated output classes (default: every class)");
+    c.cmd->add_option("--samples", m.slice.samples, "Slice: samples per category in the Gram matrices")->capture_default_str();
+    c.cmd->add_option("--metric-samples", m.slice.metric_samples, "Slice: at most this many samples per category for the metric (0: all)")
+        ->capture_default_str();
+    c.cmd->add_option("--epochs", m.epochs, epochs_help)->check(CLI::Range(1, 100000));
+    c.cmd->add_option("--lr", m.lr, lr_help)->check(CLI::NonNegativeNumber);
+    c.cmd->add_option("--batch", m.batch, "Mini-batch size")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+    c.seed = c.cmd->add_option("--seed", m.seed, seed_help);
+    c.cmd->add_flag("--baseline", m.baseline, baseline_help);
+    c.cmd->add_option("--output,-o", m.output, "The model to write: .nnlw (the demo's LeNet-5) or .onnx")->required();
+    c.cmd->add_flag("--json", m.json, json_help);
+    c.cmd->add_flag("--no-progress", c.no_progress, "No progress bar on standard error");
+    return c;
+  };
+
+  nnlens::tool::restructure_cmd_options rs;
+  auto rs_cli = add_maintenance(
+      "restructure", "NeuSemSlice restructure: mask the non-critical neurons, then iterative pruning with fine-tuning", rs,
+      "Labelled training samples for the slice and the fine-tuning (CSV or IDX images, as `profile --data` reads)",
+      "--no-slice", "No neuron mask: the pruner alone", true,
+      "Labelled test samples: the accuracy that decides each iteration (required)",
+      "Fine-tuning epochs per iteration (default 1)", "Adam learning rate of the fine-tuning (default 1e-4)",
+      "Seed of the slice's draws and the fine-tuning's shuffles (default 0)",
+      "Also run the pruner alone (no mask) and report it beside",
+      "One JSON object: mask, reference_accuracy, start_compression, start_accuracy, iterations[{iteration, compression, weight_pruned, accuracy, accepted}], ni, compression, accuracy, [baseline]");
+  rs_cli.cmd->get_option("--test")->required();
+  rs_cli.cmd->add_option("--pruner", rs.pruner, "Magnitude pruner: lamp, global, uniform (Uniform+), erk")->capture_default_str();
+  rs_cli.cmd->add_option("--prune-step", rs.prune_step, "p: fraction of the remaining weights pruned per iteration")
+      ->capture_default_str();
+  rs_cli.cmd->add_option("--max-drop", rs.max_drop, "Stop at the first iteration whose test accuracy is below the model's minus this (points)")
+      ->capture_default_str();
+  rs_cli.cmd->add_option("--max-iterations", rs.max_iterations, "At most this many pruning iterations")->capture_default_str();
+
+  nnlens::tool::readapt_cmd_options ra;
+  auto ra_cli = add_maintenance(
+      "readapt", "NeuSemSlice re-adaptation: adversarial repair training only the critical neurons", ra,
+      "Labelled training samples: the slice, and the clean sources of the adversarial training samples", "--full",
+      "No neuron mask: every parameter trains (the Full baseline alone)", true,
+      "Labelled test samples: clean accuracy and the sources of the RAA samples (default: --data)",
+      "Training epochs (default 5)", "Adam learning rate (default 1e-3)",
+      "Seed of the sample draws, shuffles and PGD's start (default 1; the slice's draws: 0)",
+      "Also run full retraining and report it beside",
+      "One JSON object: mask, trained_parameters, parameters, tpr, adv_before, ra, raa, clean_before, clean_after (percent), [baseline]");
+  ra_cli.cmd->add_option("--attack", ra.attack, "fgsm or pgd")->capture_default_str();
+  ra_cli.cmd->add_option("--eps", ra.eps, "L-inf radius (pixels in [0, 1])")->capture_default_str();
+  ra_cli.cmd->add_option("--pgd-steps", ra.pgd_steps, "PGD: steps of eps/4")->capture_default_str();
+  ra_cli.cmd->add_option("--adv-samples", ra.adv_samples, "Adversarial samples for training, and new ones for RAA")
+      ->capture_default_str();
+
+  nnlens::tool::increment_cmd_options in;
+  auto in_cli = add_maintenance(
+      "increment", "NeuSemSlice incremental development: learn a new task with the old task's critical neurons frozen", in,
+      "Labelled samples of the new task (CSV or IDX images)", "--retrain",
+      "No neuron mask: every parameter trains (the Retrain baseline alone)", false,
+      "Labelled test samples of the new task (default: --data)", "Training epochs (default 5)",
+      "Adam learning rate (default 1e-3)", "Seed of the replay draw and the shuffles (default 1; the slice's draws: 0)",
+      "Also run Retrain (every parameter, the same data) and report it beside",
+      "One JSON object: mask, before{old, new, mean}, accuracy{old, new, mean}, trained_fraction, frozen_changed, [baseline]");
+  in_cli.cmd->add_option("--old-data", in.old_data, "Labelled samples of the old task: Omega is sliced on them")->required();
+  in_cli.cmd->add_option("--old-labels", in.old_labels, "Labels of --old-data (default: the IDX labels file beside it)");
+  in_cli.cmd->add_option("--old-classes", in.old_classes,
+                         "The old task's classes: the slice's categories and the frozen outputs (default: the labels of --old-data)");
+  in_cli.cmd->add_option("--old-test", in.old_test, "Labelled test samples of the old task (default: --old-data)");
+  in_cli.cmd->add_option("--old-test-labels", in.old_test_labels, "Labels of --old-test");
+  in_cli.cmd->add_option("--replay", in.replay, "Add this fraction of the old samples to the training data (Replay)")
+      ->capture_default_str();
+  for (auto* c : {&rs_cli, &ra_cli, &in_cli})
+    c->cmd->add_option("--threads", c->threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -253,6 +367,25 @@ int main(int argc, char** argv) {
       if (cv_threads) ::setenv("NNLENS_NUM_THREADS", std::to_string(cv_threads).c_str(), 1);
       cv.progress = !cv_no_progress;
       return nnlens::tool::run_coverage(cv);
+    }
+    auto maintenance = [](const maintenance_cli& c, nnlens::tool::maintenance_common& m) {
+      // The process-wide pool reads NNLENS_NUM_THREADS when first used, i.e. after this.
+      if (c.threads) ::setenv("NNLENS_NUM_THREADS", std::to_string(c.threads).c_str(), 1);
+      m.seed_given = c.seed->count() > 0;
+      m.slice.slice_seed = m.seed_given ? m.seed : 0;
+      m.progress = !c.no_progress;
+    };
+    if (*rs_cli.cmd) {
+      maintenance(rs_cli, rs);
+      return nnlens::tool::run_restructure(rs);
+    }
+    if (*ra_cli.cmd) {
+      maintenance(ra_cli, ra);
+      return nnlens::tool::run_readapt(ra);
+    }
+    if (*in_cli.cmd) {
+      maintenance(in_cli, in);
+      return nnlens::tool::run_increment(in);
     }
     if (*ss_cmd) {
       // The process-wide pool reads NNLENS_NUM_THREADS when first used, i.e. after this.

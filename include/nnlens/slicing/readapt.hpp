@@ -45,6 +45,7 @@
 
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/execution.hpp"
+#include "nnlens/core/progress.hpp"
 #include "nnlens/core/thread_pool.hpp"
 #include "nnlens/network/parameters.hpp"
 #include "nnlens/slicing/attacks.hpp"
@@ -67,6 +68,7 @@ struct maintenance_training {
   double momentum = 0.9;              // sgd only
   double weight_decay = 0;            // both (L2, masked like the gradient)
   std::size_t chunks = 0;             // pieces per mini-batch: 0 = pool size (par) or 1 (seq)
+  bool progress = false;              // a progress bar per epoch on stderr (core/progress.hpp)
 };
 
 struct readapt_attack {
@@ -227,6 +229,8 @@ readapt_result<Net> readapt(const Policy& policy, const Net& net, const neuron_m
   std::vector<std::uint32_t> yb(2 * bp);
   for (std::size_t e = 0; e < o.epochs; ++e) {
     train::detail::shuffle(order, rng);
+    std::optional<progress_bar> bar;
+    if (o.progress) bar.emplace(detail::concat("readapt epoch ", e + 1, "/", o.epochs), m);
     for (std::size_t b0 = 0; b0 < m; b0 += bp) {
       const std::size_t nb = std::min(bp, m - b0);
       for (std::size_t i = 0; i < nb; ++i) {  // clean first, then the adversarial twins
@@ -236,7 +240,9 @@ readapt_result<Net> readapt(const Policy& policy, const Net& net, const neuron_m
         yb[i] = yb[nb + i] = ys[s];
       }
       step.step(r.model, opt, xb.data(), std::span<const std::uint32_t>(yb.data(), 2 * nb), &pm);
+      if (bar) bar->update(b0 + nb);
     }
+    if (bar) bar->finish();
   }
   rep.train_seconds = std::chrono::duration<double>(clock::now() - t_train).count();
 
