@@ -3,6 +3,7 @@
 
 #include <nnlens/difftest/mutation.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -221,4 +222,26 @@ TEST_CASE("mutation: mutate draws blur sizes from the spec's sets") {
     ++seen[k];
   }
   for (std::size_t k = 1; k <= 5; ++k) CHECK(seen[k] > 10);
+}
+
+TEST_CASE("mutation: median blur equals a brute-force median with replicated borders") {
+  for (image_shape s : {image_shape{1, 9, 7}, image_shape{3, 5, 6}, image_shape{1, 2, 3}}) {
+    for (std::size_t k : {3u, 5u, 7u}) {
+      const auto x = random_image(s, 100 + k);
+      auto y = x;
+      median_blur(y, s, k);
+      const auto H = std::ptrdiff_t(s.height), W = std::ptrdiff_t(s.width), r = std::ptrdiff_t(k / 2);
+      for (std::size_t c = 0; c < s.channels; ++c)
+        for (std::ptrdiff_t i = 0; i < H; ++i)
+          for (std::ptrdiff_t j = 0; j < W; ++j) {
+            std::vector<float> w;
+            for (std::ptrdiff_t di = -r; di <= r; ++di)
+              for (std::ptrdiff_t dj = -r; dj <= r; ++dj)
+                w.push_back(x[c * s.height * s.width + std::size_t(std::clamp<std::ptrdiff_t>(i + di, 0, H - 1) * W +
+                                                                   std::clamp<std::ptrdiff_t>(j + dj, 0, W - 1))]);
+            std::sort(w.begin(), w.end());
+            CHECK(y[c * s.height * s.width + std::size_t(i * W + j)] == w[w.size() / 2]);
+          }
+    }
+  }
 }

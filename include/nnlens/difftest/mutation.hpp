@@ -192,20 +192,40 @@ inline void median_blur(std::span<float> img, image_shape s, std::size_t k) {
   if (k % 2 == 0) throw value_error(nnlens::detail::concat("median_blur: size ", k, " is even"));
   clip_pixels(img, true);
   if (k == 1) return;
+  // Huang's sliding histogram (as OpenCV for 8-bit images): the pixels are integers in [0,255]
+  // after clip_pixels, so a window's median is found from 16 coarse + 16 fine bin counts.
   const auto H = std::ptrdiff_t(s.height), W = std::ptrdiff_t(s.width), r = std::ptrdiff_t(k / 2);
-  std::vector<float> src(std::size_t(H * W)), win(k * k);
+  const std::size_t half = k * k / 2;  // the median is the element of rank k*k/2 (k odd)
+  std::vector<std::uint8_t> src(std::size_t(H * W));
+  std::array<std::uint16_t, 256> fine{};
+  std::array<std::uint16_t, 16> coarse{};
+  auto add = [&](std::uint8_t v, int d) {
+    fine[v] = std::uint16_t(fine[v] + d);
+    coarse[v >> 4] = std::uint16_t(coarse[v >> 4] + d);
+  };
   for (std::size_t c = 0; c < s.channels; ++c) {
     float* p = img.data() + c * s.height * s.width;
-    std::copy_n(p, src.size(), src.data());
-    for (std::ptrdiff_t y = 0; y < H; ++y)
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = std::uint8_t(p[i]);
+    for (std::ptrdiff_t y = 0; y < H; ++y) {
+      fine.fill(0);
+      coarse.fill(0);
+      auto column = [&](std::ptrdiff_t x, int d) {
+        const std::ptrdiff_t xc = detail::replicate(x, W);
+        for (std::ptrdiff_t dy = -r; dy <= r; ++dy) add(src[std::size_t(detail::replicate(y + dy, H) * W + xc)], d);
+      };
+      for (std::ptrdiff_t x = -r; x <= r; ++x) column(x, 1);
       for (std::ptrdiff_t x = 0; x < W; ++x) {
-        std::size_t m = 0;
-        for (std::ptrdiff_t dy = -r; dy <= r; ++dy)
-          for (std::ptrdiff_t dx = -r; dx <= r; ++dx)
-            win[m++] = src[std::size_t(detail::replicate(y + dy, H) * W + detail::replicate(x + dx, W))];
-        std::nth_element(win.begin(), win.begin() + std::ptrdiff_t(m / 2), win.begin() + std::ptrdiff_t(m));
-        p[y * W + x] = win[m / 2];
+        std::size_t seen = 0, b = 0;
+        while (seen + coarse[b] <= half) seen += coarse[b++];
+        std::size_t v = b * 16;
+        while (seen + fine[v] <= half) seen += fine[v++];
+        p[y * W + x] = float(v);
+        if (x + 1 < W) {
+          column(x - r, -1);
+          column(x + r + 1, 1);
+        }
       }
+    }
   }
 }
 
