@@ -16,7 +16,7 @@
 // with B's categories) while learning C; Retrain / Replay 5% / Replay 10% (of all old tasks' data);
 // the mean over the three tasks' test accuracies (Table 8).
 //
-//   neusemslice_increment [--fashion DIR] [--cache DIR] [--models mlp,lenet5] [--seeds 1]
+//   neusemslice_increment [--fashion DIR] [--cache DIR] [--models mlp,lenet5,vgg] [--seeds 1]
 //                         [--epochs 3] [--task-epochs 6] [--lr 0.001] [--theta 0.95]
 //                         [--scenario2 0|1] [--quick]
 // --quick: LeNet-5 only; the task-A model trained 2 epochs on 5,000 images (cached in --cache),
@@ -25,6 +25,7 @@
 // Self-checks (exit status 1 on failure): NSS's frozen parameters (Omega_A's, the task-A output
 // rows) are bit-identical to the task-A model's; every accuracy in [0, 1]; Retrain forgets task A
 // more than NSS does.
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -41,6 +42,7 @@
 
 #include "../tools/nnlens/lenet5_recipe.hpp"
 #include "example_cli.hpp"
+#include "fashion_models.hpp"
 
 using namespace nnlens;
 using namespace nnlens_examples;
@@ -182,23 +184,30 @@ void scenario1(const char* name, const Data& train, const Data& test, const fs::
   o.lr = c.real("lr", 1e-3);
   o.batch = 64;
   const std::size_t seeds = c.num("seeds", 1);
-  const char* names[] = {"Retrain", "Replay5%", "Replay10%", "Replay100%", "NSS", "NSS+R10%"};
-  const double replay[] = {0, 0.05, 0.10, 1.0, 0, 0.10};
-  const bool masked[] = {false, false, false, false, true, true};
-  const int methods = quick ? 1 : 6;  // quick: Retrain, NSS, NSS+R10%
-  std::vector<acc3> res(6);
+  constexpr int M = 8;
+  const char* names[M] = {"Retrain", "Replay5%", "Replay10%", "Replay100%", "NSS", "NSS+R10%", "NSS-iso", "NSS-iso+R10%"};
+  const double replay[M] = {0, 0.05, 0.10, 1.0, 0, 0.10, 0, 0.10};
+  const bool masked[M] = {false, false, false, false, true, true, true, true};
+  const bool isolated[M] = {false, false, false, false, false, false, true, true};
+  // NSS-iso: Omega_A cut off from the non-critical neurons before training (isolate_kept), so
+  // that the frozen neurons keep their function, not only their weights (not in the paper).
+  const Net iso = isolate_kept(net, mA);
+  const auto iso_sc = task_scores(execution::par, iso, teA.images, teA.labels, teB.images, teB.labels);
+  std::printf("  Omega_A isolated before training: task A %.2f (A-only head %.2f)\n", 100 * iso_sc.old_task,
+              100 * restricted_accuracy(iso, teA, A));
+  std::vector<acc3> res(M);
   for (std::size_t s = 1; s <= seeds; ++s) {
     o.seed = s;
-    for (int m = 0; m < 6; ++m) {
+    for (int m = 0; m < M; ++m) {
       if (quick && m > 0 && m < 4) continue;
-      (void)methods;
       stopwatch t;
+      const Net& start = isolated[m] ? iso : net;
       increment_result<Net> r{net, {}};
       if (replay[m] > 0) {
         const auto mix = replay_mix(trB.images, trB.labels, trA.images, trA.labels, replay[m], 100 + s);
-        r = increment(execution::par, net, masked[m] ? &mA : nullptr, mix.x, mix.y, o);
+        r = increment(execution::par, start, masked[m] ? &mA : nullptr, mix.x, mix.y, o);
       } else {
-        r = increment(execution::par, net, masked[m] ? &mA : nullptr, trB.images, trB.labels, o);
+        r = increment(execution::par, start, masked[m] ? &mA : nullptr, trB.images, trB.labels, o);
       }
       const auto sc = task_scores(execution::par, r.model, teA.images, teA.labels, teB.images, teB.labels);
       const double ah = restricted_accuracy(r.model, teA, A);
@@ -206,7 +215,10 @@ void scenario1(const char* name, const Data& train, const Data& test, const fs::
       ++res[std::size_t(m)].n;
       check(sc.old_task >= 0 && sc.old_task <= 1 && sc.new_task >= 0 && sc.new_task <= 1, "accuracy outside [0, 1]");
       check(r.report.frozen_changed == 0, std::string(names[m]) + ": frozen parameters moved");
-      if (masked[m]) check(frozen_moved(net, r.model, mA) == 0, std::string(names[m]) + ": Omega_A's parameters moved");
+      if (masked[m]) check(frozen_moved(start, r.model, mA) == 0, std::string(names[m]) + ": Omega_A's parameters moved");
+      if (isolated[m])  // Omega_A computes task A's logits alone: they cannot have changed
+        check(std::abs(restricted_accuracy(r.model, teA, A) - restricted_accuracy(iso, teA, A)) < 1e-9,
+              std::string(names[m]) + ": the isolated Omega_A's task-A outputs changed");
       std::printf("  seed %zu %-10s %6.2f / %6.2f  (A-only head %6.2f; %zu samples, %.0f s)\n", s, names[m], 100 * sc.old_task,
                   100 * sc.new_task, 100 * ah, r.report.samples, t.seconds());
       std::fflush(stdout);
@@ -215,7 +227,7 @@ void scenario1(const char* name, const Data& train, const Data& test, const fs::
   std::printf("  %-10s | %7s %7s %7s | %s\n", "method", "TaskA", "TaskB", "Avg", "TaskA, argmax over A's outputs only");
   std::printf("  %-10s | %7.2f %7.2f %7.2f | %7.2f\n", "Original", 100 * orig.old_task, 100 * orig.new_task, 100 * orig.mean,
               100 * restricted_accuracy(net, teA, A));
-  for (int m = 0; m < 6; ++m) {
+  for (int m = 0; m < M; ++m) {
     const auto& r = res[std::size_t(m)];
     if (!r.n) continue;
     const double a = 100 * r.a / double(r.n), b = 100 * r.b / double(r.n);
@@ -242,14 +254,15 @@ void scenario2(const char* name, const Data& train, const Data& test, const fs::
   auto acc = [&](const Net& n, std::size_t t) { return train::evaluate(execution::par, n, te[t].images, te[t].labels).accuracy; };
   std::printf("\n== %s scenario II (A = 0-2, B = 3-5, C = 6-9), seed 1\n  %-10s | %7s %7s %7s %7s\n", name, "method", "TaskA",
               "TaskB", "TaskC", "Avg");
-  const char* names[] = {"Retrain", "Replay5%", "Replay10%", "NSS"};
-  for (int m = 0; m < 4; ++m) {
+  const char* names[] = {"Retrain", "Replay5%", "Replay10%", "NSS", "NSS-iso"};
+  for (int m = 0; m < 5; ++m) {
     stopwatch t;
     Net cur = net;
     neuron_mask frozen;
-    if (m == 3) frozen = slice_task(net, tr[0], T[0], theta, 10000);
+    if (m >= 3) frozen = slice_task(net, tr[0], T[0], theta, 10000);
     for (std::size_t step = 1; step < 3; ++step) {
-      if (m == 3) {
+      if (m >= 3) {
+        if (m == 4) cur = isolate_kept(cur, frozen);
         auto r = increment(execution::par, cur, &frozen, tr[step].images, tr[step].labels, o);
         check(r.report.frozen_changed == 0, "scenario II: frozen parameters moved");
         cur = r.model;
@@ -288,7 +301,7 @@ int main(int argc, char** argv) try {
   const bool quick = c.has("quick");
   const fs::path fashion = c.str("fashion", "/usr/share/datasets/fashion-mnist");
   const fs::path cache = c.str("cache", "models-cache");
-  const std::string models = c.str("models", quick ? "lenet5" : "mlp,lenet5");
+  const std::string models = c.str("models", quick ? "lenet5" : "mlp,lenet5,vgg");
   const bool s2 = c.num("scenario2", quick ? 0 : 1) != 0;
   stopwatch total;
   const auto train = io::load_mnist<float>(fashion, "train");
@@ -302,6 +315,10 @@ int main(int argc, char** argv) try {
   if (models.find("lenet5") != std::string::npos) {
     scenario1<LeNet5>("lenet5", train, test, cache, c, quick, false);
     if (s2) scenario2<LeNet5>("lenet5", train, test, cache, c, false);
+  }
+  if (models.find("vgg") != std::string::npos) {
+    scenario1<FashionVGG>("vgg", train, test, cache, c, quick, false);
+    if (s2) scenario2<FashionVGG>("vgg", train, test, cache, c, false);
   }
   std::printf("\ntotal %.1f s; self-checks: %s\n", total.seconds(), failures ? "FAILED" : "passed");
   return failures ? 1 : 0;

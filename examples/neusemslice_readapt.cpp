@@ -11,7 +11,7 @@
 //   RAA  accuracy on 1,000 new adversarial samples made against the repaired model;
 //   clean accuracy on the 10,000 test images before/after;  adv0: the attack before repair.
 //
-//   neusemslice_readapt [--fashion DIR] [--cache DIR] [--models mlp,lenet5] [--seeds 3]
+//   neusemslice_readapt [--fashion DIR] [--cache DIR] [--models mlp,lenet5,vgg] [--seeds 3]
 //                       [--epochs 5] [--lr 0.001] [--samples 1000] [--eps 0.1] [--pgd-steps 10]
 //                       [--theta 0.95] [--weights FILE] [--quick]
 // The MLP is trained with demo::train_with_recipe (12 epochs, seed 1) and cached in --cache
@@ -42,6 +42,7 @@
 
 #include "../tools/nnlens/lenet5_recipe.hpp"
 #include "example_cli.hpp"
+#include "fashion_models.hpp"
 
 using namespace nnlens;
 using namespace nnlens_examples;
@@ -163,7 +164,7 @@ int main(int argc, char** argv) try {
   const bool quick = c.has("quick");
   const fs::path fashion = c.str("fashion", "/usr/share/datasets/fashion-mnist");
   const fs::path cache = c.str("cache", "models-cache");
-  const std::string models = c.str("models", quick ? "lenet5" : "mlp,lenet5");
+  const std::string models = c.str("models", quick ? "lenet5" : "mlp,lenet5,vgg");
   stopwatch total;
   const auto train = io::load_mnist<float>(fashion, "train");
   const auto test = io::load_mnist<float>(fashion, "t10k");
@@ -185,6 +186,12 @@ int main(int argc, char** argv) try {
               train, quick ? 2 : 12);
     std::printf("LeNet-5: test accuracy %.2f%%\n", 100 * train::evaluate(execution::par, net, test.images, test.labels).accuracy);
     study("LeNet5-FMNIST", net, train, test, c, quick);
+  }
+  if (models.find("vgg") != std::string::npos) {
+    FashionVGG net;
+    get_model(net, cache / (quick ? "vgg-fashion-mnist-e2-s1.nnlw" : "vgg-fashion-mnist-e12-s1.nnlw"), train, quick ? 2 : 12);
+    std::printf("VGG-style 8-8-16-16-64: test accuracy %.2f%%\n", 100 * train::evaluate(execution::par, net, test.images, test.labels).accuracy);
+    study("VGG-FMNIST", net, train, test, c, quick);
   }
   std::printf("\ntotal %.1f s; self-checks: %s\n", total.seconds(), failures ? "FAILED" : "passed");
   return failures ? 1 : 0;

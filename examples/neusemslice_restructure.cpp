@@ -13,7 +13,7 @@
 // and stops at the first iteration whose test accuracy falls below the original accuracy - 1
 // point (A13).  Reported: CR / NI / MA, means over the seeds.
 //
-//   neusemslice_restructure [--fashion DIR] [--cache DIR] [--quick] [--models mlp,lenet5]
+//   neusemslice_restructure [--fashion DIR] [--cache DIR] [--quick] [--models mlp,lenet5,vgg]
 //       [--seeds 1,2,3] [--finetune 10000] [--test 10000] [--epochs 1] [--lr 1e-4]
 //       [--tolerance 1] [--max-iter 40] [--methods lamp,global,uniform,erk]
 //
@@ -41,6 +41,7 @@
 
 #include "../tools/nnlens/lenet5_recipe.hpp"
 #include "example_cli.hpp"
+#include "fashion_models.hpp"
 
 namespace fs = std::filesystem;
 using namespace nnlens;
@@ -213,7 +214,7 @@ int main(int argc, char** argv) try {
   const bool quick = c.has("quick");
   const fs::path fashion = c.str("fashion", "/usr/share/datasets/fashion-mnist");
   const fs::path cache = c.str("cache", "models-cache");
-  const auto models = split(c.str("models", quick ? "lenet5" : "mlp,lenet5"));
+  const auto models = split(c.str("models", quick ? "lenet5" : "mlp,lenet5,vgg"));
   study_args a;
   for (const auto& m : split(c.str("methods", "lamp,global,uniform,erk"))) a.methods.push_back(method_of(m));
   for (const auto& s : split(c.str("seeds", "1"))) a.seeds.push_back(std::stoull(s));
@@ -250,8 +251,15 @@ int main(int argc, char** argv) try {
       study_args b = a;
       b.p = c.real("p", 0.05);
       study("LeNet5-FMNIST", net, fine, sem, tst, b, md);
+    } else if (m == "vgg") {
+      FashionVGG net;
+      load_or_train(net, "VGG-style 8-8-16-16-64", cache / (quick ? "vgg-fashion-mnist-quick-e2-n10000.nnlw" : "vgg-fashion-mnist-e12-s1.nnlw"),
+                    fashion, quick);
+      study_args b = a;
+      b.p = c.real("p", 0.05);
+      study("VGG-FMNIST", net, fine, sem, tst, b, md);
     } else {
-      throw value_error("--models: unknown model '" + m + "' (mlp, lenet5)");
+      throw value_error("--models: unknown model '" + m + "' (mlp, lenet5, vgg)");
     }
   }
   std::printf("\ntotal %.0f s; %s\n", sw.seconds(), failures ? "SOME CHECKS FAILED" : "all checks passed");

@@ -169,6 +169,43 @@ TEST_CASE("increment: the old task's critical neurons never move (oracle 9); the
   CHECK(rr.report.trained_fraction == 1.0);
 }
 
+TEST_CASE("increment: isolate_kept cuts masked -> kept synapses, so the old task's logits survive training bit for bit") {
+  const Mlp net = trained_net();
+  auto [x, y] = synthetic(300, 43);
+  const neuron_mask m = half_mask(net, {0, 1});
+  const Mlp iso = isolate_kept(net, m);
+  // hand check of the cut: layer 2's kept unit reads masked layer-0 unit n as 0, the others as before
+  const auto& W0 = std::get<2>(net.layers).W;
+  const auto& Wi = std::get<2>(iso.layers).W;
+  std::size_t cut = 0;
+  for (std::size_t i = 0; i < 16; ++i)
+    for (std::size_t o = 0; o < 12; ++o) {
+      const bool zero = !m.keep[0][i] && m.keep[1][o];
+      CHECK(Wi(i, o) == (zero ? 0.0f : W0(i, o)));
+      cut += zero;
+    }
+  CHECK(cut > 0);
+  CHECK(std::get<0>(iso.layers).W == std::get<0>(net.layers).W);  // the first unit reads the input
+  const auto& H0 = std::get<4>(net.layers).W;
+  const auto& Hi = std::get<4>(iso.layers).W;
+  for (std::size_t i = 0; i < 12; ++i)
+    for (std::size_t c = 0; c < 4; ++c) CHECK(Hi(i, c) == ((!m.keep[1][i] && c < 2) ? 0.0f : H0(i, c)));
+  // training the rest on new data leaves classes 0 and 1's logits exactly as they were
+  const auto r = increment(iso, &m, x, y, sgd_wd);
+  CHECK(r.report.frozen_changed == 0);
+  const xt::xarray<float> before = forward(iso, x), after = forward(r.model, x);
+  std::size_t differ = 0, moved_b = 0;
+  for (std::size_t i = 0; i < x.shape()[0]; ++i) {
+    differ += before(i, 0) != after(i, 0) || before(i, 1) != after(i, 1);
+    moved_b += before(i, 2) != after(i, 2);
+  }
+  CHECK(differ == 0);
+  CHECK(moved_b > 0);
+  neuron_mask bad = m;
+  bad.keep.pop_back();
+  CHECK_THROWS_AS(isolate_kept(net, bad), data_error);
+}
+
 TEST_CASE("increment helpers: set_output_classes, mask_union, replay_mix, task_scores") {
   const Mlp net = trained_net();
   neuron_mask m = full_mask(net);

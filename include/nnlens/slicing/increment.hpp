@@ -64,6 +64,33 @@ void set_output_classes(const Net& net, neuron_mask& m, const std::vector<std::s
   }
 }
 
+/// A copy of net in which the kept neurons read only kept neurons: every weight from a masked
+/// neuron of unit u into a kept neuron of unit u+1 (and into a kept output class) is set to 0.
+/// Omega then computes the old task's logits on its own, so freezing theta_Omega (Eq. 9) freezes
+/// Omega's function, not only its weights; the masked neurons still read the kept ones.  An
+/// option beside the paper's Eq. 9 (which leaves these synapses in place and trainable only as
+/// parameters of kept neurons, i.e. frozen, while their sources retrain): see
+/// docs/neusemslice-increment.md.  The first unit reads the input and is unchanged.
+template <class Net>
+Net isolate_kept(const Net& net, const neuron_mask& m) {
+  const auto us = neuron_units(net);
+  detail::check_mask(net, m, us, "isolate_kept");
+  Net r = net;
+  auto ps = parameter_spans(r);
+  std::vector<std::vector<std::uint8_t>> kept_param;
+  for (const auto& s : ps) kept_param.emplace_back(s.size(), std::uint8_t(0));
+  for (std::size_t u = 1; u < us.size(); ++u)
+    for (std::size_t n = 0; n < us[u].neurons; ++n)
+      if (m.keep[u][n]) detail::for_each_unit_parameter(net, us[u], n, [&](std::size_t t, std::size_t e) { kept_param[t][e] = 1; });
+  for (std::size_t u = 0; u + 1 < us.size(); ++u)
+    for (std::size_t n = 0; n < us[u].neurons; ++n)
+      if (!m.keep[u][n])
+        detail::for_each_reader_parameter(net, us[u], us[u + 1], n, [&](std::size_t t, std::size_t e) {
+          if (kept_param[t][e]) ps[t][e] = 0;
+        });
+  return r;
+}
+
 /// The union of two masks of the same architecture (a neuron kept by either is kept).
 inline neuron_mask mask_union(const neuron_mask& a, const neuron_mask& b) {
   if (a.keep.size() != b.keep.size()) throw data_error("mask_union: the masks have different unit counts");
