@@ -49,6 +49,8 @@
 #include <random>
 #include <span>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "nnlens/core/error.hpp"
