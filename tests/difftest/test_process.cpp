@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <nnlens/difftest/dflare.hpp>
 #include <nnlens/difftest/process.hpp>
 
 #ifndef NNLENS_SOURCE_DIR
@@ -255,4 +256,29 @@ TEST_CASE("process: concurrent callers share one child") {
   for (auto& t : ts) t.join();
   for (int v : ok) CHECK(v == 1);
   CHECK(m->starts() == 1);
+}
+
+TEST_CASE("process: a search survives a child that crashes mid-search (the seed fails, the next restarts it)") {
+  if (!have_python()) return;
+  // f: the linear model in-process; g: the same model in a child that crashes at its 31st request.
+  const black_box f = wrap([](std::span<const float> x, std::size_t n, std::span<float> p) {
+    const auto want = reference(std::vector<float>(x.begin(), x.end()), n, 16, 3);
+    std::copy(want.begin(), want.end(), p.begin());
+  }, 16, 3, "f");
+  auto model = std::make_shared<process_model>(py_child("crash", 16, 3, 30));
+  const black_box g = as_black_box(model, "g");
+  std::vector<float> seeds(3 * 16);
+  for (std::size_t i = 0; i < seeds.size(); ++i) seeds[i] = float(i % 7);
+  dflare_options o;
+  o.image = {1, 4, 4};
+  o.max_queries = 20;  // 21 requests per seed (the seed's own query included)
+  o.max_seconds = 0;
+  const auto r = dflare(f, g, seeds, 3, o);
+  CHECK(r.seeds[0].status == seed_status::not_found);  // g == f: no trigger
+  CHECK(r.seeds[0].queries == 20);
+  CHECK(r.seeds[1].status == seed_status::failed);     // request 31 = seed 1's 10th
+  CHECK(contains(r.seeds[1].error, "exited with status 3"));
+  CHECK(r.seeds[2].status == seed_status::not_found);  // a fresh child
+  CHECK(r.seeds[2].queries == 20);
+  CHECK(model->starts() == 2);
 }
