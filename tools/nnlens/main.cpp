@@ -35,10 +35,10 @@
 //                  [--lr 1e-3] [--baseline] [--json] -o OUT
 //                  adversarial repair of the critical neurons only: TPR, RA, RAA, clean accuracy
 //   nnlens increment MODEL --data NEW [--labels FILE] --old-data OLD [--old-labels FILE]
-//                    [--old-classes 0,1,...] [--mask MASK | --retrain] [--replay 0.1] [--test FILE]
-//                    [--old-test FILE] [--epochs 5] [--lr 1e-3] [--baseline] [--json] -o OUT
+//                    [--old-classes 0,1,...] [--new-classes 5,6,...] [--mask MASK | --retrain] [--replay 0.1]
+//                    [--test FILE] [--old-test FILE] [--epochs 5] [--lr 1e-3] [--baseline] [--json] -o OUT
 //                    learn a new task with the old task's critical neurons frozen: old / new accuracy
-//   (common: [--batch 64] [--seed S] [--threads N] [--no-progress])
+//   (common: [--batch 64] [--limit N] [--seed S] [--threads N] [--no-progress])
 //
 // Errors: one line on stderr ("nnlens: ..."), exit status 1 (2 for bad command-line usage).
 #include <cstdlib>
@@ -251,6 +251,7 @@ int main(int argc, char** argv) {
     c.cmd->add_option("--epochs", m.epochs, epochs_help)->check(CLI::Range(1, 100000));
     c.cmd->add_option("--lr", m.lr, lr_help)->check(CLI::NonNegativeNumber);
     c.cmd->add_option("--batch", m.batch, "Mini-batch size")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+    c.cmd->add_option("--limit", m.limit, "Use at most the first N samples of each data file (0: all)")->capture_default_str();
     c.seed = c.cmd->add_option("--seed", m.seed, seed_help);
     c.cmd->add_flag("--baseline", m.baseline, baseline_help);
     c.cmd->add_option("--output,-o", m.output, "The model to write: .nnlw (the demo's LeNet-5) or .onnx")->required();
@@ -305,7 +306,9 @@ int main(int argc, char** argv) {
   in_cli.cmd->add_option("--old-data", in.old_data, "Labelled samples of the old task: Omega is sliced on them")->required();
   in_cli.cmd->add_option("--old-labels", in.old_labels, "Labels of --old-data (default: the IDX labels file beside it)");
   in_cli.cmd->add_option("--old-classes", in.old_classes,
-                         "The old task's classes: the slice's categories and the frozen outputs (default: the labels of --old-data)");
+                         "The old task's classes: only their samples of --old-data / --old-test are used; the slice's categories and the frozen outputs (default: the labels of --old-data)");
+  in_cli.cmd->add_option("--new-classes", in.new_classes,
+                         "The new task's classes: only their samples of --data and --test are used (default: all)");
   in_cli.cmd->add_option("--old-test", in.old_test, "Labelled test samples of the old task (default: --old-data)");
   in_cli.cmd->add_option("--old-test-labels", in.old_test_labels, "Labels of --old-test");
   in_cli.cmd->add_option("--replay", in.replay, "Add this fraction of the old samples to the training data (Replay)")

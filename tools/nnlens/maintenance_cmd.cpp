@@ -141,8 +141,37 @@ struct labelled {
   std::size_t size() const { return y.size(); }
 };
 
+/// Only the samples of d whose label is in `classes` (when not empty), then at most the first
+/// `limit` of them (0: all).
+labelled select(labelled d, std::size_t limit, const std::vector<std::size_t>& classes) {
+  const std::size_t n = d.size();
+  if (classes.empty() && (limit == 0 || limit >= n)) return d;
+  std::vector<std::size_t> keep;
+  for (std::size_t i = 0; i < n && (limit == 0 || keep.size() < limit); ++i)
+    if (classes.empty() || std::find(classes.begin(), classes.end(), d.y[i]) != classes.end()) keep.push_back(i);
+  if (keep.empty()) {
+    std::string cs;
+    for (auto c : classes) cs += (cs.empty() ? "" : ",") + std::to_string(c);
+    throw data_error(concat(d.path, ": no samples of class(es) ", cs));
+  }
+  const std::size_t dim = n ? d.x.size() / n : 0;
+  auto sh = d.x.shape();
+  std::vector<std::size_t> shape(sh.begin(), sh.end());
+  shape[0] = keep.size();
+  xt::xarray<float> x = xt::xarray<float>::from_shape(shape);
+  std::vector<std::size_t> y(keep.size());
+  for (std::size_t k = 0; k < keep.size(); ++k) {
+    std::copy_n(d.x.data() + keep[k] * dim, dim, x.data() + k * dim);
+    y[k] = d.y[keep[k]];
+  }
+  d.x = std::move(x);
+  d.y = std::move(y);
+  return d;
+}
+
+/// The labelled samples of a file, then select(limit, classes).
 labelled read_labelled(const DynamicNetwork& net, const std::string& data, const std::string& labels,
-                       const char* labels_option) {
+                       const char* labels_option, std::size_t limit, const std::vector<std::size_t>& classes = {}) {
   labelled d;
   d.path = data;
   d.x = read_samples(data, net.input_shape());
@@ -151,7 +180,7 @@ labelled read_labelled(const DynamicNetwork& net, const std::string& data, const
   const std::string lp = labels.empty() ? companion_labels(data) : labels;
   if (lp.empty()) throw value_error(concat(labels_option, " FILE is required: ", data, " has no IDX labels file beside it"));
   d.y = read_labels(lp, n, net.output_shape().size());
-  return d;
+  return select(std::move(d), limit, classes);
 }
 
 double accuracy_of(const DynamicNetwork& net, const labelled& d) {
@@ -318,8 +347,8 @@ int run_restructure(const restructure_cmd_options& o) {
   keep_batch_buffers_on_the_heap();
   const auto t0 = clock_type::now();
   const DynamicNetwork original = load_model(o.model);
-  const labelled train_d = read_labelled(original, o.data, o.labels, "--labels");
-  const labelled test_d = read_labelled(original, o.test, o.test_labels, "--test-labels");
+  const labelled train_d = read_labelled(original, o.data, o.labels, "--labels", o.limit);
+  const labelled test_d = read_labelled(original, o.test, o.test_labels, "--test-labels", o.limit);
   std::optional<mask_info> mi;
   if (!o.slice.none) mi = obtain_mask(original, o, train_d, {}, "--categories");
 
@@ -430,8 +459,8 @@ int run_readapt(const readapt_cmd_options& o) {
   keep_batch_buffers_on_the_heap();
   const auto t0 = clock_type::now();
   const DynamicNetwork net = load_model(o.model);
-  const labelled train_d = read_labelled(net, o.data, o.labels, "--labels");
-  const labelled test_d = o.test.empty() ? train_d : read_labelled(net, o.test, o.test_labels, "--test-labels");
+  const labelled train_d = read_labelled(net, o.data, o.labels, "--labels", o.limit);
+  const labelled test_d = o.test.empty() ? train_d : read_labelled(net, o.test, o.test_labels, "--test-labels", o.limit);
   std::optional<mask_info> mi;
   if (!o.slice.none) mi = obtain_mask(net, o, train_d, {}, "--categories");
 
@@ -505,17 +534,21 @@ int run_increment(const increment_cmd_options& o) {
   const auto t0 = clock_type::now();
   const DynamicNetwork net = load_model(o.model);
   const std::size_t classes = net.output_shape().size();
-  std::vector<std::size_t> old_classes;
+  std::vector<std::size_t> old_classes, new_classes;
   if (!o.old_classes.empty()) old_classes = parse_classes(o.old_classes, classes, "--old-classes");
-  const labelled new_d = read_labelled(net, o.data, o.labels, "--labels");
-  const labelled old_d = read_labelled(net, o.old_data, o.old_labels, "--old-labels");
-  const labelled new_t = o.test.empty() ? new_d : read_labelled(net, o.test, o.test_labels, "--test-labels");
-  const labelled old_t = o.old_test.empty() ? old_d : read_labelled(net, o.old_test, o.old_test_labels, "--old-test-labels");
+  if (!o.new_classes.empty()) new_classes = parse_classes(o.new_classes, classes, "--new-classes");
+  // Every sample of the old classes' files is read, so that a category with no samples is named.
+  labelled old_d = read_labelled(net, o.old_data, o.old_labels, "--old-labels", 0);
   if (old_classes.empty()) {
     const std::set<std::size_t> s(old_d.y.begin(), old_d.y.end());
     old_classes.assign(s.begin(), s.end());
   }
   check_categories_present(old_d, old_classes, classes, "");
+  old_d = select(std::move(old_d), o.limit, old_classes);
+  const labelled new_d = read_labelled(net, o.data, o.labels, "--labels", o.limit, new_classes);
+  const labelled new_t = o.test.empty() ? new_d : read_labelled(net, o.test, o.test_labels, "--test-labels", o.limit, new_classes);
+  const labelled old_t = o.old_test.empty() ? old_d
+                                            : read_labelled(net, o.old_test, o.old_test_labels, "--old-test-labels", o.limit, old_classes);
   std::optional<mask_info> mi;
   if (!o.slice.none) {
     mi = obtain_mask(net, o, old_d, old_classes, "--old-classes");

@@ -18,16 +18,18 @@
 //       adversarial re-adaptation training only the critical neurons' parameters: TPR, RA, RAA,
 //       clean accuracy before / after.  --baseline: full retraining as well.
 //   nnlens increment MODEL --data NEW [--labels FILE] --old-data OLD [--old-labels FILE]
-//                    [--old-classes 0,1,...] [--mask MASK | slice options | --retrain]
-//                    [--replay 0.1] [--test FILE [--test-labels FILE]] [--old-test FILE
-//                    [--old-test-labels FILE]] [--epochs 5] [--lr 1e-3] [--batch 64] [--seed 1]
+//                    [--old-classes 0,1,...] [--new-classes 5,6,...]
+//                    [--mask MASK | slice options | --retrain] [--replay 0.1]
+//                    [--test FILE [--test-labels FILE]] [--old-test FILE [--old-test-labels FILE]]
+//                    [--epochs 5] [--lr 1e-3] [--batch 64] [--seed 1]
 //                    [--baseline] [--json] -o OUT
 //       learns the new task (--data) while the old task's critical neurons (sliced on --old-data
 //       for --old-classes, or --mask; the output unit keeps the old classes) stay frozen;
 //       --replay F adds F of the old samples.  Old / new task accuracy and their mean, the trained
 //       fraction, frozen_changed (0).  --baseline: Retrain (every parameter) as well.
 // Slice options, as `nnlens semslice`: --metric, --theta, --similarity, --categories, --samples,
-// --metric-samples, --seed.  OUT: .nnlw (the project's weights format; the tool reads it back for
+// --metric-samples, --seed.  Common: --batch, --limit N (the first N samples of each data file),
+// --threads, --no-progress.  OUT: .nnlw (the project's weights format; the tool reads it back for
 // the demo's LeNet-5 architecture) or .onnx (any model; builds with ONNX).
 // Each returns the process exit code; throws nnlens::error (one line naming the file / option) on
 // bad input.
@@ -59,6 +61,7 @@ struct maintenance_common {
   std::size_t epochs = 0;           // 0: the command's default
   double lr = -1;                   // < 0: the command's default
   std::size_t batch = 64;
+  std::size_t limit = 0;            // at most the first N samples of each data file (0: all)
   std::uint64_t seed = 0;
   bool seed_given = false;
   bool baseline = false, json = false, progress = true;
@@ -82,7 +85,8 @@ int run_readapt(const readapt_cmd_options& o);
 
 struct increment_cmd_options : maintenance_common {
   std::string old_data, old_labels, old_test, old_test_labels;
-  std::string old_classes;          // "": the classes present in --old-data
+  std::string old_classes;          // "": the classes present in --old-data; else only their samples
+  std::string new_classes;          // "": every sample of --data / --test; else only these classes
   double replay = 0;                // fraction of the old samples added to the new task's
 };
 int run_increment(const increment_cmd_options& o);

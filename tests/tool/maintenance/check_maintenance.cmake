@@ -7,7 +7,8 @@
 #     at CR 0; a mask file (--mask) and the pruners; the model written reads back (`nnlens info`);
 #  readapt: 0 < TPR <= 100, the baseline (Full) trains 100 %, every accuracy in [0, 100]; PGD;
 #  increment: frozen_changed = 0 (spec §7 oracle 9), 0 < trained fraction < 100 (Retrain: 100),
-#     every accuracy in [0, 100], replay adds round(F * old) samples;
+#     every accuracy in [0, 100], replay adds round(F * old) samples; --new-classes and --limit
+#     select the samples;
 #  the text report of each.
 #   cmake -DMODE=restructure -DTOOL=... -DMODEL=... -DSAMPLES=... -DLABELS=... -DNEW_LABELS=...
 #         -DWORK=dir [-DONNX=1] -P check_maintenance.cmake
@@ -171,6 +172,10 @@ elseif(MODE STREQUAL "increment")
   string(JSON btf GET "${b}" trained_fraction)
   expect("btf EQUAL 100" "baseline trained_fraction ${btf}")
   reads_back(${WORK}/i.nnlw)
+  # --new-classes keeps the samples of class 2 (3 of 5), --limit the first 2 of them
+  run(j3 ${inc} --samples 5 --epochs 1 --new-classes 2 --limit 2 --json --no-progress -o ${WORK}/i3.nnlw)
+  string(JSON ns GET "${j3}" samples)
+  expect("ns EQUAL 2" "--new-classes 2 --limit 2: samples ${ns}")
   run(t ${inc} --mask ${mask} --old-classes 0,1 --epochs 1 -o ${WORK}/i2.nnlw)
   if(NOT t MATCHES "increment \\(old task's critical neurons frozen\\) on 5 samples \\([^\n]*\\), old classes 0,1, 1 epoch\\(s\\), Adam lr 0.001\n  neuron mask [^\n]*m\\.mask keeps [0-9/ ]+ neurons, CR [0-9.]+%\n +trained +old task +new task +mean +frozen changed\n  before +- +[0-9.]+% +[0-9.]+% +[0-9.]+%\n  NSS +[0-9.]+% +[0-9.]+% +[0-9.]+% +[0-9.]+% +0\n.*model written to")
     message(FATAL_ERROR "unexpected text output:\n${t}")
