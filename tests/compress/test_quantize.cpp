@@ -12,6 +12,7 @@
 #include <nnlens/io/nnet.hpp>
 #include <nnlens/nnlens.hpp>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -457,4 +458,24 @@ TEST_CASE("channel_prune: the lowest-L1 filters / units lose weights and bias; t
   // an int8 twin of a pruned net keeps the zeros exactly (symmetric: 0 -> 0)
   const auto q = quantize(p, uniform<float>({8, 2, 5, 5}, 0, 1, 2));
   for (std::size_t i = 0; i < 18; ++i) CHECK(q.layer(0).weights[2 * 18 + i] == 0);
+}
+
+TEST_CASE("kernels::gemm_s8: exact int32 products against a naive loop (tails in M, N, K; pruned zeros)") {
+  std::mt19937_64 rng(17);
+  std::uniform_int_distribution<int> u(-128, 127);
+  for (auto [M, N, K] : {std::array<std::size_t, 3>{1, 1, 1}, {3, 17, 5}, {4, 16, 2}, {6, 35, 31}, {9, 100, 64},
+                         {13, 784, 25}, {5, 15, 300}}) {
+    std::vector<std::int8_t> A(M * K), B(K * N);
+    for (auto& v : A) v = std::int8_t(u(rng) % 3 == 0 ? 0 : u(rng));  // some pruned weights
+    for (auto& v : B) v = std::int8_t(u(rng));
+    A[0] = -128, B[0] = -128;  // the extreme product
+    std::vector<std::int32_t> C(M * N, 12345), P(M * N, 777), R(M * N, 0);
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t j = 0; j < N; ++j)
+        for (std::size_t k = 0; k < K; ++k) R[i * N + j] += std::int32_t(A[i * K + k]) * std::int32_t(B[k * N + j]);
+    kernels::gemm_s8(M, N, K, A.data(), K, B.data(), N, C.data(), N);
+    kernels::gemm_s8_portable(M, N, K, A.data(), K, B.data(), N, P.data(), N);
+    CHECK(C == R);
+    CHECK(P == R);
+  }
 }

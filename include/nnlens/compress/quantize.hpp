@@ -377,25 +377,32 @@ void quantized_network<Net>::run_int8(std::size_t batch, const T* x, T* y) const
         } else {
           kernels::gemm_s8(batch, C, sin[0], qa.data(), sin[0], ql.weights.data(), C, acc.data(), C);
         }
-        const std::size_t per = sout.size() / C;  // pixels per channel (1 for Dense)
-        const bool conv = detail::is_conv_v<L>;
-        auto chan = [&](std::size_t e) { return conv ? (e % sout.size()) / per : e % C; };
+        const std::size_t per = sout.size() / C;  // pixels per channel (1 for Dense): e = (s*C + c)*per + p
         if (ql.float_output) {
           fa.resize(nout);
-          for (std::size_t e = 0; e < nout; ++e) {
-            const std::size_t c = chan(e);
-            fa[e] = T(float(double(acc[e]) + double(ql.bias[c])) * ql.multiplier[c]);
-          }
+          for (std::size_t s = 0; s < batch; ++s)
+            for (std::size_t c = 0; c < C; ++c) {
+              const std::int32_t* a = acc.data() + (s * C + c) * per;
+              T* f = fa.data() + (s * C + c) * per;
+              const std::int32_t bc = ql.bias[c];
+              const float m = ql.multiplier[c];
+              for (std::size_t p = 0; p < per; ++p) f[p] = T(float(double(a[p]) + double(bc)) * m);
+            }
           is_q = false;
         } else {
-          const quant_params& py = act_[i + 1];
+          const std::int32_t zy = act_[i + 1].zero_point;
           qb.resize(nout);
-          for (std::size_t e = 0; e < nout; ++e) {
-            const std::size_t c = chan(e);
-            const double a = double(acc[e]) + double(ql.bias[c]);
-            qb[e] = std::int8_t(std::clamp<std::int32_t>(
-                kernels::round_saturate(double(float(a) * ql.multiplier[c]), -1000, 1000) + py.zero_point, -128, 127));
-          }
+          for (std::size_t s = 0; s < batch; ++s)
+            for (std::size_t c = 0; c < C; ++c) {
+              const std::int32_t* a = acc.data() + (s * C + c) * per;
+              std::int8_t* o = qb.data() + (s * C + c) * per;
+              const std::int32_t bc = ql.bias[c];
+              const float m = ql.multiplier[c];
+              for (std::size_t p = 0; p < per; ++p) {
+                const float v = std::round(float(double(a[p]) + double(bc)) * m);
+                o[p] = std::int8_t(std::clamp(v + float(zy), -128.0f, 127.0f));
+              }
+            }
           qa.swap(qb);
           is_q = true;
         }
