@@ -282,3 +282,18 @@ TEST_CASE("process: a search survives a child that crashes mid-search (the seed 
   CHECK(r.seeds[2].queries == 20);
   CHECK(model->starts() == 2);
 }
+
+TEST_CASE("process: a child that ignores end of input is killed after shutdown_timeout") {
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    process_model m("echo 'nnlens-bb 1 2 2'; exec sleep 30", {.shutdown_timeout = 100ms});
+    CHECK(m.running());
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(s < 2);
+  CHECK(no_children());
+  process_model m("echo 'nnlens-bb 1 2 2'; sleep 30", {.shutdown_timeout = 100ms});
+  m.stop();  // the shell and its sleep: the whole process group goes
+  CHECK(!m.running());
+  CHECK(no_children());
+}
