@@ -93,10 +93,8 @@ struct quantize_options {
 struct quant_params {
   float scale = 1.0f;
   std::int32_t zero_point = 0;
-  std::int8_t quantize(double v) const {
-    return std::int8_t(std::clamp<std::int32_t>(kernels::round_saturate(v / double(scale), -1000, 1000) + zero_point,
-                                                -128, 127));
-  }
+  /// clamp(round(v / scale) + zero_point, -128, 127) in float arithmetic (what forward does).
+  std::int8_t quantize(double v) const { return kernels::quantize_one(float(v), scale, zero_point); }
   float dequantize(std::int8_t q) const { return float(std::int32_t(q) - zero_point) * scale; }
   bool operator==(const quant_params&) const = default;
 };
@@ -386,7 +384,7 @@ void quantized_network<Net>::run_int8(std::size_t batch, const T* x, T* y) const
               T* f = fa.data() + (s * C + c) * per;
               const std::int32_t bc = ql.bias[c];
               const float m = ql.multiplier[c];
-              for (std::size_t p = 0; p < per; ++p) f[p] = T(float(double(a[p]) + double(bc)) * m);
+              for (std::size_t p = 0; p < per; ++p) f[p] = T(float(std::int64_t(a[p]) + bc) * m);
             }
           is_q = false;
         } else {
@@ -399,8 +397,8 @@ void quantized_network<Net>::run_int8(std::size_t batch, const T* x, T* y) const
               const std::int32_t bc = ql.bias[c];
               const float m = ql.multiplier[c];
               for (std::size_t p = 0; p < per; ++p) {
-                const float v = std::round(float(double(a[p]) + double(bc)) * m);
-                o[p] = std::int8_t(std::clamp(v + float(zy), -128.0f, 127.0f));
+                const float v = kernels::round_half_away(float(std::int64_t(a[p]) + bc) * m) + float(zy);
+                o[p] = std::int8_t(v < -128.0f ? -128.0f : (v > 127.0f ? 127.0f : v));
               }
             }
           qa.swap(qb);

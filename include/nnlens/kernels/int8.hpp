@@ -7,6 +7,7 @@
 //                                                         point: the padding of a quantised tensor is
 //                                                         the quantised 0, not the integer 0)
 //   kernels::quantize_s8(x, n, scale, zp, q)              q = clamp(round(x / scale) + zp, -128, 127)
+//                                                         (float; round half away from zero)
 //   kernels::dequantize_s8(q, n, scale, zp, x)            x = (q - zp) * scale
 //
 // requires: K * 127 * 128 < 2^31 (K < 131,000: every layer of the supported models); C does not
@@ -98,10 +99,12 @@ template <std::size_t R>
 inline void s8_tile16(std::size_t Kp, const std::int32_t* ap, std::size_t lap, const std::int32_t* bp, std::size_t ldbp,
                       std::int32_t* C, std::size_t ldc) {
   __m256i acc[R][2];
+#pragma GCC unroll 8
   for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
   for (std::size_t kp = 0; kp < Kp; ++kp) {
     const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + kp * ldbp));
     const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + kp * ldbp + 8));
+#pragma GCC unroll 8
     for (std::size_t r = 0; r < R; ++r) {
       const __m256i a = _mm256_set1_epi32(ap[r * lap + kp]);
 #if defined(__AVXVNNI__)
@@ -113,6 +116,7 @@ inline void s8_tile16(std::size_t Kp, const std::int32_t* ap, std::size_t lap, c
 #endif
     }
   }
+#pragma GCC unroll 8
   for (std::size_t r = 0; r < R; ++r) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(C + r * ldc), acc[r][0]);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(C + r * ldc + 8), acc[r][1]);
@@ -151,11 +155,11 @@ inline void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8
     std::int32_t* d = bp + kp * N16;
     for (std::size_t j = 0; j < N16; ++j) d[j] = detail::s8_pair(b0[j], b1 ? b1[j] : 0);
   }
-  std::size_t i = 0;
-  for (; i + 4 <= M; i += 4)
-    for (std::size_t j = 0; j < N16; j += 16) detail::s8_tile16<4>(Kp, ap + i * Kp, Kp, bp + j, N16, C + i * ldc + j, ldc);
-  for (; i < M; ++i)
-    for (std::size_t j = 0; j < N16; j += 16) detail::s8_tile16<1>(Kp, ap + i * Kp, Kp, bp + j, N16, C + i * ldc + j, ldc);
+  for (std::size_t j = 0; j < N16; j += 16) {  // a 16-column strip of B stays in L1 across the rows
+    std::size_t i = 0;
+    for (; i + 4 <= M; i += 4) detail::s8_tile16<4>(Kp, ap + i * Kp, Kp, bp + j, N16, C + i * ldc + j, ldc);
+    for (; i < M; ++i) detail::s8_tile16<1>(Kp, ap + i * Kp, Kp, bp + j, N16, C + i * ldc + j, ldc);
+  }
   if (N16 < N) {  // the last < 16 columns
     for (std::size_t r = 0; r < M; ++r) {
       std::int32_t* c = C + r * ldc;
@@ -197,11 +201,23 @@ inline std::int32_t round_saturate(double v, std::int32_t lo, std::int32_t hi) {
   return std::int32_t(r);
 }
 
+/// round(v) half away from zero, in float (exact: v - trunc(v) has no rounding error; inlines to
+/// vroundps + a blend, unlike std::round's libm call).
+inline float round_half_away(float v) {
+  const float t = std::trunc(v);
+  return std::fabs(v - t) >= 0.5f ? t + std::copysign(1.0f, v) : t;
+}
+
+/// The int8 code of v: clamp(round_half_away(v / scale) + zp, -128, 127) (float arithmetic).
+inline std::int8_t quantize_one(float v, float scale, std::int32_t zp) {
+  const float r = round_half_away(v / scale) + float(zp);
+  return std::int8_t(r < -128.0f ? -128.0f : (r > 127.0f ? 127.0f : r));  // NaN never reaches here
+}
+
 /// q[i] = clamp(round(x[i] / scale) + zp, -128, 127).
 template <class T>
 void quantize_s8(const T* x, std::size_t n, float scale, std::int32_t zp, std::int8_t* q) {
-  for (std::size_t i = 0; i < n; ++i)
-    q[i] = std::int8_t(std::clamp<std::int32_t>(round_saturate(double(x[i]) / double(scale), -1000, 1000) + zp, -128, 127));
+  for (std::size_t i = 0; i < n; ++i) q[i] = quantize_one(float(x[i]), scale, zp);
 }
 
 /// x[i] = (q[i] - zp) * scale.
