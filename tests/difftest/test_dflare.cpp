@@ -129,10 +129,13 @@ TEST_CASE("selection: empirical frequencies follow the law for each rule") {
   const auto fp = freq(paper, 3), lp = selection_law(m, 3);
   for (std::size_t k = 0; k < m; ++k) CHECK(fp[k] == doctest::Approx(lp[k]).epsilon(0.04));
   CHECK(fp[0] == doctest::Approx(fp[3]).epsilon(0.04));  // ranks <= k_prev: always accepted
+  auto fixed = make(selection_rule::last_accepted);  // the reference's prev, k_prev its real rank
+  const auto ff = freq(fixed, 3);
+  for (std::size_t k = 0; k < m; ++k) CHECK(ff[k] == doctest::Approx(lp[k]).epsilon(0.04));
   auto ref = make(selection_rule::reference);
   const auto fr = freq(ref, 3), lr = selection_law(m, -1);
   for (std::size_t k = 0; k < m; ++k) CHECK(fr[k] == doctest::Approx(lr[k]).epsilon(0.04));
-  for (auto rule : {selection_rule::paper, selection_rule::reference, selection_rule::uniform}) {
+  for (auto rule : {selection_rule::paper, selection_rule::reference, selection_rule::last_accepted, selection_rule::uniform}) {
     auto s = make(rule);
     const auto fu = freq(s, rule == selection_rule::uniform ? std::optional<std::size_t>(0) : std::nullopt);
     for (std::size_t k = 0; k < m; ++k) CHECK(fu[k] == doctest::Approx(1.0 / m).epsilon(0.04));  // no prev: uniform
@@ -235,7 +238,8 @@ TEST_CASE("dflare: a pair that differs by construction (mean in (100,120)) is fo
   const auto f = brightness(100, "f"), g = brightness(120, "g");
   const auto seeds = constant_seeds({200, 180, 60, 230});
   for (acceptance a : {acceptance::paper, acceptance::reference, acceptance::no_novelty}) {
-    for (selection_rule s : {selection_rule::paper, selection_rule::reference, selection_rule::uniform}) {
+    for (selection_rule s : {selection_rule::paper, selection_rule::reference, selection_rule::last_accepted,
+                             selection_rule::uniform}) {
       auto o = small_budget();
       o.accept = a;
       o.selection = s;

@@ -22,7 +22,7 @@
 //              the seed's record is D = -1 (the first mutant is always accepted); no corpus
 // An accepted x becomes x_max and counts as a success of its operator; the next operator comes
 // from operator_selector (selection.hpp): for selection_rule::paper prev is the operator of this
-// iteration, for `reference` the operator of the last accepted mutant.  Operator statistics and
+// iteration, for `reference` and `last_accepted` the operator of the last accepted mutant.  Operator statistics and
 // the corpus are reset for every seed.  The budget is per seed: max_queries mutant queries (the
 // seed's query is not counted) and/or max_seconds of wall clock, timed from after the seed query.
 //
@@ -316,7 +316,8 @@ inline void dflare_one(const black_box& f, const black_box& g, std::span<const f
       r.label_f = top1(pf);
       r.label_g = top1(pg);
     }
-    op = sel.select(o.selection == selection_rule::reference ? last_accepted : std::optional<std::size_t>(op), rng);
+    const bool by_acceptance = o.selection == selection_rule::reference || o.selection == selection_rule::last_accepted;
+    op = sel.select(by_acceptance ? last_accepted : std::optional<std::size_t>(op), rng);
   }
   r.seconds = elapsed();
   r.corpus = corpus.size();

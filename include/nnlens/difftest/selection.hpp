@@ -17,6 +17,8 @@
 //              mutant (none before the first acceptance: a uniform draw), and k_prev = -1 always
 //              (its index(mu1) compares a name with an object), so P(rank k) ∝ (1-p)^(k+1)
 //              whatever prev is; the published numbers come from it
+//   last_accepted  the reference code's prev (the last accepted operator; uniform before any
+//              acceptance) with the index bug fixed: k_prev is its rank, as in the paper's law
 //   uniform    DFlare_R (ablation): a uniform draw every time
 // The caller (dflare.hpp) decides which prev to pass; select() applies the bug for `reference`.
 #pragma once
@@ -34,7 +36,7 @@
 
 namespace nnlens::difftest {
 
-enum class selection_rule : std::uint8_t { paper, reference, uniform };
+enum class selection_rule : std::uint8_t { paper, reference, last_accepted, uniform };
 
 /// P(rank k), k = 0..m-1, of the rejection loop for a previous rank k_prev (-1: the reference bug).
 inline std::vector<double> selection_law(std::size_t m, std::ptrdiff_t k_prev) {
@@ -88,7 +90,7 @@ class operator_selector {
     if (*prev >= m) throw value_error("operator_selector: previous operator out of range");
     const auto& l = ranking(rng);
     std::ptrdiff_t k_prev = -1;
-    if (rule_ == selection_rule::paper)
+    if (rule_ != selection_rule::reference)  // the reference code's index(mu1) is always -1
       k_prev = std::find(l.begin(), l.end(), *prev) - l.begin();
     const double q = 1.0 - 1.0 / double(m);
     std::uniform_real_distribution<double> u(0.0, 1.0);
