@@ -41,6 +41,20 @@ TEST_CASE("black_box: wrap(net) is the softmax of forward, for Sequential and Dy
   CHECK(wrap(net, "named").name == "named");
 }
 
+TEST_CASE("black_box: a network ending in Softmax is not softmaxed twice") {
+  using WithSoftmax = Sequential<Input<5>, Dense<7>, ReLU, Dense<3>, Softmax>;
+  WithSoftmax s;
+  initialize(s, 7);
+  MLP net;
+  initialize(net, 7);
+  net.layer<0>() = s.layer<0>();
+  net.layer<2>() = s.layer<2>();
+  std::vector<float> x = {0.1f, -0.2f, 0.3f, 0.4f, -0.5f}, p(3), q(3);
+  wrap(s)(x, 1, p);
+  wrap(net)(x, 1, q);
+  for (std::size_t c = 0; c < 3; ++c) CHECK(p[c] == doctest::Approx(q[c]));
+}
+
 TEST_CASE("black_box: normalization divides inputs before the query") {
   MLP net;
   initialize(net, 7);

@@ -346,6 +346,10 @@ dflare_result dflare(const Policy&, const black_box& f, const black_box& g, std:
       r.status = seed_status::failed;
       r.error = e.what();
       r.input.clear();
+    } catch (...) {
+      r.status = seed_status::failed;
+      r.error = "unknown exception";
+      r.input.clear();
     }
     if (!bar && !o.on_seed) return;
     std::lock_guard lk(m);
