@@ -375,6 +375,10 @@ TEST_CASE("dflare: input checks") {
   CHECK_THROWS_AS(dflare(f, f, seeds, 1, nobudget), value_error);
   const auto bad = constant_seeds({300});
   CHECK(dflare(f, f, bad, 1, small_budget()).seeds[0].status == seed_status::failed);  // out of [0,255]
+  auto nan = wrap([](std::span<const float>, std::span<float> p) { p[0] = p[1] = NAN; }, img.size(), 2, "nan");
+  const auto rn = dflare(f, nan, seeds, 1, small_budget());
+  CHECK(rn.seeds[0].status == seed_status::failed);
+  CHECK(rn.seeds[0].error.find("non-finite") != std::string::npos);
   auto three = wrap([](std::span<const float>, std::span<float> p) { p[0] = 1, p[1] = p[2] = 0; }, img.size(), 3);
   CHECK_THROWS_AS(dflare(f, three, seeds, 1, small_budget()), shape_error);
 }

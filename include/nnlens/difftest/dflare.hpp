@@ -256,6 +256,13 @@ inline void check_dflare(const black_box& f, const black_box& g, std::size_t see
   if (!(o.delta > 0) || !(o.tau >= 0)) throw value_error("dflare: delta must be positive and tau non-negative");
 }
 
+/// Throws value_error unless p holds finite probabilities (a black box's answer).
+inline void check_probs(std::span<const float> p, const black_box& b, std::size_t seed) {
+  for (float v : p)
+    if (!std::isfinite(v))
+      throw value_error(nnlens::detail::concat("dflare: black box '", b.name, "' returned a non-finite probability for seed ", seed));
+}
+
 /// One seed's search (Algorithm 1).  Throws whatever the black boxes throw.
 inline void dflare_one(const black_box& f, const black_box& g, std::span<const float> x_s, const dflare_options& o,
                        seed_result& r) {
@@ -268,6 +275,8 @@ inline void dflare_one(const black_box& f, const black_box& g, std::span<const f
       throw value_error(nnlens::detail::concat("dflare: seed ", r.index, " has a value ", v, " outside the pixel range [0,255]"));
   f.predict(x_s, 1, pf);
   g.predict(x_s, 1, pg);
+  check_probs(pf, f, r.index);
+  check_probs(pg, g, r.index);
   r.seed_label = top1(pf);
   r.label_f = r.seed_label;
   r.label_g = top1(pg);
@@ -296,6 +305,8 @@ inline void dflare_one(const black_box& f, const black_box& g, std::span<const f
     f.predict(x, 1, pf);
     g.predict(x, 1, pg);
     ++r.queries;
+    check_probs(pf, f, r.index);
+    check_probs(pg, g, r.index);
     if (is_triggering(pf, pg)) {
       sel.record_success(op);
       r.status = seed_status::found;
