@@ -11,6 +11,8 @@
 // all with the same optimiser and epochs.  Reported: accuracy on task A's and task B's test images
 // (argmax over all 10 outputs) and their mean, as means over --seeds (the seed draws the replay
 // subset and the shuffle).
+// NSS-iso and NSS-iso+R10%: the same after isolate_kept (Omega_A reads only Omega_A, so its logits
+// cannot change; not in the paper, see docs/neusemslice-increment.md).
 // Scenario II (--scenario2, on by default in a full run): A = 0-2, B = 3-5, C = 6-9; A -> B -> C,
 // NSS freezing Omega_A while learning B and Omega_A u Omega_B (Omega_B sliced on the updated model
 // with B's categories) while learning C; Retrain / Replay 5% / Replay 10% (of all old tasks' data);
@@ -249,14 +251,15 @@ void scenario2(const char* name, const Data& train, const Data& test, const fs::
   o.epochs = c.num("epochs", 3);
   o.lr = c.real("lr", 1e-3);
   o.batch = 64;
-  o.seed = 1;
+  const std::size_t seeds = c.num("seeds", 1);
   const double theta = c.real("theta", 0.95);
   auto acc = [&](const Net& n, std::size_t t) { return train::evaluate(execution::par, n, te[t].images, te[t].labels).accuracy; };
-  std::printf("\n== %s scenario II (A = 0-2, B = 3-5, C = 6-9), seed 1\n  %-10s | %7s %7s %7s %7s\n", name, "method", "TaskA",
-              "TaskB", "TaskC", "Avg");
+  std::printf("\n== %s scenario II (A = 0-2, B = 3-5, C = 6-9), means over %zu seed(s)\n  %-10s | %7s %7s %7s %7s\n", name,
+              seeds, "method", "TaskA", "TaskB", "TaskC", "Avg");
   const char* names[] = {"Retrain", "Replay5%", "Replay10%", "NSS", "NSS-iso"};
-  for (int m = 0; m < 5; ++m) {
-    stopwatch t;
+  // one run of method m: A -> B -> C; returns the final model
+  auto run_once = [&](int m, std::size_t seed) {
+    o.seed = seed;
     Net cur = net;
     neuron_mask frozen;
     if (m >= 3) frozen = slice_task(net, tr[0], T[0], theta, 10000);
@@ -283,11 +286,21 @@ void scenario2(const char* name, const Data& train, const Data& test, const fs::
           old.images = both.x;
           old.labels.assign(both.y.begin(), both.y.end());
         }
-        const auto mix = replay_mix(tr[step].images, tr[step].labels, old.images, old.labels, m == 1 ? 0.05 : 0.10, 200 + step);
+        const auto mix =
+            replay_mix(tr[step].images, tr[step].labels, old.images, old.labels, m == 1 ? 0.05 : 0.10, 200 * seed + step);
         cur = increment(execution::par, cur, nullptr, mix.x, mix.y, o).model;
       }
     }
-    const double a = acc(cur, 0), b = acc(cur, 1), cc = acc(cur, 2);
+    return cur;
+  };
+  for (int m = 0; m < 5; ++m) {
+    stopwatch t;
+    double sum[3] = {0, 0, 0};
+    for (std::size_t seed = 1; seed <= seeds; ++seed) {
+      const Net cur = run_once(m, seed);
+      for (std::size_t k = 0; k < 3; ++k) sum[k] += acc(cur, k);
+    }
+    const double a = sum[0] / double(seeds), b = sum[1] / double(seeds), cc = sum[2] / double(seeds);
     std::printf("  %-10s | %7.2f %7.2f %7.2f %7.2f   (%.0f s)\n", names[m], 100 * a, 100 * b, 100 * cc, 100 * (a + b + cc) / 3,
                 t.seconds());
     std::fflush(stdout);
