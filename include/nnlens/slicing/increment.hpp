@@ -155,6 +155,7 @@ increment_result<Net> increment(const Policy& policy, const Net& net, const neur
   fo.seed = o.seed;
   fo.chunks = o.chunks;
   fo.mask = &pm;
+  fo.progress = o.progress;  // fit's bar per epoch
   rep.fit = train::fit(policy, r.model, opt, X, y, fo);
   rep.samples = train::detail::label_span(y).size();
   const auto before = parameter_spans(net);
