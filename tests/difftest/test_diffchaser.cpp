@@ -155,6 +155,12 @@ TEST_CASE("diffchaser: a throwing black box fails its seed only; bad options thr
   const auto r = diffchaser(f, bad, seed, 1, small_options());
   CHECK(r.seeds[0].status == seed_status::failed);
   CHECK(r.seeds[0].error == "device unplugged");
+  const black_box nan = wrap([](std::span<const float>, std::size_t n, std::span<float> p) {
+    for (std::size_t i = 0; i < n; ++i) p[2 * i] = std::nanf(""), p[2 * i + 1] = 0;
+  }, 16, 2, "nan");
+  const auto rn = diffchaser(f, nan, seed, 1, small_options());
+  CHECK(rn.seeds[0].status == seed_status::failed);
+  CHECK(rn.seeds[0].error.find("non-finite") != std::string::npos);
   auto o = small_options();
   o.image = {1, 4, 5};
   CHECK_THROWS_AS(diffchaser(f, f, seed, 1, o), shape_error);

@@ -36,7 +36,8 @@
 // ensures:  with a query budget only, the result depends only on (f, g, seeds, options) (a per-seed
 //           RNG from options.seed and the seed index), so seq == par.  seed_result.accepted counts
 //           the children that entered the population; seed_result.corpus the generations run.  A
-//           black box that throws marks its seed `failed`; the others still run.
+//           black box that throws (or answers a non-finite probability) marks its seed `failed`;
+//           the others still run.
 #pragma once
 
 #include <algorithm>
@@ -188,6 +189,8 @@ inline void diffchaser_one(const black_box& f, const black_box& g, std::span<con
   std::vector<float> pf(c), pg(c);
   f.predict(x_s, 1, pf);
   g.predict(x_s, 1, pg);
+  check_probs(pf, f, r.index);
+  check_probs(pg, g, r.index);
   r.seed_label = top1(pf);
   r.label_f = r.seed_label;
   r.label_g = top1(pg);
@@ -211,6 +214,8 @@ inline void diffchaser_one(const black_box& f, const black_box& g, std::span<con
     kid_g.resize(m * c);
     f.predict(std::span<const float>(kids.data(), m * isz), m, kid_f);
     g.predict(std::span<const float>(kids.data(), m * isz), m, kid_g);
+    check_probs(kid_f, f, r.index);
+    check_probs(kid_g, g, r.index);
     kid_fit.resize(m);
     for (std::size_t j = 0; j < m; ++j) {
       const std::span<const float> a(kid_f.data() + j * c, c), b(kid_g.data() + j * c, c);
@@ -324,6 +329,10 @@ diffchaser_result diffchaser(const Policy&, const black_box& f, const black_box&
     } catch (const std::exception& e) {
       r.status = seed_status::failed;
       r.error = e.what();
+      r.input.clear();
+    } catch (...) {
+      r.status = seed_status::failed;
+      r.error = "unknown exception";
       r.input.clear();
     }
     if (!bar && !o.on_seed) return;
