@@ -1,0 +1,276 @@
+// tools/nnlens/maintenance_common.cpp -- see maintenance_common.hpp.
+#include "maintenance_common.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nnlens/core/error.hpp>
+#include <nnlens/core/progress.hpp>
+#include <nnlens/io/weights.hpp>
+#include <nnlens/slicing/neuron_mask.hpp>
+#include <nnlens/slicing/semslice.hpp>
+#include <nnlens/train/fit.hpp>
+
+#if defined(NNLENS_TOOL_HAS_ONNX)
+#include <nnlens/io/onnx_export.hpp>
+#endif
+
+#include "model.hpp"
+
+namespace nnlens::tool::maint {
+
+using nnlens::detail::concat;
+
+std::string fmt(double v, const char* f) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v + 0.0);
+  return b;
+}
+
+namespace {
+
+std::string lower_extension(const std::string& path) {
+  std::string e = std::filesystem::path(path).extension().string();
+  for (auto& c : e) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return e;
+}
+
+// -- options (the same words and messages as `nnlens semslice`)
+
+metric parse_metric(const std::string& s) {
+  if (s == "avg") return metric::avg;
+  if (s == "var") return metric::var;
+  if (s == "ens") return metric::ens;
+  if (s == "taylor") return metric::taylor;
+  if (s == "deeplift") return metric::deeplift;
+  throw value_error("--metric: expected avg, var, ens, taylor or deeplift, got '" + s + "'");
+}
+
+similarity parse_similarity(const std::string& s) {
+  if (s == "cka" || s == "linear_cka") return similarity::linear_cka;
+  if (s == "uncentered") return similarity::uncentered;
+  if (s == "unbiased") return similarity::unbiased;
+  throw value_error("--similarity: expected cka, uncentered or unbiased, got '" + s + "'");
+}
+
+}  // namespace
+
+compress::pruning_method parse_pruner(const std::string& s) {
+  if (s == "lamp") return compress::pruning_method::lamp;
+  if (s == "global") return compress::pruning_method::global;
+  if (s == "uniform" || s == "uniform+") return compress::pruning_method::uniform_plus;
+  if (s == "erk") return compress::pruning_method::erk;
+  throw value_error("--pruner: expected lamp, global, uniform or erk, got '" + s + "'");
+}
+
+std::vector<std::size_t> parse_classes(const std::string& list, std::size_t classes, const char* option) {
+  std::vector<std::size_t> r;
+  std::size_t p = 0;
+  while (p <= list.size()) {
+    std::size_t q = list.find(',', p);
+    if (q == std::string::npos) q = list.size();
+    const std::string c = list.substr(p, q - p);
+    if (!c.empty()) {
+      if (c.find_first_not_of("0123456789") != std::string::npos || c.size() > 9)
+        throw value_error(concat(option, ": '", c, "' is not a class number"));
+      const std::size_t v = std::stoul(c);
+      if (v >= classes)
+        throw value_error(concat(option, ": ", v, " is not an output class (the model has ", classes, ": 0-", classes - 1, ")"));
+      if (std::find(r.begin(), r.end(), v) != r.end()) throw value_error(concat(option, ": ", v, " is listed twice"));
+      r.push_back(v);
+    }
+    p = q + 1;
+  }
+  if (r.empty()) throw value_error(concat(option, ": no category given"));
+  return r;
+}
+
+/// Checks made before any file is read.
+void check_common(const maintenance_common& o) {
+  if (!o.slice.none && o.slice.mask.empty()) {
+    if (!(o.slice.theta > 0 && o.slice.theta <= 1))
+      throw value_error(concat("--theta ", o.slice.theta, ": expected 0 < theta <= 1"));
+    parse_metric(o.slice.metric);
+    parse_similarity(o.slice.similarity);
+    if (o.slice.samples == 0) throw value_error("--samples: expected at least 1 sample per category");
+  }
+  if (o.batch == 0) throw value_error("--batch: expected at least 1");
+  if (o.lr >= 0 && !(o.lr < 1e6)) throw value_error(concat("--lr ", o.lr, ": not a learning rate"));
+  // The output: a format the tool writes, in a directory that exists (checked before the long work).
+  const std::string ext = lower_extension(o.output);
+  if (ext == ".onnx") {
+#if !defined(NNLENS_TOOL_HAS_ONNX)
+    throw value_error(o.output + ": this build writes no ONNX (built without libonnx-dev); write .nnlw");
+#endif
+  } else if (ext == ".nnlw") {
+    if (lower_extension(o.model) != ".nnlw")
+      throw value_error(concat(o.output, ": the tool reads .nnlw files back only for the demo's LeNet-5; ", o.model,
+                               " is a ", lower_extension(o.model), " model: write .onnx"));
+  } else {
+    throw value_error(concat(o.output, ": unsupported output format '", ext, "' (write .nnlw or .onnx)"));
+  }
+  const std::filesystem::path parent = std::filesystem::path(o.output).parent_path();
+  std::error_code ec;
+  if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
+    throw io_error(o.output + ": cannot open for writing (no such directory)");
+}
+
+// -- data
+
+/// Only the samples of d whose label is in `classes` (when not empty), then at most the first
+/// `limit` of them (0: all).
+labelled select(labelled d, std::size_t limit, const std::vector<std::size_t>& classes) {
+  const std::size_t n = d.size();
+  if (classes.empty() && (limit == 0 || limit >= n)) return d;
+  std::vector<std::size_t> keep;
+  for (std::size_t i = 0; i < n && (limit == 0 || keep.size() < limit); ++i)
+    if (classes.empty() || std::find(classes.begin(), classes.end(), d.y[i]) != classes.end()) keep.push_back(i);
+  if (keep.empty()) {
+    std::string cs;
+    for (auto c : classes) cs += (cs.empty() ? "" : ",") + std::to_string(c);
+    throw data_error(concat(d.path, ": no samples of class(es) ", cs));
+  }
+  const std::size_t dim = n ? d.x.size() / n : 0;
+  auto sh = d.x.shape();
+  std::vector<std::size_t> shape(sh.begin(), sh.end());
+  shape[0] = keep.size();
+  xt::xarray<float> x = xt::xarray<float>::from_shape(shape);
+  std::vector<std::size_t> y(keep.size());
+  for (std::size_t k = 0; k < keep.size(); ++k) {
+    std::copy_n(d.x.data() + keep[k] * dim, dim, x.data() + k * dim);
+    y[k] = d.y[keep[k]];
+  }
+  d.x = std::move(x);
+  d.y = std::move(y);
+  return d;
+}
+
+/// The labelled samples of a file, then select(limit, classes).
+labelled read_labelled(const DynamicNetwork& net, const std::string& data, const std::string& labels,
+                       const char* labels_option, std::size_t limit, const std::vector<std::size_t>& classes) {
+  labelled d;
+  d.path = data;
+  d.x = read_samples(data, net.input_shape());
+  const std::size_t n = d.x.shape()[0];
+  if (n == 0) throw data_error(data + ": no samples");
+  const std::string lp = labels.empty() ? companion_labels(data) : labels;
+  if (lp.empty()) throw value_error(concat(labels_option, " FILE is required: ", data, " has no IDX labels file beside it"));
+  d.y = read_labels(lp, n, net.output_shape().size());
+  return select(std::move(d), limit, classes);
+}
+
+double accuracy_of(const DynamicNetwork& net, const labelled& d) {
+  return 100.0 * train::evaluate(execution::par, net, d.x, d.y).accuracy;
+}
+
+/// Fails for a category with no samples in d (naming the data file, as `nnlens semslice` does).
+void check_categories_present(const labelled& d, const std::vector<std::size_t>& cs, std::size_t classes, const char* hint) {
+  std::vector<std::size_t> count(classes, 0);
+  for (auto c : d.y) ++count[c];
+  for (auto c : cs)
+    if (count[c] == 0) throw data_error(concat(d.path, ": category ", c, " has no samples", hint));
+}
+
+// -- the neuron mask
+
+/// The mask from --mask, or semslice on d for `categories` (empty: every class, or --categories).
+mask_info obtain_mask(const DynamicNetwork& net, const maintenance_common& o, const labelled& d,
+                      std::vector<std::size_t> categories, const char* category_option) {
+  mask_info r;
+  const auto t0 = clock_type::now();
+  if (!o.slice.mask.empty()) {
+    std::ifstream f(o.slice.mask);
+    if (!f) throw io_error(o.slice.mask + ": cannot open");
+    try {
+      r.mask = load_neuron_mask(f, net);
+    } catch (const data_error& e) {
+      throw data_error(concat(o.slice.mask, ": not a mask of ", o.model, ": ", e.what()));
+    }
+    r.source = o.slice.mask;
+    r.categories = std::move(categories);
+    return r;
+  }
+  const std::size_t classes = net.output_shape().size();
+  const bool listed = !categories.empty() || !o.slice.categories.empty();
+  if (categories.empty() && !o.slice.categories.empty()) categories = parse_classes(o.slice.categories, classes, category_option);
+  std::vector<std::size_t> cs = categories;
+  if (cs.empty())
+    for (std::size_t c = 0; c < classes; ++c) cs.push_back(c);
+  check_categories_present(d, cs, classes,
+                           listed ? "" : concat(" (pass ", category_option, " to slice the others)").c_str());
+  semslice_options so;
+  so.metric = parse_metric(o.slice.metric), so.theta = o.slice.theta, so.similarity = parse_similarity(o.slice.similarity);
+  so.samples_per_category = o.slice.samples, so.seed = o.slice.slice_seed, so.metric_samples = o.slice.metric_samples;
+  so.categories = categories;
+  try {
+    r.mask = semslice(execution::par, net, d.x, d.y, so).mask;
+  } catch (const value_error& e) {
+    throw value_error(concat(d.path, ": ", e.what()));
+  } catch (const data_error& e) {
+    throw data_error(concat(d.path, ": ", e.what()));
+  }
+  r.source = "semslice";
+  r.categories = cs;
+  r.seconds = seconds_since(t0);
+  return r;
+}
+
+nlohmann::ordered_json mask_json(const DynamicNetwork& net, const mask_info& m, const maintenance_common& o) {
+  const auto us = neuron_units(net);
+  const auto acc = parameter_accounting(net, m.mask);
+  nlohmann::ordered_json j;
+  j["source"] = m.source;
+  if (m.source == "semslice") {
+    j["metric"] = o.slice.metric;
+    j["theta"] = o.slice.theta;
+  }
+  if (!m.categories.empty()) j["categories"] = m.categories;
+  j["critical"] = nlohmann::ordered_json::array();
+  for (std::size_t u = 0; u < us.size(); ++u) j["critical"].push_back(m.mask.kept(u));
+  j["neurons"] = nlohmann::ordered_json::array();
+  for (const auto& u : us) j["neurons"].push_back(u.neurons);
+  j["compression"] = acc.compression;
+  return j;
+}
+
+std::string mask_line(const DynamicNetwork& net, const mask_info& m, const maintenance_common& o) {
+  const auto us = neuron_units(net);
+  std::string s = m.source == "semslice"
+                      ? concat("neuron mask: semslice (", o.slice.metric, ", theta ", fmt(o.slice.theta, "%g"), ", ",
+                               m.categories.size(), " categor", m.categories.size() == 1 ? "y" : "ies", ", ",
+                               format_duration(m.seconds), ") keeps")
+                      : concat("neuron mask ", m.source, " keeps");
+  for (std::size_t u = 0; u < us.size(); ++u) s += concat(" ", m.mask.kept(u), "/", us[u].neurons);
+  return s + " neurons, CR " + fmt(parameter_accounting(net, m.mask).compression, "%.2f") + "%";
+}
+
+// -- the output model
+
+void write_model(const std::string& path, const std::string& model, const DynamicNetwork& net, const std::string& what) {
+  if (lower_extension(path) == ".onnx") {
+#if defined(NNLENS_TOOL_HAS_ONNX)
+    io::onnx_export_options eo;
+    eo.graph_name = what;
+    const std::string tmp = path + ".tmp";
+    io::save_onnx(tmp, net, eo);
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) throw io_error(path + ": cannot write (" + ec.message() + ")");
+#endif
+    return;
+  }
+  io::weights_metadata meta;
+  try {
+    meta = io::read_weights_metadata(model);
+  } catch (const error&) {
+  }
+  if (!meta.count("model")) meta["model"] = "lenet5";
+  meta["nnlens"] = what;
+  meta["source"] = std::filesystem::path(model).filename().string();
+  io::save_weights(path, net, meta);
+}
+
+}  // namespace nnlens::tool::maint
