@@ -479,3 +479,19 @@ TEST_CASE("kernels::gemm_s8: exact int32 products against a naive loop (tails in
     CHECK(P == R);
   }
 }
+
+TEST_CASE("kernels::round_half_away and the int8 saturation (ties both ways, huge values)") {
+  for (auto [v, r] : std::vector<std::pair<float, float>>{{0.5f, 1}, {1.5f, 2}, {2.5f, 3}, {-0.5f, -1}, {-1.5f, -2},
+                                                          {-2.5f, -3}, {0.49999997f, 0}, {-0.49999997f, 0},
+                                                          {2.4999998f, 2}, {1e6f + 0.5f, 1e6f + 1}, {-7.0f, -7}, {0.0f, 0}})
+    CHECK(kernels::round_half_away(v) == r);
+  CHECK(kernels::saturate_s8(1e30f, 0.0f) == 127);
+  CHECK(kernels::saturate_s8(-1e30f, 0.0f) == -128);
+  CHECK(kernels::saturate_s8(std::numeric_limits<float>::infinity(), 5.0f) == 127);
+  CHECK(kernels::saturate_s8(126.5f, 0.0f) == 127);
+  CHECK(kernels::saturate_s8(-128.5f, 0.0f) == -128);
+  std::vector<float> x = {0.25f, -0.25f, 0.75f, 1e9f, -1e9f, 0.0f};
+  std::vector<std::int8_t> q(x.size());
+  kernels::quantize_s8(x.data(), x.size(), 0.5f, 3, q.data());
+  CHECK(q == std::vector<std::int8_t>{4, 2, 5, 127, -128, 3});
+}

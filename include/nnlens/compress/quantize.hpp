@@ -390,17 +390,16 @@ void quantized_network<Net>::run_int8(std::size_t batch, const T* x, T* y) const
         } else {
           const std::int32_t zy = act_[i + 1].zero_point;
           qb.resize(nout);
-          for (std::size_t s = 0; s < batch; ++s)
-            for (std::size_t c = 0; c < C; ++c) {
-              const std::int32_t* a = acc.data() + (s * C + c) * per;
-              std::int8_t* o = qb.data() + (s * C + c) * per;
-              const std::int32_t bc = ql.bias[c];
-              const float m = ql.multiplier[c];
-              for (std::size_t p = 0; p < per; ++p) {
-                const float v = kernels::round_half_away(float(std::int64_t(a[p]) + bc) * m) + float(zy);
-                o[p] = std::int8_t(v < -128.0f ? -128.0f : (v > 127.0f ? 127.0f : v));
-              }
+          for (std::size_t s = 0; s < batch; ++s) {
+            if (per == 1) {
+              kernels::requantize_row_s8(acc.data() + s * C, C, ql.bias.data(), ql.multiplier.data(), zy,
+                                         qb.data() + s * C);
+            } else {
+              for (std::size_t c = 0; c < C; ++c)
+                kernels::requantize_s8(acc.data() + (s * C + c) * per, per, ql.bias[c], ql.multiplier[c], zy,
+                                       qb.data() + (s * C + c) * per);
             }
+          }
           qa.swap(qb);
           is_q = true;
         }

@@ -201,28 +201,73 @@ inline std::int32_t round_saturate(double v, std::int32_t lo, std::int32_t hi) {
   return std::int32_t(r);
 }
 
-/// round(v) half away from zero, in float (exact: v - trunc(v) has no rounding error; inlines to
-/// vroundps + a blend, unlike std::round's libm call).
+/// round(v) half away from zero, in float: the nearest integer by the 1.5 * 2^23 trick (ties to
+/// even; exact for |v| < 2^22), then ties moved away from zero (v - n is exact).  Larger |v| give a
+/// value of the same sign and about the same size, which every caller saturates.  Branch-free,
+/// no libm call and no float -> int conversion of an unbounded value, so the loops below vectorise.
 inline float round_half_away(float v) {
-  const float t = std::trunc(v);
-  return std::fabs(v - t) >= 0.5f ? t + std::copysign(1.0f, v) : t;
+  constexpr float magic = 12582912.0f;  // 1.5 * 2^23
+  const float n = (v + magic) - magic;
+  const float d = v - n;
+  return n + ((d == 0.5f && v > 0.0f) ? 1.0f : 0.0f) - ((d == -0.5f && v < 0.0f) ? 1.0f : 0.0f);
+}
+
+/// clamp(round_half_away(v) + zp, -128, 127).
+inline std::int32_t saturate_s8(float v, float zp) {
+  float r = round_half_away(v) + zp;
+  r = r < -128.0f ? -128.0f : r;
+  r = r > 127.0f ? 127.0f : r;
+  return std::int32_t(r);
 }
 
 /// The int8 code of v: clamp(round_half_away(v / scale) + zp, -128, 127) (float arithmetic).
 inline std::int8_t quantize_one(float v, float scale, std::int32_t zp) {
-  const float r = round_half_away(v / scale) + float(zp);
-  return std::int8_t(r < -128.0f ? -128.0f : (r > 127.0f ? 127.0f : r));  // NaN never reaches here
+  return std::int8_t(saturate_s8(v / scale, float(zp)));
 }
+
+// The loops below go through an int32 block: g++ 12 does not vectorise a float -> int8 loop with
+// 256-bit vectors, but does vectorise float -> int32 and int32 -> int8.
+inline constexpr std::size_t s8_block = 256;
 
 /// q[i] = clamp(round(x[i] / scale) + zp, -128, 127).
 template <class T>
-void quantize_s8(const T* x, std::size_t n, float scale, std::int32_t zp, std::int8_t* q) {
-  for (std::size_t i = 0; i < n; ++i) q[i] = quantize_one(float(x[i]), scale, zp);
+void quantize_s8(const T* __restrict__ x, std::size_t n, float scale, std::int32_t zp, std::int8_t* __restrict__ q) {
+  const float z = float(zp);
+  alignas(64) std::int32_t t[s8_block];
+  for (std::size_t i0 = 0; i0 < n; i0 += s8_block) {
+    const std::size_t m = std::min(s8_block, n - i0);
+    for (std::size_t i = 0; i < m; ++i) t[i] = saturate_s8(float(x[i0 + i]) / scale, z);
+    for (std::size_t i = 0; i < m; ++i) q[i0 + i] = std::int8_t(t[i]);
+  }
+}
+
+/// Requantise int32 accumulators: q[i] = clamp(round((acc[i] + bias) * mult) + zp, -128, 127).
+inline void requantize_s8(const std::int32_t* __restrict__ acc, std::size_t n, std::int32_t bias, float mult,
+                          std::int32_t zp, std::int8_t* __restrict__ q) {
+  const float z = float(zp);
+  alignas(64) std::int32_t t[s8_block];
+  for (std::size_t i0 = 0; i0 < n; i0 += s8_block) {
+    const std::size_t m = std::min(s8_block, n - i0);
+    for (std::size_t i = 0; i < m; ++i) t[i] = saturate_s8(float(std::int64_t(acc[i0 + i]) + bias) * mult, z);
+    for (std::size_t i = 0; i < m; ++i) q[i0 + i] = std::int8_t(t[i]);
+  }
+}
+/// The same with one bias and multiplier per element of a row (Dense: per output unit).
+inline void requantize_row_s8(const std::int32_t* __restrict__ acc, std::size_t n, const std::int32_t* __restrict__ bias,
+                              const float* __restrict__ mult, std::int32_t zp, std::int8_t* __restrict__ q) {
+  const float z = float(zp);
+  alignas(64) std::int32_t t[s8_block];
+  for (std::size_t i0 = 0; i0 < n; i0 += s8_block) {
+    const std::size_t m = std::min(s8_block, n - i0);
+    for (std::size_t i = 0; i < m; ++i)
+      t[i] = saturate_s8(float(std::int64_t(acc[i0 + i]) + bias[i0 + i]) * mult[i0 + i], z);
+    for (std::size_t i = 0; i < m; ++i) q[i0 + i] = std::int8_t(t[i]);
+  }
 }
 
 /// x[i] = (q[i] - zp) * scale.
 template <class T>
-void dequantize_s8(const std::int8_t* q, std::size_t n, float scale, std::int32_t zp, T* x) {
+void dequantize_s8(const std::int8_t* __restrict__ q, std::size_t n, float scale, std::int32_t zp, T* __restrict__ x) {
   for (std::size_t i = 0; i < n; ++i) x[i] = T(float(std::int32_t(q[i]) - zp) * scale);
 }
 
