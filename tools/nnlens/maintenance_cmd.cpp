@@ -186,7 +186,9 @@ int run_readapt(const readapt_cmd_options& o) {
   const auto t0 = clock_type::now();
   const DynamicNetwork net = load_model(o.model);
   const labelled train_d = read_labelled(net, o.data, o.labels, "--labels", o.limit);
-  const labelled test_d = o.test.empty() ? train_d : read_labelled(net, o.test, o.test_labels, "--test-labels", o.limit);
+  std::optional<labelled> test_own;  // --test, when given (not a copy of --data otherwise)
+  const labelled& test_d =
+      o.test.empty() ? train_d : test_own.emplace(read_labelled(net, o.test, o.test_labels, "--test-labels", o.limit));
   std::optional<mask_info> mi;
   if (!o.slice.none) mi = obtain_mask(net, o, train_d, {}, "--categories");
 
@@ -272,9 +274,13 @@ int run_increment(const increment_cmd_options& o) {
   check_categories_present(old_d, old_classes, classes, "");
   old_d = select(std::move(old_d), o.limit, old_classes);
   const labelled new_d = read_labelled(net, o.data, o.labels, "--labels", o.limit, new_classes);
-  const labelled new_t = o.test.empty() ? new_d : read_labelled(net, o.test, o.test_labels, "--test-labels", o.limit, new_classes);
-  const labelled old_t = o.old_test.empty() ? old_d
-                                            : read_labelled(net, o.old_test, o.old_test_labels, "--old-test-labels", o.limit, old_classes);
+  std::optional<labelled> new_own, old_own;  // --test / --old-test, when given
+  const labelled& new_t =
+      o.test.empty() ? new_d : new_own.emplace(read_labelled(net, o.test, o.test_labels, "--test-labels", o.limit, new_classes));
+  const labelled& old_t =
+      o.old_test.empty()
+          ? old_d
+          : old_own.emplace(read_labelled(net, o.old_test, o.old_test_labels, "--old-test-labels", o.limit, old_classes));
   std::optional<mask_info> mi;
   if (!o.slice.none) {
     mi = obtain_mask(net, o, old_d, old_classes, "--old-classes");
