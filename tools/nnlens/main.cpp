@@ -237,8 +237,8 @@ int main(int argc, char** argv) {
                       "Labels of --data (IDX labels or one integer per line; default: the IDX labels file beside IDX images)");
     c.cmd->add_option("--test", m.test, test_help);
     c.cmd->add_option("--test-labels", m.test_labels, "Labels of --test (default: the IDX labels file beside it)");
-    c.cmd->add_option("--mask", m.slice.mask, "Use this neuron mask (nnlens semslice -o) instead of slicing");
-    c.cmd->add_flag(no_mask, m.slice.none, no_mask_help);
+    auto* mask_opt = c.cmd->add_option("--mask", m.slice.mask, "Use this neuron mask (nnlens semslice -o) instead of slicing");
+    c.cmd->add_flag(no_mask, m.slice.none, no_mask_help)->excludes(mask_opt);
     c.cmd->add_option("--metric", m.slice.metric, "Slice: neuron contribution metric: avg, var, ens, taylor, deeplift")
         ->capture_default_str();
     c.cmd->add_option("--theta", m.slice.theta, "Slice: similarity threshold, 0 < theta <= 1")->capture_default_str();
