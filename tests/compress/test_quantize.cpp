@@ -477,6 +477,10 @@ TEST_CASE("kernels::gemm_s8: exact int32 products against a naive loop (tails in
     kernels::gemm_s8_portable(M, N, K, A.data(), K, B.data(), N, P.data(), N);
     CHECK(C == R);
     CHECK(P == R);
+    const auto packed = kernels::pack_b_s8(K, N, B.data(), N);  // constant weights, packed once
+    std::fill(C.begin(), C.end(), -1);
+    kernels::gemm_s8(M, N, K, A.data(), K, B.data(), N, C.data(), N, packed.empty() ? nullptr : packed.data());
+    CHECK(C == R);
   }
 }
 

@@ -127,6 +127,7 @@ struct quantized_layer {
   std::vector<float> multiplier;      // s_x s_w / s_y, or s_x s_w when the output stays float
   bool float_output = false;          // the network's last layer: output = acc * multiplier
   bool fused_relu = false;            // followed by a ReLU whose range this layer's output uses
+  std::vector<std::int32_t> packed;   // Dense: kernels::pack_b_s8 of the weights (packed once)
 
   /// Output channel of weight element e.
   std::size_t channel_of(std::size_t e, bool conv) const {
@@ -313,6 +314,7 @@ void quantized_network<Net>::set_int8_constants_() {
       for (std::size_t e = 0; e < ne; ++e) wsum[q.channel_of(e, conv)] += q.weights[e];
       q.bias.resize(C);
       q.multiplier.resize(C);
+      if constexpr (!conv) q.packed = kernels::pack_b_s8(ne / C, C, q.weights.data(), C);
       for (std::size_t c = 0; c < C; ++c) {
         const double sxw = double(px.scale) * double(q.scale_of(c));
         const double bq = std::round(double(l.b.data()[c]) / sxw);
@@ -354,7 +356,19 @@ void quantized_network<Net>::run_int8(std::size_t batch, const T* x, T* y) const
       if (ql.quantized) {
         to_int8();
         const std::size_t C = ql.channels;
-        acc.resize(nout);
+        const std::int32_t zy = ql.float_output ? 0 : act_[i + 1].zero_point;
+        if (ql.float_output) fa.resize(nout);
+        else qb.resize(nout);
+        // one output channel's run of n accumulators -> its int8 codes (or floats) at offset off
+        const auto emit = [&](std::size_t c, const std::int32_t* a, std::size_t n, std::size_t off) {
+          if (ql.float_output) {
+            const std::int64_t bc = ql.bias[c];
+            const float m = ql.multiplier[c];
+            for (std::size_t p = 0; p < n; ++p) fa[off + p] = T(float(std::int64_t(a[p]) + bc) * m);
+          } else {
+            kernels::requantize_s8(a, n, ql.bias[c], ql.multiplier[c], zy, qb.data() + off);
+          }
+        };
         if constexpr (detail::is_conv_v<L>) {
           const conv_geometry g = layer_traits<L>::geometry_of(&l);
           const std::size_t Cin = sin[0], H = sin[1], Wd = sin[2], OH = sout[1], OW = sout[2], P = OH * OW;
@@ -362,44 +376,42 @@ void quantized_network<Net>::run_int8(std::size_t batch, const T* x, T* y) const
           const std::size_t Hp = H + g.pad_top + g.pad_bottom, Wp = Wd + g.pad_left + g.pad_right;
           conv_geometry g0 = g;
           g0.pad_top = g0.pad_bottom = g0.pad_left = g0.pad_right = 0;
+          // several samples side by side in one im2col buffer, so that each GEMM is >= 512 wide
+          const std::size_t nb = std::max<std::size_t>(
+              1, std::min({batch, (512 + P - 1) / P, (std::size_t(1) << 22) / std::max<std::size_t>(1, Kc * P)}));
           pad.resize(Cg * Hp * Wp);
-          col.resize(Kc * P);
-          for (std::size_t s = 0; s < batch; ++s)
+          col.resize(Kc * nb * P);
+          acc.resize(Og * nb * P);
+          for (std::size_t s0 = 0; s0 < batch; s0 += nb) {
+            const std::size_t m = std::min(nb, batch - s0), ld = m * P;
             for (std::size_t gi = 0; gi < G; ++gi) {
-              kernels::pad_planes_s8(qa.data() + s * sin.size() + gi * Cg * H * Wd, Cg, H, Wd, g,
-                                     std::int8_t(px.zero_point), pad.data());
-              kernels::im2col(pad.data(), Cg, Hp, Wp, g0, OH, OW, col.data(), P);
-              kernels::gemm_s8(Og, P, Kc, ql.weights.data() + gi * Og * Kc, Kc, col.data(), P,
-                               acc.data() + s * C * P + gi * Og * P, P);
-            }
-        } else {
-          kernels::gemm_s8(batch, C, sin[0], qa.data(), sin[0], ql.weights.data(), C, acc.data(), C);
-        }
-        const std::size_t per = sout.size() / C;  // pixels per channel (1 for Dense): e = (s*C + c)*per + p
-        if (ql.float_output) {
-          fa.resize(nout);
-          for (std::size_t s = 0; s < batch; ++s)
-            for (std::size_t c = 0; c < C; ++c) {
-              const std::int32_t* a = acc.data() + (s * C + c) * per;
-              T* f = fa.data() + (s * C + c) * per;
-              const std::int32_t bc = ql.bias[c];
-              const float m = ql.multiplier[c];
-              for (std::size_t p = 0; p < per; ++p) f[p] = T(float(std::int64_t(a[p]) + bc) * m);
-            }
-          is_q = false;
-        } else {
-          const std::int32_t zy = act_[i + 1].zero_point;
-          qb.resize(nout);
-          for (std::size_t s = 0; s < batch; ++s) {
-            if (per == 1) {
-              kernels::requantize_row_s8(acc.data() + s * C, C, ql.bias.data(), ql.multiplier.data(), zy,
-                                         qb.data() + s * C);
-            } else {
-              for (std::size_t c = 0; c < C; ++c)
-                kernels::requantize_s8(acc.data() + (s * C + c) * per, per, ql.bias[c], ql.multiplier[c], zy,
-                                       qb.data() + (s * C + c) * per);
+              for (std::size_t s = 0; s < m; ++s) {
+                kernels::pad_planes_s8(qa.data() + (s0 + s) * sin.size() + gi * Cg * H * Wd, Cg, H, Wd, g,
+                                       std::int8_t(px.zero_point), pad.data());
+                kernels::im2col(pad.data(), Cg, Hp, Wp, g0, OH, OW, col.data() + s * P, ld);
+              }
+              kernels::gemm_s8(Og, ld, Kc, ql.weights.data() + gi * Og * Kc, Kc, col.data(), ld, acc.data(), ld);
+              for (std::size_t o = 0; o < Og; ++o)
+                for (std::size_t s = 0; s < m; ++s)
+                  emit(gi * Og + o, acc.data() + o * ld + s * P, P, ((s0 + s) * C + gi * Og + o) * P);
             }
           }
+        } else {
+          acc.resize(nout);
+          kernels::gemm_s8(batch, C, sin[0], qa.data(), sin[0], ql.weights.data(), C, acc.data(), C,
+                           ql.packed.empty() ? nullptr : ql.packed.data());
+          for (std::size_t s = 0; s < batch; ++s) {
+            if (ql.float_output) {
+              for (std::size_t c = 0; c < C; ++c) emit(c, acc.data() + s * C + c, 1, s * C + c);
+            } else {
+              kernels::requantize_row_s8(acc.data() + s * C, C, ql.bias.data(), ql.multiplier.data(), zy,
+                                         qb.data() + s * C);
+            }
+          }
+        }
+        if (ql.float_output) {
+          is_q = false;
+        } else {
           qa.swap(qb);
           is_q = true;
         }

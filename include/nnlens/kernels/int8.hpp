@@ -129,31 +129,65 @@ inline std::int32_t s8_pair(std::int32_t lo, std::int32_t hi) {
 }  // namespace detail
 #endif
 
+#if defined(__AVX2__)
+namespace detail {
+inline void pack_b_s8_into(std::size_t K, std::size_t N16, const std::int8_t* B, std::size_t ldb, std::int32_t* bp) {
+  const std::size_t Kp = (K + 1) / 2;
+  for (std::size_t kp = 0; kp < Kp; ++kp) {
+    const std::size_t k = 2 * kp;
+    const std::int8_t* b0 = B + k * ldb;
+    std::int32_t* d = bp + kp * N16;
+    if (k + 1 < K) {
+      const std::int8_t* b1 = B + (k + 1) * ldb;
+      for (std::size_t j = 0; j < N16; ++j) d[j] = s8_pair(b0[j], b1[j]);
+    } else {
+      for (std::size_t j = 0; j < N16; ++j) d[j] = s8_pair(b0[j], 0);
+    }
+  }
+}
+}  // namespace detail
+#endif
+
+/// B [K, N] in the packed form gemm_s8 uses (pass it as `packed_b` to skip packing per call, e.g.
+/// for constant weights).  Empty where gemm_s8 does not pack (no AVX2, N < 16 or K < 2).
+inline std::vector<std::int32_t> pack_b_s8(std::size_t K, std::size_t N, const std::int8_t* B, std::size_t ldb) {
+  std::vector<std::int32_t> r;
+#if defined(__AVX2__)
+  if (N >= 16 && K >= 2) {
+    r.resize((K + 1) / 2 * (N / 16 * 16));
+    detail::pack_b_s8_into(K, N / 16 * 16, B, ldb, r.data());
+  }
+#else
+  (void)K, (void)N, (void)B, (void)ldb;
+#endif
+  return r;
+}
+
 /// C[M,N] = A[M,K] B[K,N], int8 operands, int32 result (overwritten).  With AVX2: both operands
 /// are packed as int16 pairs along k and multiplied with madd (16 multiply-adds per instruction);
-/// otherwise gemm_s8_portable.  Exact either way (the same integers).
+/// otherwise gemm_s8_portable.  Exact either way (the same integers).  packed_b: pack_b_s8(K, N,
+/// B, ldb), or nullptr to pack here (B is still read for the last N % 16 columns).
 inline void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* A, std::size_t lda,
-                    const std::int8_t* B, std::size_t ldb, std::int32_t* C, std::size_t ldc) {
+                    const std::int8_t* B, std::size_t ldb, std::int32_t* C, std::size_t ldc,
+                    const std::int32_t* packed_b = nullptr) {
 #if defined(__AVX2__)
   if (N < 16 || K < 2) return gemm_s8_portable(M, N, K, A, lda, B, ldb, C, ldc);
   const std::size_t Kp = (K + 1) / 2, N16 = N / 16 * 16;
   auto& apv = detail::s8_buffer<std::int32_t>(0);
-  auto& bpv = detail::s8_buffer<std::int32_t>(1);
   if (apv.size() < M * Kp) apv.resize(M * Kp);
-  if (bpv.size() < Kp * N16) bpv.resize(Kp * N16);
   std::int32_t* ap = apv.data();
-  std::int32_t* bp = bpv.data();
-  for (std::size_t i = 0; i < M; ++i)
-    for (std::size_t kp = 0; kp < Kp; ++kp) {
-      const std::size_t k = 2 * kp;
-      ap[i * Kp + kp] = detail::s8_pair(A[i * lda + k], k + 1 < K ? A[i * lda + k + 1] : 0);
-    }
-  for (std::size_t kp = 0; kp < Kp; ++kp) {
-    const std::size_t k = 2 * kp;
-    const std::int8_t* b0 = B + k * ldb;
-    const std::int8_t* b1 = k + 1 < K ? B + (k + 1) * ldb : nullptr;
-    std::int32_t* d = bp + kp * N16;
-    for (std::size_t j = 0; j < N16; ++j) d[j] = detail::s8_pair(b0[j], b1 ? b1[j] : 0);
+  for (std::size_t i = 0; i < M; ++i) {
+    const std::int8_t* a = A + i * lda;
+    std::int32_t* d = ap + i * Kp;
+    for (std::size_t kp = 0; kp < K / 2; ++kp) d[kp] = detail::s8_pair(a[2 * kp], a[2 * kp + 1]);
+    if (K % 2) d[K / 2] = detail::s8_pair(a[K - 1], 0);
+  }
+  const std::int32_t* bp = packed_b;
+  if (!bp) {
+    auto& bpv = detail::s8_buffer<std::int32_t>(1);
+    if (bpv.size() < Kp * N16) bpv.resize(Kp * N16);
+    detail::pack_b_s8_into(K, N16, B, ldb, bpv.data());
+    bp = bpv.data();
   }
   for (std::size_t j = 0; j < N16; j += 16) {  // a 16-column strip of B stays in L1 across the rows
     std::size_t i = 0;
@@ -172,6 +206,7 @@ inline void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8
     }
   }
 #else
+  (void)packed_b;
   gemm_s8_portable(M, N, K, A, lda, B, ldb, C, ldc);
 #endif
 }
