@@ -337,9 +337,15 @@ void quantized_network<Net>::run_int8(std::size_t batch, const T* x, T* y) const
     std::copy_n(x, batch * in_n, y);
     return;
   }
-  std::vector<T> fa(x, x + batch * in_n), fb, scratch;
-  std::vector<std::int8_t> qa, qb, pad, col;
-  std::vector<std::int32_t> acc;
+  // per-thread buffers: they grow once, and resize() on a grown vector does not zero-fill again
+  struct buffers {
+    std::vector<T> fa, fb, scratch;
+    std::vector<std::int8_t> qa, qb, pad, col;
+    std::vector<std::int32_t> acc;
+  };
+  thread_local buffers bufs;
+  auto& [fa, fb, scratch, qa, qb, pad, col, acc] = bufs;
+  fa.assign(x, x + batch * in_n);
   bool is_q = false;
   for_each_layer(net_, [&](const auto& l, auto idx, shape sin, shape sout) {
     using L = std::decay_t<decltype(l)>;
