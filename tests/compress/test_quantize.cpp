@@ -223,9 +223,10 @@ TEST_CASE("quantize: DFlare's reference rule -- 1023 elements stay float, 1024 b
   CHECK_THROWS_AS(quantize_weights(b, o8), value_error);
 }
 
-TEST_CASE("quantize: int8 convolutions (padding, stride, groups, dilation) track float; static == dynamic") {
+TEST_CASE("quantize: int8 convolutions (padding, stride, groups, dilation) and padded max-pools track float; static == dynamic") {
   using Net = Sequential<Input<4, 9, 9>, Conv2DG<6, conv_geometry{.kh = 3, .stride_h = 2, .pad_top = 1, .groups = 2}>,
-                         ReLU, Conv2DG<4, conv_geometry{.kh = 3, .pad_top = 2, .dilation_h = 2}>, ReLU, MaxPool2D<2>,
+                         ReLU, MaxPool2DG<pool_geometry{.kh = 3, .stride_h = 2, .pad_top = 1}>,
+                         Conv2DG<4, conv_geometry{.kh = 3, .pad_top = 2, .dilation_h = 2}>, ReLU, MaxPool2D<2>,
                          Flatten, Dense<5>>;
   Net net;
   initialize(net, 11);

@@ -21,7 +21,7 @@
 //                multiplier, not gemmlowp's fixed-point one).  ReLU is max(q, z) on int8; a ReLU
 //                right after a Dense/Conv2D is fused (the layer's output takes the ReLU's range, as
 //                TFLite does).  Flatten, Identity, Dropout and MaxPool2D keep their input's scale
-//                (max commutes with the monotone quantisation, so MaxPool is exact).  Every other
+//                (MaxPool2D takes the max of the int8 codes: the quantisation is monotone).  Every other
 //                layer (BatchNorm, AvgPool2D, GlobalAvgPool, Residual, Softmax, ...) runs in float
 //                between a dequantise and a requantise to its calibrated output range (as a
 //                TFLite/fbgemm graph with a float fallback op would).  The network's output leaves
@@ -433,6 +433,17 @@ void quantized_network<Net>::run_int8(std::size_t batch, const T* x, T* y) const
     }
     if constexpr (detail::int8_passthrough_v<L>) {
       if (is_q) return;  // the same bytes in a new shape
+    }
+    if constexpr (layer_traits<L>::name == std::string_view("MaxPool2D")) {
+      if (is_q) {  // max on the codes: the quantisation is monotone, the scale stays
+        const pool_geometry g = layer_traits<L>::geometry_of(&l);
+        qb.resize(nout);
+        for (std::size_t s = 0; s < batch; ++s)
+          kernels::max_pool_s8(qa.data() + s * sin.size(), sin[0], sin[1], sin[2], g, sout[1], sout[2],
+                               qb.data() + s * sout.size());
+        qa.swap(qb);
+        return;
+      }
     }
     // float fallback: dequantise, the layer's own float forward, requantise to its output range
     if (is_q) {

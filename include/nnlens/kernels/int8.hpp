@@ -9,6 +9,8 @@
 //   kernels::quantize_s8(x, n, scale, zp, q)              q = clamp(round(x / scale) + zp, -128, 127)
 //                                                         (float; round half away from zero)
 //   kernels::dequantize_s8(q, n, scale, zp, x)            x = (q - zp) * scale
+//   kernels::requantize_s8 / requantize_row_s8            int32 accumulators -> int8 codes
+//   kernels::max_pool_s8(x, C, H, W, g, OH, OW, y)        max pooling on int8 codes
 //
 // requires: K * 127 * 128 < 2^31 (K < 131,000: every layer of the supported models); C does not
 //           alias A or B.
@@ -209,6 +211,26 @@ inline void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8
   (void)packed_b;
   gemm_s8_portable(M, N, K, A, lda, B, ldb, C, ldc);
 #endif
+}
+
+/// Max pooling on int8 codes of one sample, [C, H, W] -> [C, OH, OW] (the padding never wins, as
+/// in the float layer: each window is clipped to the input).
+inline void max_pool_s8(const std::int8_t* x, std::size_t C, std::size_t H, std::size_t W, const pool_geometry& g,
+                        std::size_t OH, std::size_t OW, std::int8_t* y) {
+  for (std::size_t c = 0; c < C; ++c) {
+    const std::int8_t* xc = x + c * H * W;
+    std::int8_t* yc = y + c * OH * OW;
+    for (std::size_t oh = 0; oh < OH; ++oh) {
+      const auto rh = nnlens::detail::pool_window(oh, g.stride_h, g.pad_top, g.kh, H);
+      for (std::size_t ow = 0; ow < OW; ++ow) {
+        const auto rw = nnlens::detail::pool_window(ow, g.stride_w, g.pad_left, g.kw, W);
+        std::int8_t m = -128;
+        for (std::size_t h = rh.lo; h < rh.hi; ++h)
+          for (std::size_t w = rw.lo; w < rw.hi; ++w) m = std::max(m, xc[h * W + w]);
+        yc[oh * OW + ow] = m;
+      }
+    }
+  }
 }
 
 /// xp[c][Hp][Wp] = x[c] surrounded by the geometry's padding, filled with `fill`.
