@@ -30,13 +30,13 @@
 //   weight_only  int8 weights dequantised to float, float activations (TFLite "dynamic range" /
 //                DFlare's reference rule): forward is the float forward of dequantized().
 // A weight tensor with fewer than min_elements elements stays float (the layer then runs in float).
-// quantize_options::dflare_reference(): weight_only, per tensor, min_elements = 1024 -- the rule of
-// TFLite's post-training weight quantisation (weights_min_num_elements = 1024, symmetric
-// max|W|/127), which produced DiffChaser's/DFlare's LeNet/ResNet "q8" twins.  The spec
-// (specs/dflare.md §4) names the tool, not the rule; the rule is our reading, stated in
-// docs/compress.md.
+// quantize_options::dflare_reference(): weight_only, per tensor, min_elements = 1024, symmetric
+// max|W|/127 -- TFLite's post-training weight quantisation (tensorflow/lite/tools/optimize/
+// quantize_weights.cc: kWeightsMinNumElementsDefault = 1024), our reading of the "TFLite 8-bit"
+// LeNet/ResNet twins DFlare took from DiffChaser.  The spec (specs/dflare.md §4) names the tool,
+// not the rule: see docs/compress.md.
 // Only top-level Dense/Conv2D layers are quantised; layers inside a Residual run in float.
-// Rounding is half away from zero (std::round), as TFLite's reference quantiser.
+// Rounding is half away from zero (kernels::round_half_away), as TFLite's reference quantiser.
 //
 // requires: a float or double network whose shapes check; finite weights.
 // ensures:  deterministic: integer arithmetic is exact, everything else is a fixed sequence of
