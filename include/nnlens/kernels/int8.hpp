@@ -17,7 +17,8 @@
 // ensures:  exact integer arithmetic: the result does not depend on the order of summation, so it
 //           is the same on every build and for every blocking.  With AVX2 (e.g. -march=native): k
 //           pairs packed as int16 and a 4 x 16 register tile of _mm256_madd_epi16 (vpdpwssd when
-//           AVX-VNNI is on), packing buffers thread-local (grow once).  Elsewhere: plain loops in
+//           AVX-VNNI is on; a 4 x 32 tile of 512-bit vpdpwssd with AVX-512 VNNI), packing buffers
+//           thread-local (grow once).  Elsewhere: plain loops in
 //           "axpy order" (row i of C += A[i,k] * row k of B) that g++ vectorises at -O3, skipping
 //           zero entries of A (pruned weights).
 #pragma once
@@ -125,6 +126,32 @@ inline void s8_tile16(std::size_t Kp, const std::int32_t* ap, std::size_t lap, c
   }
 }
 
+#if defined(__AVX512BW__) && defined(__AVX512VNNI__)
+/// The same as s8_tile16 for R rows x 32 columns with 512-bit vpdpwssd (32 multiply-adds each).
+template <std::size_t R>
+inline void s8_tile32(std::size_t Kp, const std::int32_t* ap, std::size_t lap, const std::int32_t* bp, std::size_t ldbp,
+                      std::int32_t* C, std::size_t ldc) {
+  __m512i acc[R][2];
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+  for (std::size_t kp = 0; kp < Kp; ++kp) {
+    const __m512i b0 = _mm512_loadu_si512(bp + kp * ldbp);
+    const __m512i b1 = _mm512_loadu_si512(bp + kp * ldbp + 16);
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < R; ++r) {
+      const __m512i a = _mm512_set1_epi32(ap[r * lap + kp]);
+      acc[r][0] = _mm512_dpwssd_epi32(acc[r][0], b0, a);
+      acc[r][1] = _mm512_dpwssd_epi32(acc[r][1], b1, a);
+    }
+  }
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < R; ++r) {
+    _mm512_storeu_si512(C + r * ldc, acc[r][0]);
+    _mm512_storeu_si512(C + r * ldc + 16, acc[r][1]);
+  }
+}
+#endif
+
 inline std::int32_t s8_pair(std::int32_t lo, std::int32_t hi) {
   return std::int32_t(std::uint32_t(std::uint16_t(std::int16_t(lo))) | (std::uint32_t(std::uint16_t(std::int16_t(hi))) << 16));
 }
@@ -191,7 +218,15 @@ inline void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8
     detail::pack_b_s8_into(K, N16, B, ldb, bpv.data());
     bp = bpv.data();
   }
-  for (std::size_t j = 0; j < N16; j += 16) {  // a 16-column strip of B stays in L1 across the rows
+  std::size_t j0 = 0;
+#if defined(__AVX512BW__) && defined(__AVX512VNNI__)
+  for (; j0 + 32 <= N16; j0 += 32) {  // a 32-column strip of B stays in L1 across the rows
+    std::size_t i = 0;
+    for (; i + 4 <= M; i += 4) detail::s8_tile32<4>(Kp, ap + i * Kp, Kp, bp + j0, N16, C + i * ldc + j0, ldc);
+    for (; i < M; ++i) detail::s8_tile32<1>(Kp, ap + i * Kp, Kp, bp + j0, N16, C + i * ldc + j0, ldc);
+  }
+#endif
+  for (std::size_t j = j0; j < N16; j += 16) {  // a 16-column strip of B stays in L1 across the rows
     std::size_t i = 0;
     for (; i + 4 <= M; i += 4) detail::s8_tile16<4>(Kp, ap + i * Kp, Kp, bp + j, N16, C + i * ldc + j, ldc);
     for (; i < M; ++i) detail::s8_tile16<1>(Kp, ap + i * Kp, Kp, bp + j, N16, C + i * ldc + j, ldc);
