@@ -39,6 +39,15 @@
 //                    [--test FILE] [--old-test FILE] [--epochs 5] [--lr 1e-3] [--baseline] [--json] -o OUT
 //                    learn a new task with the old task's critical neurons frozen: old / new accuracy
 //   (common: [--batch 64] [--limit N] [--seed S] [--threads N] [--no-progress])
+// DFlare (docs/dflare-tool.md):
+//   nnlens difftest ORIGINAL COMPRESSED --seeds FILE [--budget-queries N] [--timeout S]
+//                   [--method dflare|diffchaser] [--acceptance paper|reference|no-novelty]
+//                   [--selection paper|reference|last-accepted|uniform] [--pixel-scale 255]
+//                   [--calibration FILE] [--limit N] [--out-dir DIR] [--json]
+//                   COMPRESSED: a model file, exec:COMMAND (pipe protocol "nnlens-bb 1"), or a twin
+//                   made on the fly: int8, q8, prune:R, channel-prune:R
+//   nnlens compress MODEL (--int8 --calibration FILE | --q8 | --prune R | --channel-prune R) -o OUT
+//                   [--labels FILE] [--per-tensor] [--json]
 //
 // Errors: one line on stderr ("nnlens: ..."), exit status 1 (2 for bad command-line usage).
 #include <cstdlib>
@@ -54,6 +63,7 @@
 #include "commands.hpp"
 #include "coverage_cmd.hpp"
 #include "demo.hpp"
+#include "difftest_cmd.hpp"
 #include "exactline_cmd.hpp"
 #include "maintenance_cmd.hpp"
 #include "model.hpp"
@@ -316,6 +326,47 @@ int main(int argc, char** argv) {
   for (auto* c : {&rs_cli, &ra_cli, &in_cli})
     c->cmd->add_option("--threads", c->threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
 
+  nnlens::tool::difftest_cmd_options dt;
+  std::size_t dt_threads = 0;
+  bool dt_no_progress = false;
+  auto* dt_cmd = app.add_subcommand("difftest", "DFlare: inputs on which a compressed model deviates from its original (top-1 labels differ)");
+  dt_cmd->add_option("ORIGINAL", dt.original, formats)->required();
+  dt_cmd->add_option("COMPRESSED", dt.compressed,
+                     "The twin: a model file, exec:COMMAND (a process speaking the nnlens-bb 1 pipe protocol), or made from ORIGINAL: "
+                     "int8, q8, prune:R, channel-prune:R")
+      ->required();
+  dt_cmd->add_option("--seeds", dt.seeds, "Seed inputs (CSV rows or IDX images scaled to [0, 1], as `run` reads them)")->required();
+  dt_cmd->add_option("--budget-queries", dt.budget_queries, "Queries per seed (one query = both models once; 0: no limit)")
+      ->capture_default_str();
+  dt_cmd->add_option("--timeout", dt.timeout, "Seconds per seed (0: no limit)")->capture_default_str();
+  dt_cmd->add_option("--method", dt.method, "dflare or diffchaser")->capture_default_str();
+  dt_cmd->add_option("--acceptance", dt.acceptance, "DFlare's acceptance rule: paper, reference, no-novelty")->capture_default_str();
+  dt_cmd->add_option("--selection", dt.selection, "DFlare's operator selection: paper, reference, last-accepted, uniform")
+      ->capture_default_str();
+  dt_cmd->add_option("--seed", dt.seed, "Random seed (each input seed gets its own stream)")->capture_default_str();
+  dt_cmd->add_option("--pixel-scale", dt.pixel_scale,
+                     "Seeds times this are raw pixels in [0, 255]; the models see pixels / this (1: models reading [0, 255])")
+      ->capture_default_str();
+  dt_cmd->add_option("--calibration", dt.calibration, "int8: activation calibration samples (default: the seeds)");
+  dt_cmd->add_option("--limit", dt.limit, "Only the first N seeds (0: all)")->capture_default_str();
+  dt_cmd->add_option("--out-dir", dt.out_dir, "Write each triggering input as a CSV row (model scale) to DIR/trigger-SEED.csv");
+  dt_cmd->add_flag("--json", dt.json, "One JSON object: seeds[{seed, status, found, queries, seconds, labels, input}], summary{...}");
+  dt_cmd->add_option("--threads", dt_threads, "Worker threads: seeds run in parallel (default: all cores)")->check(CLI::Range(1, 1024));
+  dt_cmd->add_flag("--no-progress", dt_no_progress, "No progress bar on standard error");
+
+  nnlens::tool::compress_cmd_options cp;
+  auto* cp_cmd = app.add_subcommand("compress", "A compressed twin of a model: int8 / q8 quantisation or magnitude / channel pruning");
+  cp_cmd->add_option("MODEL", cp.model, formats)->required();
+  cp_cmd->add_flag("--int8", cp.int8, "Full int8 quantisation (per-channel weights, calibrated activations; needs --calibration)");
+  cp_cmd->add_flag("--q8", cp.q8, "DFlare's reference rule: weight-only int8 of weight tensors with >= 1024 elements");
+  cp_cmd->add_option("--prune", cp.prune, "Magnitude pruning: this fraction of each layer's weights becomes 0");
+  cp_cmd->add_option("--channel-prune", cp.channel_prune, "This fraction of each layer's channels (smallest L1 norm) becomes 0");
+  cp_cmd->add_flag("--per-tensor", cp.per_tensor, "int8: one weight scale per tensor instead of per output channel");
+  cp_cmd->add_option("--calibration", cp.calibration, "Samples: int8's activation ranges; with labels, the accuracy of both models");
+  cp_cmd->add_option("--labels", cp.labels, "Labels of --calibration (default: the IDX labels file beside it)");
+  cp_cmd->add_option("--output,-o", cp.output, "The twin: .onnx, or .nnlw for the demo's LeNet-5")->required();
+  cp_cmd->add_flag("--json", cp.json, "One JSON object: model, twin, output, weight_sparsity, [quantized_layers, accuracy, twin_accuracy]");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -390,6 +441,13 @@ int main(int argc, char** argv) {
       maintenance(in_cli, in);
       return nnlens::tool::run_increment(in);
     }
+    if (*dt_cmd) {
+      // The process-wide pool reads NNLENS_NUM_THREADS when first used, i.e. after this.
+      if (dt_threads) ::setenv("NNLENS_NUM_THREADS", std::to_string(dt_threads).c_str(), 1);
+      dt.progress = !dt_no_progress;
+      return nnlens::tool::run_difftest(dt);
+    }
+    if (*cp_cmd) return nnlens::tool::run_compress(cp);
     if (*ss_cmd) {
       // The process-wide pool reads NNLENS_NUM_THREADS when first used, i.e. after this.
       if (ss_threads) ::setenv("NNLENS_NUM_THREADS", std::to_string(ss_threads).c_str(), 1);

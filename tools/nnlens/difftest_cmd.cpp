@@ -1,0 +1,319 @@
+// tools/nnlens/difftest_cmd.cpp -- `nnlens difftest` and `nnlens compress` (see difftest_cmd.hpp).
+#include "difftest_cmd.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <nnlens/compress/magnitude.hpp>
+#include <nnlens/compress/quantize.hpp>
+#include <nnlens/core/error.hpp>
+#include <nnlens/difftest/black_box.hpp>
+#include <nnlens/difftest/dflare.hpp>
+#include <nnlens/difftest/diffchaser.hpp>
+#include <nnlens/difftest/process.hpp>
+#include <nnlens/train/fit.hpp>
+
+#include "maintenance_common.hpp"
+#include "model.hpp"
+
+namespace nnlens::tool {
+
+namespace {
+
+using nnlens::detail::concat;
+using json = nlohmann::ordered_json;
+namespace dt = nnlens::difftest;
+
+dt::acceptance parse_acceptance(const std::string& s) {
+  if (s == "paper") return dt::acceptance::paper;
+  if (s == "reference") return dt::acceptance::reference;
+  if (s == "no-novelty" || s == "no_novelty") return dt::acceptance::no_novelty;
+  throw value_error("--acceptance: expected paper, reference or no-novelty, got '" + s + "'");
+}
+
+dt::selection_rule parse_selection(const std::string& s) {
+  if (s == "paper") return dt::selection_rule::paper;
+  if (s == "reference") return dt::selection_rule::reference;
+  if (s == "last-accepted" || s == "last_accepted") return dt::selection_rule::last_accepted;
+  if (s == "uniform") return dt::selection_rule::uniform;
+  throw value_error("--selection: expected paper, reference, last-accepted or uniform, got '" + s + "'");
+}
+
+double parse_ratio(const std::string& s, const std::string& what) {
+  std::size_t used = 0;
+  double r = -1;
+  try {
+    r = std::stod(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || !(r >= 0 && r <= 1)) throw value_error(concat(what, ": expected a ratio in [0, 1], got '", s, "'"));
+  return r;
+}
+
+/// The dimensions DFlare's image operators need: C x H x W from the model's input.
+dt::image_shape image_of(const shape& in, const std::string& model) {
+  if (in.rank == 3) return {in[0], in[1], in[2]};
+  if (in.rank == 1) return {1, 1, in[0]};  // a vector: a 1 x n "image" (blurs act along it)
+  throw shape_error(concat(model, ": input shape of rank ", in.rank, "; difftest needs C x H x W images or vectors"));
+}
+
+/// A black box over a quantised twin, reading raw pixels (scaled down by `scale`).
+dt::black_box wrap_quantized(std::shared_ptr<const compress::quantized_network<DynamicNetwork>> q, shape in, std::size_t classes,
+                             float scale, std::string name) {
+  return dt::wrap(
+      [q, in, scale](std::span<const float> x, std::size_t n, std::span<float> probs) {
+        xt::xarray<float> a = xt::xarray<float>::from_shape(in.with_batch(n));
+        for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = x[i] / scale;
+        const xt::xarray<float> p = q->predict(a);
+        std::copy_n(p.data(), p.size(), probs.data());
+      },
+      in.size(), classes, std::move(name));
+}
+
+std::string status_name(dt::seed_status s) {
+  switch (s) {
+    case dt::seed_status::found: return "found";
+    case dt::seed_status::not_found: return "not_found";
+    case dt::seed_status::already_triggering: return "already_triggering";
+    case dt::seed_status::failed: return "failed";
+  }
+  return "?";
+}
+
+}  // namespace
+
+int run_difftest(const difftest_cmd_options& o) {
+  // -- options first: nothing is read for a bad option
+  if (o.method != "dflare" && o.method != "diffchaser")
+    throw value_error("--method: expected dflare or diffchaser, got '" + o.method + "'");
+  const auto acc = parse_acceptance(o.acceptance);
+  const auto sel = parse_selection(o.selection);
+  if (o.budget_queries == 0 && !(o.timeout > 0))
+    throw value_error("--budget-queries 0 and --timeout 0: a search needs a query or a time budget");
+  if (!(o.timeout >= 0) || !std::isfinite(o.timeout)) throw value_error(concat("--timeout ", o.timeout, ": expected seconds >= 0"));
+  if (!(o.pixel_scale > 0) || !std::isfinite(o.pixel_scale))
+    throw value_error(concat("--pixel-scale ", o.pixel_scale, ": expected a positive number"));
+  if (o.compressed.empty()) throw value_error("COMPRESSED: expected a model file, exec:COMMAND, int8, q8, prune:R or channel-prune:R");
+
+  keep_batch_buffers_on_the_heap();
+  const DynamicNetwork net = load_model(o.original);
+  const shape in = net.input_shape();
+  const std::size_t classes = net.output_shape().size();
+  const auto img = image_of(in, o.original);
+  const float scale = float(o.pixel_scale);
+  const dt::normalization norm = dt::normalization::divide_by(scale);
+
+  xt::xarray<float> X = read_samples(o.seeds, in);
+  std::size_t n = X.shape()[0];
+  if (n == 0) throw data_error(o.seeds + ": no seeds");
+  if (o.limit && n > o.limit) n = o.limit;
+  std::vector<float> seeds(n * in.size());
+  for (std::size_t i = 0; i < seeds.size(); ++i) {
+    const float v = X.data()[i] * scale;
+    if (!(v >= 0.f && v <= 255.f))
+      throw value_error(concat(o.seeds, ": seed ", i / in.size(), " element ", i % in.size(), " is ", X.data()[i], "; times --pixel-scale ",
+                               o.pixel_scale, " it leaves the pixel range [0, 255]"));
+    seeds[i] = v;
+  }
+
+  const dt::black_box f = dt::wrap(net, o.original, norm);
+  dt::black_box g;
+  const std::string& c = o.compressed;
+  if (c.rfind("exec:", 0) == 0) {
+    dt::process_options po;
+    po.input_size = in.size(), po.classes = classes;
+    if (o.timeout > 0) po.request_timeout = std::chrono::milliseconds(std::int64_t(std::min(o.timeout, 3600.0) * 1000) + 1000);
+    g = dt::process_black_box(c.substr(5), po, c);
+  } else if (c == "int8" || c == "q8") {
+    std::shared_ptr<const compress::quantized_network<DynamicNetwork>> q;
+    if (c == "q8") {
+      q = std::make_shared<const compress::quantized_network<DynamicNetwork>>(
+          compress::quantize_weights(net, compress::quantize_options::dflare_reference()));
+    } else {
+      const xt::xarray<float> cal = o.calibration.empty() ? X : read_samples(o.calibration, in);
+      q = std::make_shared<const compress::quantized_network<DynamicNetwork>>(compress::quantize(net, cal));
+    }
+    g = wrap_quantized(q, in, classes, scale, c);
+  } else if (c.rfind("prune:", 0) == 0) {
+    g = dt::wrap(compress::magnitude_prune(net, parse_ratio(c.substr(6), "prune:R")), c, norm);
+  } else if (c.rfind("channel-prune:", 0) == 0) {
+    g = dt::wrap(compress::channel_prune(net, parse_ratio(c.substr(14), "channel-prune:R")), c, norm);
+  } else {
+    DynamicNetwork twin = load_model(c);
+    if (twin.input_shape() != in || twin.output_shape().size() != classes)
+      throw shape_error(concat(c, ": input ", twin.input_shape().size(), " / classes ", twin.output_shape().size(), ", but ", o.original,
+                               " has ", in.size(), " / ", classes));
+    g = dt::wrap(std::move(twin), c, norm);
+  }
+
+  dt::dflare_result r;
+  if (o.method == "dflare") {
+    dt::dflare_options d;
+    d.image = img;
+    d.accept = acc;
+    d.selection = sel;
+    d.max_queries = o.budget_queries;
+    d.max_seconds = o.timeout;
+    d.seed = o.seed;
+    d.progress = o.progress;
+    r = dt::dflare(execution::par, f, g, seeds, n, d);
+  } else {
+    dt::diffchaser_options d;
+    d.image = img;
+    d.max_queries = o.budget_queries;
+    d.max_seconds = o.timeout;
+    d.seed = o.seed;
+    d.progress = o.progress;
+    r = dt::diffchaser(execution::par, f, g, seeds, n, d);
+  }
+
+  // -- the triggering inputs, at the model's scale (a CSV row `nnlens run` reads)
+  std::vector<std::string> files(r.seeds.size());
+  if (!o.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.out_dir, ec);
+    if (ec) throw io_error(o.out_dir + ": cannot create (" + ec.message() + ")");
+    for (std::size_t i = 0; i < r.seeds.size(); ++i) {
+      const auto& s = r.seeds[i];
+      if (!s.found() || s.input.empty()) continue;
+      files[i] = (std::filesystem::path(o.out_dir) / concat("trigger-", s.index, ".csv")).string();
+      std::ofstream os(files[i]);
+      char b[32];
+      for (std::size_t k = 0; k < s.input.size(); ++k) {
+        std::snprintf(b, sizeof b, "%.9g", double(s.input[k] / scale));
+        os << (k ? "," : "") << b;
+      }
+      os << "\n";
+      if (!os) throw io_error(files[i] + ": write failed");
+    }
+  }
+
+  const auto sum = r.summary();
+  if (o.json) {
+    json j;
+    j["seeds"] = json::array();
+    for (std::size_t i = 0; i < r.seeds.size(); ++i) {
+      const auto& s = r.seeds[i];
+      json e;
+      e["seed"] = s.index;
+      e["status"] = status_name(s.status);
+      e["found"] = s.found();
+      e["queries"] = s.queries;
+      e["seconds"] = s.seconds;
+      e["labels"] = json::array({s.label_f, s.label_g});
+      if (!files[i].empty()) e["input"] = files[i];
+      if (!s.error.empty()) e["error"] = s.error;
+      j["seeds"].push_back(e);
+    }
+    j["summary"] = {{"method", o.method},           {"seeds", sum.seeds},
+                    {"searched", sum.searched},     {"found", sum.found},
+                    {"already_triggering", sum.already_triggering}, {"failed", sum.failed},
+                    {"success_rate", sum.success_rate}, {"mean_queries", sum.mean_queries},
+                    {"mean_seconds", sum.mean_seconds}, {"total_queries", sum.total_queries}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("%-6s %-18s %8s %10s %8s\n", "seed", "status", "queries", "seconds", "labels");
+    for (std::size_t i = 0; i < r.seeds.size(); ++i) {
+      const auto& s = r.seeds[i];
+      std::printf("%-6zu %-18s %8zu %10.4f %3zu %3zu%s%s\n", s.index, status_name(s.status).c_str(), s.queries, s.seconds, s.label_f,
+                  s.label_g, files[i].empty() ? "" : "  ", files[i].c_str());
+      if (!s.error.empty()) std::printf("       error: %s\n", s.error.c_str());
+    }
+    std::printf("%s: %zu seeds, %zu searched, %zu found (success %.2f%%), %zu already differ, %zu failed; mean %.2f queries, %.4f s per triggering input\n",
+                o.method.c_str(), sum.seeds, sum.searched, sum.found, 100 * sum.success_rate, sum.already_triggering, sum.failed,
+                sum.mean_queries, sum.mean_seconds);
+  }
+  return (sum.not_found == 0 && sum.failed == 0) ? 0 : 1;
+}
+
+int run_compress(const compress_cmd_options& o) {
+  const int asked = int(o.int8) + int(o.q8) + int(o.prune >= 0) + int(o.channel_prune >= 0);
+  if (asked != 1) throw value_error("compress: give exactly one of --int8, --q8, --prune R, --channel-prune R");
+  if (o.prune >= 0 && !(o.prune <= 1)) throw value_error(concat("--prune ", o.prune, ": expected a ratio in [0, 1]"));
+  if (o.channel_prune >= 0 && !(o.channel_prune <= 1))
+    throw value_error(concat("--channel-prune ", o.channel_prune, ": expected a ratio in [0, 1]"));
+  if (o.int8 && o.calibration.empty()) throw value_error("--int8: --calibration FILE is required (the activation ranges)");
+
+  keep_batch_buffers_on_the_heap();
+  const DynamicNetwork net = load_model(o.model);
+  const shape in = net.input_shape();
+  const std::size_t classes = net.output_shape().size();
+  xt::xarray<float> cal;
+  if (!o.calibration.empty()) {
+    cal = read_samples(o.calibration, in);
+    if (cal.shape()[0] == 0) throw data_error(o.calibration + ": no samples");
+  }
+
+  DynamicNetwork twin = net;
+  std::shared_ptr<const compress::quantized_network<DynamicNetwork>> q;
+  std::string what;
+  json j;
+  if (o.int8 || o.q8) {
+    compress::quantize_options qo = o.q8 ? compress::quantize_options::dflare_reference() : compress::quantize_options{};
+    if (o.per_tensor) qo.granularity = compress::quant_granularity::per_tensor;
+    q = std::make_shared<const compress::quantized_network<DynamicNetwork>>(o.q8 ? compress::quantize_weights(net, qo)
+                                                                                  : compress::quantize(net, cal, qo));
+    twin = q->dequantized();
+    what = o.q8 ? "q8 (weight-only int8, tensors >= 1024 elements)" : "int8";
+    j["quantized_layers"] = q->quantized_layers();
+  } else if (o.prune >= 0) {
+    twin = compress::magnitude_prune(net, o.prune);
+    what = concat("magnitude pruning ", o.prune);
+  } else {
+    twin = compress::channel_prune(net, o.channel_prune);
+    what = concat("channel pruning ", o.channel_prune);
+  }
+  j["model"] = o.model;
+  j["twin"] = what;
+  j["output"] = o.output;
+  j["weight_sparsity"] = compress::weight_sparsity(twin);
+  if (o.int8)
+    j["note"] = "the file holds the dequantised weights (weight-only twin); int8 activations exist only in memory "
+                "(nnlens difftest MODEL int8 tests the full int8 twin)";
+  if (!o.calibration.empty()) {
+    const std::string lp = o.labels.empty() ? companion_labels(o.calibration) : o.labels;
+    if (!lp.empty()) {
+      const auto y = read_labels(lp, cal.shape()[0], classes);
+      auto accuracy = [&](auto&& classify) {
+        std::size_t ok = 0;
+        const auto l = classify(cal);
+        for (std::size_t i = 0; i < y.size(); ++i) ok += l[i] == y[i];
+        return 100.0 * double(ok) / double(y.size());
+      };
+      j["accuracy"] = 100.0 * train::evaluate(execution::par, net, cal, y).accuracy;
+      j["twin_accuracy"] = q ? accuracy([&](const auto& x) { return q->classify(x); })
+                             : 100.0 * train::evaluate(execution::par, twin, cal, y).accuracy;
+    }
+  }
+  {
+    const auto dir = std::filesystem::path(o.output).parent_path();
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+    if (ec) throw io_error(o.output + ": cannot create its directory (" + ec.message() + ")");
+  }
+  maint::write_model(o.output, o.model, twin, "nnlens compress: " + what);
+  if (o.json) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("%s: %s -> %s; weight sparsity %.2f%%", o.model.c_str(), what.c_str(), o.output.c_str(),
+                100 * double(j["weight_sparsity"]));
+    if (j.contains("quantized_layers")) std::printf(", %zu int8 weight tensors", std::size_t(j["quantized_layers"]));
+    if (j.contains("accuracy"))
+      std::printf("; accuracy %.2f%% -> %.2f%%", double(j["accuracy"]), double(j["twin_accuracy"]));
+    std::printf("\n");
+    if (o.int8) std::printf("note: %s\n", std::string(j["note"]).c_str());
+  }
+  return 0;
+}
+
+}  // namespace nnlens::tool

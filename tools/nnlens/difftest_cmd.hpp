@@ -1,0 +1,66 @@
+// tools/nnlens/difftest_cmd.hpp -- `nnlens difftest` and `nnlens compress` (docs/dflare-tool.md):
+// DFlare's differential testing of a model against its compressed twin (specs/dflare.md;
+// include/nnlens/difftest/) and the twins themselves (include/nnlens/compress/).
+//
+//   nnlens difftest ORIGINAL COMPRESSED --seeds FILE [--budget-queries N] [--timeout S]
+//                   [--method dflare|diffchaser] [--acceptance paper|reference|no-novelty]
+//                   [--selection paper|reference|last-accepted|uniform] [--seed S]
+//                   [--pixel-scale 255] [--calibration FILE] [--limit N] [--out-dir DIR]
+//                   [--threads N] [--json] [--no-progress]
+//       COMPRESSED is one of
+//         FILE              another model file (ONNX, NNet, .nnlw): e.g. `nnlens compress` output
+//         exec:COMMAND      an external process speaking the "nnlens-bb 1" pipe protocol
+//                           (difftest/process.hpp, docs/difftest-process.md), run by /bin/sh -c
+//         int8 | q8 | prune:R | channel-prune:R
+//                           a twin of ORIGINAL made on the fly: full int8 inference (activations
+//                           calibrated on --calibration, default the seeds), DFlare's reference
+//                           rule (weight-only int8 of tensors with >= 1024 elements), R of the
+//                           weights pruned by magnitude, R of the channels by L1 norm
+//       The seeds (CSV rows or IDX images scaled to [0, 1], as `nnlens run` reads them) are
+//       multiplied by --pixel-scale for the search, which mutates raw pixels in [0, 255], and the
+//       models see pixels / scale (--pixel-scale 1: models that read [0, 255]).  Per seed: found,
+//       queries, seconds, the two labels, and with --out-dir the triggering input as a CSV row
+//       in DIR/trigger-<seed>.csv (model-scale values: `nnlens run` reproduces the deviation).
+//       JSON: {"seeds":[{"seed":i,"status":..,"found":b,"queries":n,"seconds":s,"labels":[a,b],
+//       "input":FILE}],"summary":{"seeds":..,"success_rate":r,"mean_queries":q,"mean_seconds":s,..}}
+//       A seed whose black box fails (a crashed or hanging child, garbage) is reported with
+//       "status":"failed" and its error; the others still run.
+//   nnlens compress MODEL (--int8 | --q8 | --prune R | --channel-prune R) -o OUT [--calibration FILE]
+//                   [--per-tensor] [--json]
+//       writes a compressed twin: pruned twins as a model of the same kind (.onnx, or .nnlw for
+//       the demo's LeNet-5), quantised twins as their dequantised float network (the weight-only
+//       twin, exact for --q8; for --int8 the int8 activations are not representable in a float
+//       file, so the file is the weight-only part and the report says so).  Prints the twin's
+//       sparsity / quantised tensors and, with --calibration labelled data, the accuracy of both.
+// Returns the exit code: 0 = every searched seed found a triggering input (difftest) / written
+// (compress), 1 = some seed did not; throws nnlens::error (one line) on bad input.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace nnlens::tool {
+
+struct difftest_cmd_options {
+  std::string original, compressed, seeds, calibration, out_dir;
+  std::string method = "dflare";       // dflare, diffchaser
+  std::string acceptance = "paper";    // paper, reference, no-novelty
+  std::string selection = "paper";     // paper, reference, last-accepted, uniform
+  std::size_t budget_queries = 10000;  // per seed; 0: none
+  double timeout = 180;                // seconds per seed; 0: none
+  std::uint64_t seed = 1;
+  double pixel_scale = 255;
+  std::size_t limit = 0;               // the first N seeds only (0: all)
+  bool json = false, progress = true;
+};
+int run_difftest(const difftest_cmd_options& o);
+
+struct compress_cmd_options {
+  std::string model, output, calibration, labels;
+  bool int8 = false, q8 = false, per_tensor = false, json = false;
+  double prune = -1, channel_prune = -1;  // < 0: not asked
+};
+int run_compress(const compress_cmd_options& o);
+
+}  // namespace nnlens::tool
