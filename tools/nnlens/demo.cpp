@@ -21,6 +21,8 @@
 #include <nnlens/io/weights.hpp>
 #include <nnlens/slicing.hpp>
 #include <nnlens/slicing/semslice.hpp>
+#include <nnlens/compress/quantize.hpp>
+#include <nnlens/difftest/dflare.hpp>
 
 #include "lenet5_recipe.hpp"
 
@@ -198,6 +200,58 @@ void semslice_step(const demo::LeNet5& net, const io::labelled_images<float>& tr
   std::fflush(stdout);
 }
 
+/// DFlare step: the full int8 twin of the model (per-channel weights, activations calibrated on
+/// 1,000 training images), its test accuracy, and DFlare's search on the first 10 test images
+/// (raw pixels, budget 10,000 queries per seed): the triggering inputs found.
+void dflare_step(const demo::LeNet5& net, const io::labelled_images<float>& train, const io::labelled_images<float>& test,
+                 double base_accuracy) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::size_t per = 784, nc = std::min<std::size_t>(1000, train.labels.size());
+  const xt::xarray<float> cal(xt::adapt(train.images.data(), nc * per, xt::no_ownership(), std::vector<std::size_t>{nc, 1, 28, 28}));
+  auto q = std::make_shared<const compress::quantized_network<demo::LeNet5>>(compress::quantize(net, cal));
+  const auto labels = q->classify(test.images);
+  std::size_t ok = 0, differ = 0;
+  const xt::xarray<float> logits = forward(execution::par, net, test.images);
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    const float* row = logits.data() + i * 10;
+    const std::size_t fl = std::size_t(std::max_element(row, row + 10) - row);
+    ok += labels[i] == test.labels[i], differ += labels[i] != fl;
+  }
+  const auto f = difftest::wrap(net, "LeNet-5", difftest::normalization::divide_by(255));
+  const auto g = difftest::wrap(
+      [q](std::span<const float> x, std::size_t n, std::span<float> p) {
+        xt::xarray<float> a = xt::xarray<float>::from_shape({n, std::size_t(1), std::size_t(28), std::size_t(28)});
+        for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = x[i] / 255.0f;
+        const xt::xarray<float> r = q->predict(a);
+        std::copy_n(r.data(), r.size(), p.data());
+      },
+      784, 10, "LeNet-5 int8");
+  const std::size_t ns = std::min<std::size_t>(10, test.labels.size());
+  std::vector<float> seeds(ns * per);
+  for (std::size_t i = 0; i < seeds.size(); ++i) seeds[i] = std::round(test.images.data()[i] * 255.0f);
+  difftest::dflare_options o;
+  o.image = {1, 28, 28};
+  o.max_queries = 10000;
+  o.max_seconds = 10;
+  o.seed = 1;
+  const auto r = difftest::dflare(execution::par, f, g, seeds, ns, o);
+  const auto s = r.summary();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("DFlare: int8 twin (per-channel weights, activations calibrated on %zu images): test accuracy %.2f%% (float %.2f%%), "
+              "%zu of %zu test images already classified differently; %.1fs\n",
+              nc, 100.0 * double(ok) / double(labels.size()), 100 * base_accuracy, differ, labels.size(), secs);
+  for (const auto& x : r.seeds)
+    std::printf("  seed %zu: %s%s\n", x.index,
+                x.found() ? ("triggering input after " + std::to_string(x.queries) + " queries (" + fixed(x.seconds * 1000, 1) + " ms): float says " +
+                             std::to_string(x.label_f) + ", int8 says " + std::to_string(x.label_g))
+                                .c_str()
+                          : (x.status == difftest::seed_status::already_triggering ? "already differs" : "not found"),
+                "");
+  std::printf("  found %zu of %zu searched seeds; mean %.1f queries, %.1f ms per triggering input\n", s.found, s.searched, s.mean_queries,
+              1000 * s.mean_seconds);
+  std::fflush(stdout);
+}
+
 std::string get(const io::weights_metadata& m, const std::string& k, const std::string& def = "?") {
   auto it = m.find(k);
   return it == m.end() ? def : it->second;
@@ -279,6 +333,7 @@ int run_demo(const demo_options& o) {
   nnslicer_step(net, train, test);
   coverage_step(net, train, test);
   semslice_step(net, train, test, ev.accuracy);
+  dflare_step(net, train, test, ev.accuracy);
   return 0;
 }
 
