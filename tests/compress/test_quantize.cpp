@@ -500,3 +500,34 @@ TEST_CASE("kernels::round_half_away and the int8 saturation (ties both ways, hug
   kernels::quantize_s8(x.data(), x.size(), 0.5f, 3, q.data());
   CHECK(q == std::vector<std::int8_t>{4, 2, 5, 127, -128, 3});
 }
+
+TEST_CASE("quantize: weights inside a Residual are quantised too (static and dynamic); the block runs in float") {
+  using Net = Sequential<Input<8>, Dense<16>, ReLU, Residual<Block<Dense<16>, ReLU, Dense<16>>>, ReLU, Dense<4>>;
+  Net net;
+  initialize(net, 31);
+  const auto x = uniform<float>({32, 8}, -1, 1, 4);
+  quantize_options o;
+  o.mode = quant_mode::weight_only;
+  o.granularity = quant_granularity::per_tensor;
+  const auto q = quantize_weights(net, o);
+  CHECK(q.layer(2).name == "Residual");
+  CHECK(q.layer(2).inner_quantized == 2);
+  CHECK_FALSE(q.layer(2).quantized);
+  // the inner weights lie on the grid max|W| / 127
+  const auto& inner = std::get<0>(net.layer<2>().block.layers).W;
+  const auto& qinner = std::get<0>(q.dequantized().layer<2>().block.layers).W;
+  const double s = max_abs(inner) / 127.0;
+  for (std::size_t i = 0; i < qinner.size(); ++i) {
+    const double k = double(qinner.data()[i]) / double(float(s));
+    CHECK(std::abs(k - std::round(k)) < 1e-3);
+    CHECK(std::abs(double(qinner.data()[i]) - double(inner.data()[i])) <= 0.5 * s + 1e-7);
+  }
+  // the DFlare rule skips the 256-element inner tensors
+  CHECK(quantize_weights(net, quantize_options::dflare_reference()).layer(2).inner_quantized == 0);
+  // int8 mode: close to float; the dynamic form gives the same bits
+  const auto q8 = quantize(net, x);
+  CHECK(q8.layer(2).inner_quantized == 2);
+  CHECK(max_diff(q8.forward(x), forward(net, x)) < 0.05 * std::max(1.0, max_abs(forward(net, x))));
+  CHECK(quantize(to_dynamic(net), x).forward(x) == q8.forward(x));
+  CHECK(quantize_weights(to_dynamic(net), o).forward(x) == q.forward(x));
+}

@@ -35,7 +35,9 @@
 // quantize_weights.cc: kWeightsMinNumElementsDefault = 1024), our reading of the "TFLite 8-bit"
 // LeNet/ResNet twins DFlare took from DiffChaser.  The spec (specs/dflare.md §4) names the tool,
 // not the rule: see docs/compress.md.
-// Only top-level Dense/Conv2D layers are quantised; layers inside a Residual run in float.
+// Inside a Residual (nested too), the Dense/Conv2D weights are quantised by the same rule and
+// kept as their dequantised values; the block itself runs in float in both modes (int8 mode
+// requantises its output).
 // Rounding is half away from zero (kernels::round_half_away), as TFLite's reference quantiser.
 //
 // requires: a float or double network whose shapes check; finite weights.
@@ -128,6 +130,8 @@ struct quantized_layer {
   bool float_output = false;          // the network's last layer: output = acc * multiplier
   bool fused_relu = false;            // followed by a ReLU whose range this layer's output uses
   std::vector<std::int32_t> packed;   // Dense: kernels::pack_b_s8 of the weights (packed once)
+  std::size_t inner_quantized = 0;    // Residual: inner Dense/Conv2D weight tensors quantised (kept
+                                      // as dequantised floats: the block runs in float)
 
   /// Output channel of weight element e.
   std::size_t channel_of(std::size_t e, bool conv) const {
@@ -260,6 +264,61 @@ class quantized_network {
 };
 
 // ---- weight quantisation ----
+namespace detail {
+template <class L>
+inline constexpr bool is_residual_v = requires(L& l) {
+  l.block;
+  l.shortcut;
+};
+
+/// Quantises the weights of a Dense/Conv2D: the record, and l.W replaced by q_w * s_w.
+template <class L>
+void quantize_linear(L& l, std::size_t idx, const quantize_options& opt, quantized_layer& q) {
+  using T = std::remove_cvref_t<decltype(*l.W.data())>;
+  const std::size_t ne = l.W.size();
+  q.name = std::string(layer_traits<L>::name);
+  check_finite_weights(l.W.data(), ne, idx, q.name);
+  check_finite_weights(l.b.data(), l.b.size(), idx, q.name);
+  constexpr bool conv = is_conv_v<L>;
+  q.channels = conv ? l.W.shape(0) : l.W.shape(1);
+  if (ne == 0 || ne < opt.min_elements) return;  // stays float
+  q.quantized = true;
+  const bool per_channel = opt.granularity == quant_granularity::per_channel;
+  std::vector<double> max_abs(per_channel ? q.channels : 1, 0.0);
+  q.weights.assign(ne, 0);
+  auto ch = [&](std::size_t e) { return per_channel ? (conv ? e / (ne / q.channels) : e % q.channels) : 0; };
+  T* W = l.W.data();
+  for (std::size_t e = 0; e < ne; ++e) max_abs[ch(e)] = std::max(max_abs[ch(e)], std::abs(double(W[e])));
+  q.weight_scales.resize(max_abs.size());
+  for (std::size_t c = 0; c < max_abs.size(); ++c) q.weight_scales[c] = symmetric_scale(max_abs[c]);
+  for (std::size_t e = 0; e < ne; ++e) {
+    const float sc = q.weight_scales[ch(e)];
+    q.weights[e] = std::int8_t(kernels::round_saturate(double(W[e]) / double(sc), -127, 127));
+    W[e] = T(float(q.weights[e]) * sc);  // the dequantised twin
+  }
+}
+
+/// The Dense/Conv2D weights inside a Residual (both branches, nested blocks too): quantised and
+/// kept as their dequantised values; returns how many tensors were quantised.
+template <class L>
+std::size_t quantize_inner(L& l, std::size_t idx, const quantize_options& opt) {
+  if constexpr (is_linear_v<L>) {
+    quantized_layer q;
+    quantize_linear(l, idx, opt, q);
+    return q.quantized ? 1 : 0;
+  } else if constexpr (is_residual_v<L>) {
+    std::size_t n = 0;
+    nnlens::detail::chain<decltype(l.block)>::each(&l.block, [&](auto* in, auto) { n += quantize_inner(*in, idx, opt); });
+    nnlens::detail::chain<decltype(l.shortcut)>::each(&l.shortcut,
+                                                      [&](auto* in, auto) { n += quantize_inner(*in, idx, opt); });
+    return n;
+  } else {
+    (void)l, (void)idx, (void)opt;
+    return 0;
+  }
+}
+}  // namespace detail
+
 template <class Net>
 void quantized_network<Net>::quantize_weights_() {
   const std::size_t n = layer_count(net_);
@@ -268,31 +327,10 @@ void quantized_network<Net>::quantize_weights_() {
     using L = std::decay_t<decltype(l)>;
     quantized_layer& q = layers_[idx];
     q.name = std::string(layer_traits<L>::name);
-    if constexpr (detail::is_linear_v<L>) {
-      const std::size_t ne = l.W.size();
-      detail::check_finite_weights(l.W.data(), ne, idx, q.name);
-      detail::check_finite_weights(l.b.data(), l.b.size(), idx, q.name);
-      constexpr bool conv = detail::is_conv_v<L>;
-      q.channels = conv ? l.W.shape(0) : l.W.shape(1);
-      if (ne == 0 || ne < opt_.min_elements) return;  // stays float
-      q.quantized = true;
-      q.weights.resize(ne);
-      const bool per_channel = opt_.granularity == quant_granularity::per_channel;
-      std::vector<double> max_abs(per_channel ? q.channels : 1, 0.0);
-      q.weights.assign(ne, 0);
-      auto ch = [&](std::size_t e) { return per_channel ? (conv ? e / (ne / q.channels) : e % q.channels) : 0; };
-      T* W = l.W.data();
-      for (std::size_t e = 0; e < ne; ++e) max_abs[ch(e)] = std::max(max_abs[ch(e)], std::abs(double(W[e])));
-      q.weight_scales.resize(max_abs.size());
-      for (std::size_t c = 0; c < max_abs.size(); ++c) q.weight_scales[c] = symmetric_scale(max_abs[c]);
-      for (std::size_t e = 0; e < ne; ++e) {
-        const float s = q.weight_scales[ch(e)];
-        q.weights[e] = std::int8_t(kernels::round_saturate(double(W[e]) / double(s), -127, 127));
-        W[e] = T(float(q.weights[e]) * s);  // the dequantised twin
-      }
-    } else {
-      (void)l;
-    }
+    if constexpr (detail::is_linear_v<L>)
+      detail::quantize_linear(l, idx, opt_, q);
+    else
+      q.inner_quantized = detail::quantize_inner(l, idx, opt_);
   });
 }
 
