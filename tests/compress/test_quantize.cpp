@@ -531,3 +531,28 @@ TEST_CASE("quantize: weights inside a Residual are quantised too (static and dyn
   CHECK(quantize(to_dynamic(net), x).forward(x) == q8.forward(x));
   CHECK(quantize_weights(to_dynamic(net), o).forward(x) == q.forward(x));
 }
+
+TEST_CASE("magnitude_prune / channel_prune reach the layers inside a Residual") {
+  using Net = Sequential<Input<8>, Dense<16>, ReLU, Residual<Block<Dense<16>, ReLU, Dense<16>>>, ReLU, Dense<4>>;
+  Net net;
+  initialize(net, 33);
+  const Net p = magnitude_prune(net, 0.5);
+  for (const auto* W : {&std::get<0>(p.layer<2>().block.layers).W, &std::get<2>(p.layer<2>().block.layers).W}) {
+    std::size_t z = 0;
+    for (auto v : *W) z += v == 0;
+    CHECK(z == 128);
+  }
+  CHECK(weight_sparsity(p) == doctest::Approx(0.5).epsilon(1e-3));
+  const auto d = magnitude_prune(to_dynamic(net), 0.5);
+  const auto x = uniform<float>({4, 8}, -1, 1, 2);
+  CHECK(forward(d, x) == forward(p, x));
+  const Net c = channel_prune(net, 0.25);  // 4 of 16 units in each hidden Dense, inner ones too
+  std::size_t dead = 0;
+  const auto& W = std::get<2>(c.layer<2>().block.layers).W;
+  for (std::size_t o = 0; o < 16; ++o) {
+    bool all_zero = true;
+    for (std::size_t i = 0; i < 16; ++i) all_zero = all_zero && W(i, o) == 0;
+    dead += all_zero;
+  }
+  CHECK(dead == 4);
+}

@@ -13,8 +13,8 @@
 //                                      unless opts.include_last
 //   compress::weight_sparsity(net)     zero weights / weights, over the Dense/Conv2D weight tensors
 //
-// "Weight tensors" are the W of the top-level Dense and Conv2D layers (biases are not pruned by
-// magnitude_prune; layers inside a Residual are left alone).  Ties in |w| or in L1 norm go to the
+// "Weight tensors" are the W of the Dense and Conv2D layers, top-level and inside Residual blocks
+// (biases are not pruned by magnitude_prune).  Ties in |w| or in L1 norm go to the
 // lower (tensor, index): the result is deterministic.  A weight that is already 0 counts among
 // the smallest, so on a network without zero weights exactly round(ratio * n) weights are zero
 // afterwards (per tensor for layerwise).  NeuSemSlice's iterative allocators (LAMP, Global,
@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "nnlens/core/error.hpp"
+#include "nnlens/layers/residual.hpp"
 #include "nnlens/network/dynamic_network.hpp"
 #include "nnlens/network/visit.hpp"
 
@@ -57,18 +58,33 @@ inline void check_ratio(double r, const char* who) {
     throw value_error(nnlens::detail::concat(who, ": the pruning ratio must lie in [0, 1], got ", r));
 }
 
-/// f(W data, size, is_conv, channels) for every prunable layer's weights, in layer order.
+template <class L>
+inline constexpr bool residual_v = requires(L& l) {
+  l.block;
+  l.shortcut;
+};
+
+/// f(layer, top-level index, is_conv, channels) for a prunable layer, or for each prunable layer
+/// inside a Residual (both branches, nested blocks too).
+template <class L, class F>
+void visit_weight_layer(L& l, std::size_t idx, F& f) {
+  if constexpr (prunable_v<std::remove_const_t<L>>) {
+    constexpr bool conv = layer_traits<std::remove_const_t<L>>::name == std::string_view("Conv2D");
+    f(l, idx, conv, conv ? l.W.shape(0) : l.W.shape(1));
+  } else if constexpr (residual_v<std::remove_const_t<L>>) {
+    nnlens::detail::chain<std::remove_const_t<decltype(l.block)>>::each(&l.block,
+                                                                        [&](auto* in, auto) { visit_weight_layer(*in, idx, f); });
+    nnlens::detail::chain<std::remove_const_t<decltype(l.shortcut)>>::each(
+        &l.shortcut, [&](auto* in, auto) { visit_weight_layer(*in, idx, f); });
+  } else {
+    (void)l, (void)idx, (void)f;
+  }
+}
+
+/// f(layer, top-level index, is_conv, channels) for every prunable layer's weights, in layer order.
 template <class Net, class F>
 void for_each_weight_tensor(Net& net, F&& f) {
-  for_each_layer(net, [&](auto& l, auto idx, shape, shape) {
-    using L = std::remove_cvref_t<decltype(l)>;
-    if constexpr (prunable_v<L>) {
-      constexpr bool conv = layer_traits<L>::name == std::string_view("Conv2D");
-      f(l, std::size_t(idx), conv, conv ? l.W.shape(0) : l.W.shape(1));
-    } else {
-      (void)l, (void)idx;
-    }
-  });
+  for_each_layer(net, [&](auto& l, auto idx, shape, shape) { visit_weight_layer(l, std::size_t(idx), f); });
 }
 }  // namespace detail
 
