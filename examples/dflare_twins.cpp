@@ -1,5 +1,5 @@
 // DFlare's compressed twins (specs/dflare.md §4-§5; docs/compress.md): for the project's
-// Fashion-MNIST LeNet-5 and MLP, build the int8 (per tensor, per channel), DFlare-reference
+// Fashion-MNIST LeNet-5, MLP and small ResNet, build the int8 (per tensor, per channel), DFlare-reference
 // (weight-only, >= 1024 elements) and pruned (magnitude 50% / 80%, L1 channels 50%) twins, and
 // report test accuracy, the number of test images on which a twin's top-1 label differs from the
 // original's (DFlare's "triggering inputs already in the dataset", Table 1), and int8 vs float
@@ -7,7 +7,7 @@
 //
 //   dflare_twins [--models DIR] [--fashion DIR] [--limit N] [--calib N]
 //
-// --models: the folder with lenet5-fashion-mnist-e12-s1.nnlw and mlp-fashion-mnist-e12-s1.nnlw
+// --models: the folder with lenet5-, mlp- and resnet-fashion-mnist-e12-s1.nnlw
 // (the project's trained models; default ./models-cache); --limit: test images (0 = all 10,000);
 // --calib: training images used to calibrate the int8 activations (default 1000).  A missing model
 // is skipped.  Exit status 1 if a per-channel int8 twin loses more than 2 points of accuracy.
@@ -30,6 +30,12 @@ namespace fs = std::filesystem;
 using namespace nnlens;
 
 using MLP = Sequential<Input<1, 28, 28>, Flatten, Dense<512>, ReLU, Dense<256>, ReLU, Dense<10>>;
+/// The project's small residual network (examples/nnslicer_detect.cpp; models-cache/resnet-fashion-
+/// mnist-e12-s1.nnlw): its block weights are quantised as dequantised floats, the blocks run in float.
+using SmallResNet = Sequential<Input<1, 28, 28>, Conv2D<8, 3, 1, 1>, ReLU,
+                               Residual<Block<Conv2D<8, 3, 1, 1>, ReLU, Conv2D<8, 3, 1, 1>>>, ReLU, MaxPool2D<2>,
+                               Residual<Block<Conv2D<16, 3, 2, 1>, ReLU, Conv2D<16, 3, 1, 1>>, Block<Conv2D<16, 1, 2, 0>>>,
+                               ReLU, Flatten, Dense<64>, ReLU, Dense<10>>;
 
 namespace {
 
@@ -181,6 +187,9 @@ int main(int argc, char** argv) {
     else std::printf("skipped: %s not found\n", l5.string().c_str());
     if (fs::exists(mlp)) ok = study("MLP 784-512-256-10", io::load_weights<MLP>(mlp), test, cal) && ok;
     else std::printf("skipped: %s not found\n", mlp.string().c_str());
+    const fs::path rn = a.models / "resnet-fashion-mnist-e12-s1.nnlw";
+    if (fs::exists(rn)) ok = study("small ResNet (2 residual blocks)", io::load_weights<SmallResNet>(rn), test, cal) && ok;
+    else std::printf("skipped: %s not found\n", rn.string().c_str());
     return ok ? 0 : 1;
   } catch (const nnlens::error& e) {
     std::fprintf(stderr, "dflare_twins: %s\n", e.what());
