@@ -127,7 +127,7 @@ struct quantized_layer {
   // int8 mode only:
   std::vector<std::int32_t> bias;     // round(b / (s_x s_w)) - z_x * sum of the channel's int8 weights
   std::vector<float> multiplier;      // s_x s_w / s_y, or s_x s_w when the output stays float
-  bool float_output = false;          // the network's last layer: output = acc * multiplier
+  bool float_output = false;          // the network's last layer: output = (acc + bias) * multiplier
   bool fused_relu = false;            // followed by a ReLU whose range this layer's output uses
   std::vector<std::int32_t> packed;   // Dense: kernels::pack_b_s8 of the weights (packed once)
   std::size_t inner_quantized = 0;    // Residual: inner Dense/Conv2D weight tensors quantised (kept
@@ -196,7 +196,7 @@ class quantized_network {
   const quant_params& activation(std::size_t i) const { return act_.at(i); }
   /// The float network with the quantised weights dequantised (the weight-only twin).
   const Net& dequantized() const { return net_; }
-  /// Weight tensors stored as int8, and their elements.
+  /// Top-level Dense/Conv2D layers whose weights are int8.
   std::size_t quantized_layers() const {
     return std::size_t(std::count_if(layers_.begin(), layers_.end(), [](const auto& l) { return l.quantized; }));
   }
@@ -244,7 +244,8 @@ class quantized_network {
     return r;
   }
 
-  /// Raw int8-mode inference (no checks): y[batch, out] = twin(x[batch, in]).
+  /// Raw int8-mode inference (no input checks): y[batch, out] = twin(x[batch, in]).  int8 mode only
+  /// (logic_error otherwise).
   void run_int8(std::size_t batch, const T* x, T* y) const;
 
  private:
@@ -371,6 +372,7 @@ template <class Net>
 void quantized_network<Net>::run_int8(std::size_t batch, const T* x, T* y) const {
   const std::size_t n = layer_count(net_);
   const std::size_t in_n = input_shape_of(net_).size(), out_n = output_shape_of(net_).size();
+  NNLENS_EXPECTS(opt_.mode == quant_mode::int8 && act_.size() == n + 1);
   if (n == 0) {
     std::copy_n(x, batch * in_n, y);
     return;
