@@ -3,7 +3,9 @@
 //   execution::seq   the calling thread
 //   execution::par   the host thread pool; work is split over samples (or segments), never inside
 //                    a small kernel (one fork-join costs microseconds: STYLE.md §5.6)
-// The thrust policy lives in the opt-in header nnlens/backend/thrust.hpp.
+//   execution::thrust   (opt-in component nnlens::thrust: nnlens/thrust/policy.hpp) batches on a
+//                    thrust device system (CUDA, OMP or TBB); it registers itself through
+//                    is_execution_policy below.
 #pragma once
 
 #include <cstddef>
@@ -18,8 +20,11 @@ struct parallel_policy {
 inline constexpr sequenced_policy seq{};
 inline constexpr parallel_policy par{};
 
+/// Specialise (to true_type) to register a policy defined elsewhere (the thrust one).
 template <class P>
-inline constexpr bool is_execution_policy_v =
-    std::is_same_v<std::decay_t<P>, sequenced_policy> || std::is_same_v<std::decay_t<P>, parallel_policy>;
+struct is_execution_policy
+    : std::bool_constant<std::is_same_v<P, sequenced_policy> || std::is_same_v<P, parallel_policy>> {};
+template <class P>
+inline constexpr bool is_execution_policy_v = is_execution_policy<std::decay_t<P>>::value;
 
 }  // namespace nnlens::execution

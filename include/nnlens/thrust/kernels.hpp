@@ -1,0 +1,218 @@
+// nnlens/thrust/kernels.hpp -- the thrust backend's kernels on raw device pointers.
+//
+// requires: thrust (the CUDA toolkit's CCCL 3, or 1.17+); THRUST_DEVICE_SYSTEM set by the build
+//           (CUDA with nvcc, OMP with -fopenmp, TBB, CPP); every pointer is a device pointer of
+//           that system (thrust::raw_pointer_cast of a thrust::device_vector).
+// ensures:  each launcher is one thrust::for_each over an index range; the functors are
+//           NNLENS_HD (host + device under nvcc) and use no xtensor, no exceptions, no std::
+//           algorithms, so this header compiles as CUDA for sm_80 / sm_90 on its own
+//           (tests/thrust/cuda_kernels.cu).  Summation order per output is fixed (input index
+//           order), so results do not depend on the number of threads.
+//
+//   dense(n, I, O, x, W, b, y)          y[n,O] = x[n,I] W[I,O] + b   (tiles of 4 samples x 16 outputs)
+//   conv2d(n, dims, x, W, b, y)         NCHW, W [O, C/groups, kh, kw]; one work item per output row
+//   max_pool2d(n, dims, x, y)           padding never wins (max over the window inside the input)
+//   relu(count, x, y)
+//   neuron_partials(n, C, hw, x, part, S)  part[c*S+s] = sum over the samples of block s of the mean
+//                                      of x[sample, c, 0..hw) (double): NNSlicer's profile sums
+#pragma once
+
+#include <cstddef>
+
+#include <thrust/execution_policy.h>
+#include <thrust/for_each.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/transform.h>
+
+#include "nnlens/config.hpp"
+
+namespace nnlens::thrust_kernels {
+
+using idx = std::size_t;
+using sidx = long long;
+
+NNLENS_HD inline idx min_(idx a, idx b) { return a < b ? a : b; }
+
+/// Geometry of a convolution or a pooling window (any strides, dilations, padding, groups).
+struct window_dims {
+  idx C = 0, H = 0, W = 0;     // input
+  idx O = 0, OH = 0, OW = 0;   // output (O == C for pooling)
+  idx kh = 1, kw = 1, sh = 1, sw = 1, pt = 0, pl = 0, dh = 1, dw = 1, groups = 1;
+};
+
+template <class T>
+struct dense_tile {
+  static constexpr idx MB = 4, NB = 16;
+  const T* x;
+  const T* W;
+  const T* b;
+  T* y;
+  idx N, I, O, oblocks;
+  NNLENS_HD void operator()(idx t) const {
+    const idx n0 = (t / oblocks) * MB, o0 = (t % oblocks) * NB;
+    const idx mn = min_(MB, N - n0), mo = min_(NB, O - o0);
+    T acc[MB][NB];
+    for (idx m = 0; m < MB; ++m)
+      for (idx k = 0; k < NB; ++k) acc[m][k] = T(0);
+    if (mn == MB && mo == NB) {  // full tile: fixed trip counts (registers / vector lanes)
+      for (idx i = 0; i < I; ++i) {
+        const T* w = W + i * O + o0;
+        for (idx m = 0; m < MB; ++m) {
+          const T xv = x[(n0 + m) * I + i];
+          for (idx k = 0; k < NB; ++k) acc[m][k] += xv * w[k];
+        }
+      }
+    } else {
+      for (idx i = 0; i < I; ++i) {
+        const T* w = W + i * O + o0;
+        for (idx m = 0; m < mn; ++m) {
+          const T xv = x[(n0 + m) * I + i];
+          for (idx k = 0; k < mo; ++k) acc[m][k] += xv * w[k];
+        }
+      }
+    }
+    for (idx m = 0; m < mn; ++m)
+      for (idx k = 0; k < mo; ++k) y[(n0 + m) * O + o0 + k] = acc[m][k] + b[o0 + k];
+  }
+};
+
+template <class T>
+void dense(idx N, idx I, idx O, const T* x, const T* W, const T* b, T* y) {
+  using F = dense_tile<T>;
+  const idx ob = (O + F::NB - 1) / F::NB, nb = (N + F::MB - 1) / F::MB;
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(nb * ob),
+                     F{x, W, b, y, N, I, O, ob});
+}
+
+/// One output row (sample n, channel o, row oh), in chunks of 32 columns held in registers.
+template <class T>
+struct conv_row {
+  static constexpr idx CW = 32;
+  const T* x;
+  const T* W;
+  const T* b;
+  T* y;
+  window_dims d;
+  NNLENS_HD void operator()(idx t) const {
+    const idx oh = t % d.OH, no = t / d.OH, o = no % d.O, n = no / d.O;
+    const idx Cg = d.C / d.groups, Og = d.O / d.groups, c0 = (o / Og) * Cg;
+    T* yr = y + ((n * d.O + o) * d.OH + oh) * d.OW;
+    for (idx ow0 = 0; ow0 < d.OW; ow0 += CW) {
+      const idx cw = min_(CW, d.OW - ow0);
+      T acc[CW];
+      for (idx k = 0; k < CW; ++k) acc[k] = T(0);
+      for (idx c = 0; c < Cg; ++c) {
+        const T* xp = x + (n * d.C + c0 + c) * d.H * d.W;
+        const T* wp = W + (o * Cg + c) * d.kh * d.kw;
+        for (idx i = 0; i < d.kh; ++i) {
+          const sidx r = sidx(oh * d.sh + i * d.dh) - sidx(d.pt);
+          if (r < 0 || r >= sidx(d.H)) continue;
+          const T* xr = xp + idx(r) * d.W;
+          for (idx j = 0; j < d.kw; ++j) {
+            const T w = wp[i * d.kw + j];
+            const sidx off = sidx(j * d.dw) - sidx(d.pl);  // input column = ow * sw + off
+            // columns ow0 + k inside the input: 0 <= (ow0 + k) * sw + off < W
+            sidx lo = 0, hi = sidx(cw);
+            if (off < 0) {
+              const sidx first = (-off + sidx(d.sw) - 1) / sidx(d.sw) - sidx(ow0);
+              if (first > lo) lo = first;
+            }
+            const sidx lim = sidx(d.W) - off;  // (ow0 + k) * sw < lim
+            if (lim <= 0) continue;
+            const sidx last = (lim + sidx(d.sw) - 1) / sidx(d.sw) - sidx(ow0);
+            if (last < hi) hi = last;
+            if (d.sw == 1) {
+              const T* xs = xr + ow0 + off;
+              for (sidx k = lo; k < hi; ++k) acc[k] += w * xs[k];
+            } else {
+              for (sidx k = lo; k < hi; ++k) acc[k] += w * xr[sidx((ow0 + idx(k)) * d.sw) + off];
+            }
+          }
+        }
+      }
+      for (idx k = 0; k < cw; ++k) yr[ow0 + k] = acc[k] + b[o];
+    }
+  }
+};
+
+template <class T>
+void conv2d(idx N, const window_dims& d, const T* x, const T* W, const T* b, T* y) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0),
+                     ::thrust::counting_iterator<idx>(N * d.O * d.OH), conv_row<T>{x, W, b, y, d});
+}
+
+template <class T>
+struct max_pool_elem {
+  const T* x;
+  T* y;
+  window_dims d;
+  NNLENS_HD void operator()(idx t) const {
+    const idx ow = t % d.OW, oh = (t / d.OW) % d.OH, pl = t / (d.OW * d.OH);
+    const sidx r0 = sidx(oh * d.sh) - sidx(d.pt), q0 = sidx(ow * d.sw) - sidx(d.pl);
+    const T* xp = x + pl * d.H * d.W;
+    bool any = false;
+    T m = T(0);
+    for (sidx r = r0 < 0 ? 0 : r0; r < r0 + sidx(d.kh) && r < sidx(d.H); ++r)
+      for (sidx q = q0 < 0 ? 0 : q0; q < q0 + sidx(d.kw) && q < sidx(d.W); ++q) {
+        const T v = xp[idx(r) * d.W + idx(q)];
+        if (!any || v > m) m = v, any = true;
+      }
+    y[t] = m;
+  }
+};
+
+template <class T>
+void max_pool2d(idx N, const window_dims& d, const T* x, T* y) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0),
+                     ::thrust::counting_iterator<idx>(N * d.C * d.OH * d.OW), max_pool_elem<T>{x, y, d});
+}
+
+template <class T>
+struct relu_op {
+  NNLENS_HD T operator()(T v) const { return v > T(0) ? v : T(0); }
+};
+
+template <class T>
+void relu(idx count, const T* x, T* y) {
+  ::thrust::transform(::thrust::device, x, x + count, y, relu_op<T>{});
+}
+
+template <class T>
+struct copy_op {
+  const T* x;
+  T* y;
+  NNLENS_HD void operator()(idx i) const { y[i] = x[i]; }
+};
+
+template <class T>
+void copy(idx count, const T* x, T* y) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(count),
+                     copy_op<T>{x, y});
+}
+
+/// part[c * S + s] = sum over samples n of block s (n = s, s + S, ...) of mean(x[n, c, 0..hw)).
+template <class T>
+struct neuron_partial {
+  const T* x;
+  double* part;
+  idx N, C, hw, S;
+  NNLENS_HD void operator()(idx t) const {
+    const idx c = t / S, s = t % S;
+    double sum = 0;
+    for (idx n = s; n < N; n += S) {
+      const T* v = x + (n * C + c) * hw;
+      double a = 0;
+      for (idx i = 0; i < hw; ++i) a += double(v[i]);
+      sum += a / double(hw);
+    }
+    part[t] = sum;
+  }
+};
+
+template <class T>
+void neuron_partials(idx N, idx C, idx hw, const T* x, double* part, idx S) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(C * S),
+                     neuron_partial<T>{x, part, N, C, hw, S});
+}
+
+}  // namespace nnlens::thrust_kernels

@@ -1,0 +1,218 @@
+// nnlens/thrust/network.hpp -- a network's weights on the thrust device system.
+//
+//   device_network<Net> d(net);          uploads every layer's parameters (once)
+//   d.forward(batch, x, y)               x, y: device pointers, [batch, in] -> [batch, out]
+//   d.run(batch, x, acts)                keeps every tensor: acts[0] = input, acts[i+1] = layer i's
+//                                        output (NNSlicer's op graph of a plain chain)
+//   thrust_layer<L>                      the per-layer kernels (a trait, specialised below)
+//
+// Layers with thrust kernels: Dense, Conv2D (any geometry: strides, dilations, asymmetric
+// padding, groups), MaxPool2D (any geometry), ReLU, Flatten.  A Sequential with another layer is a
+// compile error naming it (error_thrust_backend_has_no_kernel_for<L>); a DynamicNetwork holding
+// one gets logic_error naming the layer when the device_network is made.
+// requires: check_shapes(net) passed; net outlives the device_network only for construction (the
+//           parameters are copied; later changes to net are not seen).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <thrust/device_vector.h>
+
+#include "nnlens/core/error.hpp"
+#include "nnlens/layers/conv2d.hpp"
+#include "nnlens/layers/dense.hpp"
+#include "nnlens/layers/flatten.hpp"
+#include "nnlens/layers/max_pool2d.hpp"
+#include "nnlens/layers/relu.hpp"
+#include "nnlens/network/dynamic_network.hpp"
+#include "nnlens/network/visit.hpp"
+#include "nnlens/thrust/kernels.hpp"
+#include "nnlens/thrust/policy.hpp"
+
+namespace nnlens {
+
+template <class T>
+struct thrust_params {
+  ::thrust::device_vector<T> W, b;
+};
+
+/// Per-layer thrust kernels: upload(l, params) and forward(l, params, in, out, batch, x, y).
+template <class L>
+struct thrust_layer;
+
+template <class L>
+concept ThrustLayer = requires { thrust_layer<L>::supported; };
+
+template <std::size_t Out, class T>
+struct thrust_layer<Dense<Out, T>> {
+  static constexpr bool supported = true;
+  static void upload(const Dense<Out, T>& l, thrust_params<T>& p) {
+    p.W.assign(l.W.data(), l.W.data() + l.W.size());
+    p.b.assign(l.b.data(), l.b.data() + l.b.size());
+  }
+  static void forward(const Dense<Out, T>&, const thrust_params<T>& p, shape in, shape out, std::size_t batch,
+                      const T* x, T* y) {
+    thrust_kernels::dense<T>(batch, in[0], out[0], x, ::thrust::raw_pointer_cast(p.W.data()),
+                             ::thrust::raw_pointer_cast(p.b.data()), y);
+  }
+};
+
+template <std::size_t Out, conv_geometry G, class T>
+struct thrust_layer<Conv2DG<Out, G, T>> {
+  using L = Conv2DG<Out, G, T>;
+  static constexpr bool supported = true;
+  static void upload(const L& l, thrust_params<T>& p) {
+    p.W.assign(l.W.data(), l.W.data() + l.W.size());
+    p.b.assign(l.b.data(), l.b.data() + l.b.size());
+  }
+  static void forward(const L& l, const thrust_params<T>& p, shape in, shape out, std::size_t batch, const T* x, T* y) {
+    const conv_geometry g = layer_traits<L>::geometry_of(&l);
+    thrust_kernels::window_dims d;
+    d.C = in[0], d.H = in[1], d.W = in[2], d.O = out[0], d.OH = out[1], d.OW = out[2];
+    d.kh = g.kh, d.kw = g.kw, d.sh = g.stride_h, d.sw = g.stride_w, d.pt = g.pad_top, d.pl = g.pad_left;
+    d.dh = g.dilation_h, d.dw = g.dilation_w, d.groups = g.groups;
+    thrust_kernels::conv2d<T>(batch, d, x, ::thrust::raw_pointer_cast(p.W.data()), ::thrust::raw_pointer_cast(p.b.data()), y);
+  }
+};
+
+template <pool_geometry G>
+struct thrust_layer<MaxPool2DG<G>> {
+  using L = MaxPool2DG<G>;
+  static constexpr bool supported = true;
+  template <class T>
+  static void upload(const L&, thrust_params<T>&) {}
+  template <class T>
+  static void forward(const L& l, const thrust_params<T>&, shape in, shape out, std::size_t batch, const T* x, T* y) {
+    const pool_geometry g = layer_traits<L>::geometry_of(&l);
+    thrust_kernels::window_dims d;
+    d.C = in[0], d.H = in[1], d.W = in[2], d.O = out[0], d.OH = out[1], d.OW = out[2];
+    d.kh = g.kh, d.kw = g.kw, d.sh = g.stride_h, d.sw = g.stride_w, d.pt = g.pad_top, d.pl = g.pad_left;
+    thrust_kernels::max_pool2d<T>(batch, d, x, y);
+  }
+};
+
+template <>
+struct thrust_layer<ReLU> {
+  static constexpr bool supported = true;
+  template <class T>
+  static void upload(const ReLU&, thrust_params<T>&) {}
+  template <class T>
+  static void forward(const ReLU&, const thrust_params<T>&, shape in, shape, std::size_t batch, const T* x, T* y) {
+    thrust_kernels::relu<T>(batch * in.size(), x, y);
+  }
+};
+
+template <>
+struct thrust_layer<Flatten> {
+  static constexpr bool supported = true;
+  template <class T>
+  static void upload(const Flatten&, thrust_params<T>&) {}
+  template <class T>
+  static void forward(const Flatten&, const thrust_params<T>&, shape in, shape, std::size_t batch, const T* x, T* y) {
+    thrust_kernels::copy<T>(batch * in.size(), x, y);
+  }
+};
+
+/// The diagnostic type named when a Sequential holds a layer without thrust kernels.
+template <class L>
+struct error_thrust_backend_has_no_kernel_for;
+
+namespace detail {
+template <class L>
+constexpr bool check_thrust_layer() {
+  if constexpr (!ThrustLayer<L>) {
+    error_thrust_backend_has_no_kernel_for<L> run_this_layer_on_the_host_policy;
+    (void)run_this_layer_on_the_host_policy;
+    return false;
+  } else {
+    return true;
+  }
+}
+template <class Net>
+constexpr bool require_thrust_network() {
+  if constexpr (is_sequential_v<Net>)
+    return []<class... Ls>(std::type_identity<std::tuple<Ls...>>) {
+      return (check_thrust_layer<Ls>() && ...);
+    }(std::type_identity<typename Net::layer_types>{});
+  else
+    return true;
+}
+}  // namespace detail
+
+template <class Net>
+class device_network {
+ public:
+  using T = network_scalar_t<Net>;
+  static_assert(detail::require_thrust_network<Net>(),
+                "nnlens::thrust: every layer needs thrust kernels (Dense, Conv2D, MaxPool2D, ReLU, Flatten); the "
+                "incomplete type 'error_thrust_backend_has_no_kernel_for<L>' in this diagnostic names the layer");
+
+  explicit device_network(const Net& net) : net_(&net), params_(layer_count(net)) {
+    for_each_layer(net, [&](const auto& l, auto i, shape, shape out) {
+      using L = std::decay_t<decltype(l)>;
+      if constexpr (ThrustLayer<L>) {
+        thrust_layer<L>::upload(l, params_[std::size_t(i)]);
+      } else {
+        throw logic_error(detail::concat("nnlens::thrust: layer ", std::size_t(i), " (", layer_traits<L>::name,
+                                         ") has no thrust kernels; run it with execution::seq or execution::par"));
+      }
+      max_act_ = std::max(max_act_, out.size());
+    });
+  }
+
+  const Net& network() const { return *net_; }
+
+  /// y = net(x) for `batch` samples; x and y are device pointers.
+  void forward(std::size_t batch, const T* x, T* y) const {
+    const std::size_t n = layer_count(*net_);
+    if (n == 0) {
+      thrust_kernels::copy<T>(batch * input_shape_of(*net_).size(), x, y);
+      return;
+    }
+    if (ping_.size() < 2 * max_act_ * batch) ping_.resize(2 * max_act_ * batch);
+    T* bufs[2] = {::thrust::raw_pointer_cast(ping_.data()), ::thrust::raw_pointer_cast(ping_.data()) + max_act_ * batch};
+    const T* cur = x;
+    walk(batch, [&](std::size_t i, std::size_t) -> T* {
+      T* dst = i + 1 == n ? y : bufs[i % 2];
+      return dst;
+    }, cur);
+  }
+
+  /// Every tensor: acts[0] = a copy of x, acts[i + 1] = the output of layer i (resized as needed).
+  void run(std::size_t batch, const T* x, std::vector<::thrust::device_vector<T>>& acts) const {
+    const std::size_t n = layer_count(*net_);
+    acts.resize(n + 1);
+    const std::size_t in = input_shape_of(*net_).size();
+    if (acts[0].size() < batch * in) acts[0].resize(batch * in);
+    thrust_kernels::copy<T>(batch * in, x, ::thrust::raw_pointer_cast(acts[0].data()));
+    const T* cur = ::thrust::raw_pointer_cast(acts[0].data());
+    walk(batch, [&](std::size_t i, std::size_t size) -> T* {
+      if (acts[i + 1].size() < size) acts[i + 1].resize(size);
+      return ::thrust::raw_pointer_cast(acts[i + 1].data());
+    }, cur);
+  }
+
+ private:
+  template <class Dst>
+  void walk(std::size_t batch, Dst&& dst_of, const T* cur) const {
+    for_each_layer(*net_, [&](const auto& l, auto i, shape in, shape out) {
+      using L = std::decay_t<decltype(l)>;
+      if constexpr (ThrustLayer<L>) {
+        T* dst = dst_of(std::size_t(i), batch * out.size());
+        thrust_layer<L>::forward(l, params_[std::size_t(i)], in, out, batch, cur, dst);
+        cur = dst;
+      }
+    });
+  }
+
+  const Net* net_;
+  std::vector<thrust_params<T>> params_;
+  std::size_t max_act_ = 0;
+  mutable ::thrust::device_vector<T> ping_;
+};
+
+}  // namespace nnlens

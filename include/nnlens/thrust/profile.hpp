@@ -1,0 +1,87 @@
+// nnlens/thrust/profile.hpp -- NNSlicer's profile (per-neuron mean activations) on the thrust
+// device system.
+//
+//   auto p = profile_network(nnlens::execution::thrust, net, X, {.grain = granularity::element});
+//
+// requires: every layer has thrust kernels (nnlens/thrust/network.hpp), so the op graph is a plain
+//           chain: tensor 0 is the input, tensor i + 1 layer i's output (slicing/graph.hpp).
+// ensures:  the same profile as the host policy (grain, fingerprint, names, samples; sums equal up
+//           to float rounding of the activations: tests/thrust, relative 1e-4), the same errors
+//           (shape_error, value_error for NaN/Inf, data_error for an empty dataset).  The device
+//           runs policy.batch samples per pass, keeping every tensor of the pass; per-neuron sums
+//           are reduced on the device in 64 fixed sample blocks (double), then on the host in
+//           block order: deterministic, independent of the thread count.
+#pragma once
+
+#include <algorithm>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include <thrust/copy.h>
+#include <thrust/device_vector.h>
+#include <thrust/host_vector.h>
+
+#include "nnlens/core/error.hpp"
+#include "nnlens/core/finite.hpp"
+#include "nnlens/core/progress.hpp"
+#include "nnlens/slicing/profile.hpp"
+#include "nnlens/thrust/network.hpp"
+#include "nnlens/thrust/policy.hpp"
+
+namespace nnlens {
+
+template <class Net, class E>
+profile profile_network(const execution::thrust_policy& policy, const Net& net, const E& X, const profile_options& o = {}) {
+  using T = network_scalar_t<Net>;
+  check_shapes(net);
+  const shape in = input_shape_of(net);
+  const std::size_t n = detail::check_batch_input(X, in, "profile_network");
+  if (n == 0) throw data_error("profile_network: the dataset is empty");
+  const xt::xarray<T> x = X;
+  require_finite(std::span<const T>(x.data(), x.size()), in.size(), "profile_network: input");
+  std::unique_ptr<progress_bar> bar;
+  if (o.progress) bar = std::make_unique<progress_bar>("profile", n);
+
+  profile_accumulator<T> acc(net, o.grain);  // names, fingerprint, zero sums
+  profile& p = acc.result();
+  const device_network<Net> dnet(net);
+  const std::size_t layers = layer_count(net);
+  if (p.sums.size() != layers + 1)
+    throw logic_error("profile_network(thrust): the op graph is not a plain chain of the network's layers");
+  std::vector<shape> acts;
+  acts.push_back(input_shape_of(net));
+  for_each_layer(net, [&](const auto&, auto, shape, shape out) { acts.push_back(out); });
+  const bool el = o.grain == granularity::element;
+
+  const std::size_t pass = std::max<std::size_t>(1, std::min(policy.batch, n));
+  constexpr std::size_t S = 64;  // sample blocks per neuron
+  ::thrust::device_vector<T> dx(pass * in.size());
+  std::vector<::thrust::device_vector<T>> bufs;
+  ::thrust::device_vector<double> part;
+  std::vector<double> hpart;
+  for (std::size_t b0 = 0; b0 < n; b0 += pass) {
+    const std::size_t nb = std::min(pass, n - b0);
+    ::thrust::copy(x.data() + b0 * in.size(), x.data() + (b0 + nb) * in.size(), dx.begin());
+    dnet.run(nb, ::thrust::raw_pointer_cast(dx.data()), bufs);
+    for (std::size_t a = 0; a < acts.size(); ++a) {
+      const shape s = acts[a];
+      const std::size_t nn = neuron_count(s, el), hw = s.size() / nn;
+      if (nn != p.sums[a].size()) throw logic_error("profile_network(thrust): tensor sizes differ from the op graph's");
+      const std::size_t blocks = std::min(S, nb);
+      if (part.size() < nn * blocks) part.resize(nn * blocks);
+      thrust_kernels::neuron_partials<T>(nb, nn, hw, ::thrust::raw_pointer_cast(bufs[a].data()),
+                                         ::thrust::raw_pointer_cast(part.data()), blocks);
+      hpart.resize(nn * blocks);
+      ::thrust::copy(part.begin(), part.begin() + std::ptrdiff_t(nn * blocks), hpart.begin());
+      for (std::size_t k = 0; k < nn; ++k)
+        for (std::size_t s2 = 0; s2 < blocks; ++s2) p.sums[a][k] += hpart[k * blocks + s2];
+    }
+    p.samples += nb;
+    if (bar) bar->update(b0 + nb);
+  }
+  if (bar) bar->finish();
+  return p;
+}
+
+}  // namespace nnlens

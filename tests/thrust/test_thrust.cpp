@@ -1,0 +1,183 @@
+// The thrust backend (nnlens/thrust/): forward and NNSlicer profiling on the thrust device system
+// (OMP in CI: g++ -fopenmp -DTHRUST_DEVICE_SYSTEM=THRUST_DEVICE_SYSTEM_OMP; CUDA when built with
+// NNLENS_CUDA) against the host policy.  Tolerance: float, |thrust - host| <= 1e-4 * (1 + max|host|)
+// for outputs, relative 1e-4 for profile sums (the kernels sum in another order than the host GEMM).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <random>
+
+#include <nnlens/layers/all.hpp>
+#include <nnlens/network/dynamic_network.hpp>
+#include <nnlens/network/forward.hpp>
+#include <nnlens/network/parameters.hpp>
+#include <nnlens/slicing/profile.hpp>
+#include <nnlens/thrust/forward.hpp>
+#include <nnlens/thrust/profile.hpp>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+using namespace nnlens;
+
+namespace {
+
+using LeNet5 = Sequential<Input<1, 28, 28>, Conv2D<6, 5, 1, 2>, ReLU, MaxPool2D<2>, Conv2D<16, 5>, ReLU, MaxPool2D<2>,
+                          Flatten, Dense<120>, ReLU, Dense<84>, ReLU, Dense<10>>;
+using MLP = Sequential<Input<784>, Dense<128>, ReLU, Dense<64>, ReLU, Dense<10>>;
+// Every geometry the kernels handle: strides, dilation, asymmetric padding, groups, padded and
+// overlapping pools, ceil mode, a 1x1 convolution.
+using Odd = Sequential<Input<4, 13, 11>,
+                       Conv2DG<6, conv_geometry{.kh = 3, .kw = 2, .stride_h = 2, .stride_w = 1, .pad_top = 1, .pad_left = 0,
+                                                .pad_bottom = 2, .pad_right = 1, .groups = 2}>,
+                       ReLU, Conv2DG<8, conv_geometry{.kh = 3, .stride_h = 1, .stride_w = 2, .pad_top = 2, .dilation_h = 2}>,
+                       MaxPool2DG<pool_geometry{.kh = 3, .kw = 2, .stride_h = 1, .stride_w = 2, .pad_top = 1, .pad_left = 1,
+                                                .ceil_mode = true}>,
+                       Conv2D<3, 1>, ReLU, Flatten, Dense<7>>;
+
+xt::xarray<float> random_x(std::size_t n, shape s, std::uint64_t seed) {
+  auto sh = s.with_batch(n);
+  xt::xarray<float> x = xt::xarray<float>::from_shape(sh);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (auto& v : x) v = u(rng);
+  return x;
+}
+
+template <class A, class B>
+void check_close(const A& host, const B& dev) {
+  REQUIRE(host.shape() == dev.shape());
+  double scale = 0, err = 0;
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    scale = std::max(scale, double(std::abs(host.data()[i])));
+    err = std::max(err, double(std::abs(host.data()[i] - dev.data()[i])));
+  }
+  INFO("max |host| = " << scale << ", max |thrust - host| = " << err);
+  CHECK(err <= 1e-4 * (1 + scale));
+}
+
+void check_profiles(const profile& h, const profile& d) {
+  CHECK(h.samples == d.samples);
+  CHECK(h.grain == d.grain);
+  CHECK(h.fingerprint == d.fingerprint);
+  CHECK(h.names == d.names);
+  REQUIRE(h.sums.size() == d.sums.size());
+  double worst = 0;
+  for (std::size_t a = 0; a < h.sums.size(); ++a) {
+    REQUIRE(h.sums[a].size() == d.sums[a].size());
+    double scale = 0;
+    for (double v : h.sums[a]) scale = std::max(scale, std::abs(v));
+    for (std::size_t k = 0; k < h.sums[a].size(); ++k)
+      worst = std::max(worst, std::abs(h.sums[a][k] - d.sums[a][k]) / (1 + scale));
+  }
+  INFO("worst relative profile difference " << worst);
+  CHECK(worst <= 1e-4);
+}
+
+template <class Net>
+Net make(std::uint64_t seed) {
+  Net net;
+  initialize(net, seed);
+  return net;
+}
+
+}  // namespace
+
+TEST_CASE("thrust: the pinned thrust, its device system, the policy") {
+  std::printf("nnlens::thrust: THRUST_VERSION %d (%d.%d.%d), device system %d (CUDA %d, OMP %d, TBB %d, CPP %d)\n",
+              THRUST_VERSION, THRUST_MAJOR_VERSION, THRUST_MINOR_VERSION, THRUST_SUBMINOR_VERSION, THRUST_DEVICE_SYSTEM,
+              THRUST_DEVICE_SYSTEM_CUDA, THRUST_DEVICE_SYSTEM_OMP, THRUST_DEVICE_SYSTEM_TBB, THRUST_DEVICE_SYSTEM_CPP);
+#if defined(NNLENS_THRUST_PINNED_VERSION)
+  CHECK(THRUST_VERSION == NNLENS_THRUST_PINNED_VERSION);  // the CCCL headers CMake found, not another thrust
+#endif
+  CHECK(THRUST_VERSION >= 200000);  // CCCL (the CUDA toolkit's), not Debian's 1.17
+  CHECK(nnlens::thrust_version == THRUST_VERSION);
+  static_assert(execution::is_execution_policy_v<execution::thrust_policy>);
+  static_assert(execution::is_execution_policy_v<const thrust_policy&>);
+  static_assert(execution::is_execution_policy_v<execution::parallel_policy>);
+  static_assert(!execution::is_execution_policy_v<MLP>);
+}
+
+TEST_CASE("thrust: LeNet-5 forward equals the host forward") {
+  const auto net = make<LeNet5>(5);
+  const auto x = random_x(37, LeNet5::input_shape, 1);  // 37: partial GEMM tiles
+  const auto host = forward(execution::seq, net, x);
+  check_close(host, forward(execution::thrust, net, x));
+  check_close(host, forward(thrust_policy{.batch = 8}, net, x));  // several device passes
+  SUBCASE("the dynamic form") {
+    const auto d = to_dynamic(net);
+    check_close(host, forward(execution::thrust, d, x));
+  }
+}
+
+TEST_CASE("thrust: MLP forward equals the host forward") {
+  const auto net = make<MLP>(7);
+  const auto x = random_x(130, MLP::input_shape, 2);
+  check_close(forward(execution::par, net, x), forward(execution::thrust, net, x));
+  const auto x1 = random_x(1, MLP::input_shape, 3);
+  check_close(forward(net, x1), forward(execution::thrust, net, x1));
+}
+
+TEST_CASE("thrust: strided, dilated, grouped, padded convolutions and pools") {
+  const auto net = make<Odd>(11);
+  const auto x = random_x(9, Odd::input_shape, 4);
+  check_close(forward(net, x), forward(execution::thrust, net, x));
+  check_close(forward(net, x), forward(execution::thrust, to_dynamic(net), x));
+}
+
+TEST_CASE("thrust: double networks") {
+  using D = Sequential<Input<2, 6, 6>, Conv2D<3, 3, 1, 1, 1, 1, double>, ReLU, MaxPool2D<2>, Flatten, Dense<5, double>>;
+  const auto net = make<D>(3);
+  xt::xarray<double> x = random_x(6, D::input_shape, 9);
+  const auto h = forward(net, x), t = forward(execution::thrust, net, x);
+  double err = 0;
+  for (std::size_t i = 0; i < h.size(); ++i) err = std::max(err, std::abs(h.data()[i] - t.data()[i]));
+  CHECK(err <= 1e-12);
+}
+
+TEST_CASE("thrust: profile_network equals the host profile") {
+  const auto net = make<LeNet5>(8);
+  const auto x = random_x(300, LeNet5::input_shape, 5);
+  for (granularity g : {granularity::channel, granularity::element}) {
+    CAPTURE(granularity_name(g));
+    const profile h = profile_network(execution::seq, net, x, {.grain = g});
+    check_profiles(h, profile_network(execution::thrust, net, x, {.grain = g}));
+    check_profiles(h, profile_network(thrust_policy{.batch = 64}, net, x, {.grain = g}));
+  }
+  const auto m = make<MLP>(2);
+  const auto xm = random_x(70, MLP::input_shape, 6);
+  check_profiles(profile_network(m, xm), profile_network(execution::thrust, m, xm));
+  check_profiles(profile_network(m, xm), profile_network(execution::thrust, to_dynamic(m), xm));
+}
+
+#if defined(_OPENMP) && THRUST_DEVICE_SYSTEM == THRUST_DEVICE_SYSTEM_OMP
+TEST_CASE("thrust: results do not depend on the number of OpenMP threads") {
+  const auto net = make<LeNet5>(1);
+  const auto x = random_x(21, LeNet5::input_shape, 8);
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const auto y1 = forward(execution::thrust, net, x);
+  const auto p1 = profile_network(execution::thrust, net, x);
+  omp_set_num_threads(2);
+  const auto y2 = forward(execution::thrust, net, x);
+  const auto p2 = profile_network(execution::thrust, net, x);
+  omp_set_num_threads(before);
+  CHECK(y1 == y2);
+  CHECK(p1.sums == p2.sums);
+}
+#endif
+
+TEST_CASE("thrust: the host forward's errors") {
+  const auto net = make<MLP>(1);
+  auto x = random_x(3, MLP::input_shape, 1);
+  CHECK_THROWS_AS(forward(execution::thrust, net, random_x(2, shape(783), 1)), shape_error);
+  x(1, 5) = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THROWS_AS(forward(execution::thrust, net, x), value_error);
+  CHECK_THROWS_AS(profile_network(execution::thrust, net, x), value_error);
+  CHECK_THROWS_AS(profile_network(execution::thrust, net, random_x(0, MLP::input_shape, 1)), data_error);
+  const auto e = forward(execution::thrust, net, random_x(0, MLP::input_shape, 1));
+  CHECK(e.size() == 0);
+}
