@@ -1,7 +1,7 @@
 // The thrust backend (nnlens/thrust/): forward and NNSlicer profiling on the thrust device system
 // (OMP in CI: g++ -fopenmp -DTHRUST_DEVICE_SYSTEM=THRUST_DEVICE_SYSTEM_OMP; CUDA when built with
-// NNLENS_CUDA) against the host policy.  Tolerance: float, |thrust - host| <= 1e-4 * (1 + max|host|)
-// for outputs, relative 1e-4 for profile sums (the kernels sum in another order than the host GEMM).
+// NNLENS_CUDA) against the host policy.  Tolerance: float, |thrust - host| <= 1e-5 * (1 + max|host|)
+// for outputs, relative 1e-5 for profile sums (the kernels sum in another order than the host GEMM).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -56,7 +56,7 @@ void check_close(const A& host, const B& dev) {
     err = std::max(err, double(std::abs(host.data()[i] - dev.data()[i])));
   }
   INFO("max |host| = " << scale << ", max |thrust - host| = " << err);
-  CHECK(err <= 1e-4 * (1 + scale));
+  CHECK(err <= 1e-5 * (1 + scale));  // observed <= 1.2e-7 (OMP, g++ 12)
 }
 
 void check_profiles(const profile& h, const profile& d) {
@@ -74,7 +74,7 @@ void check_profiles(const profile& h, const profile& d) {
       worst = std::max(worst, std::abs(h.sums[a][k] - d.sums[a][k]) / (1 + scale));
   }
   INFO("worst relative profile difference " << worst);
-  CHECK(worst <= 1e-4);
+  CHECK(worst <= 1e-5);  // observed <= 4e-7
 }
 
 template <class Net>
@@ -150,7 +150,10 @@ TEST_CASE("thrust: profile_network equals the host profile") {
   const auto m = make<MLP>(2);
   const auto xm = random_x(70, MLP::input_shape, 6);
   check_profiles(profile_network(m, xm), profile_network(execution::thrust, m, xm));
+#if !defined(__CUDACC__)  // nvcc 13's front end rejects slicing/graph.hpp's op_graph of a DynamicNetwork
+                          // (the sign_is_composite concept, a lambda in a requires-expression)
   check_profiles(profile_network(m, xm), profile_network(execution::thrust, to_dynamic(m), xm));
+#endif
 }
 
 #if defined(_OPENMP) && THRUST_DEVICE_SYSTEM == THRUST_DEVICE_SYSTEM_OMP

@@ -7,7 +7,7 @@
 //           NaN/Inf input or a non-finite output); the input goes to the device in passes of
 //           policy.batch samples.  The result equals the host policy's up to float rounding: the
 //           kernels sum in input-index order, the host GEMM in its own blocked order
-//           (tests/thrust: |thrust - host| <= 1e-4 * (1 + max |host|) in float).
+//           (tests/thrust: |thrust - host| <= 1e-5 * (1 + max |host|) in float).
 #pragma once
 
 #include <algorithm>

@@ -6,7 +6,7 @@
 // requires: every layer has thrust kernels (nnlens/thrust/network.hpp), so the op graph is a plain
 //           chain: tensor 0 is the input, tensor i + 1 layer i's output (slicing/graph.hpp).
 // ensures:  the same profile as the host policy (grain, fingerprint, names, samples; sums equal up
-//           to float rounding of the activations: tests/thrust, relative 1e-4), the same errors
+//           to float rounding of the activations: tests/thrust, relative 1e-5), the same errors
 //           (shape_error, value_error for NaN/Inf, data_error for an empty dataset).  The device
 //           runs policy.batch samples per pass, keeping every tensor of the pass; per-neuron sums
 //           are reduced on the device in 64 fixed sample blocks (double), then on the host in

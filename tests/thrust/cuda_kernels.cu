@@ -1,0 +1,28 @@
+// One CUDA translation unit of the thrust backend's kernels (nnlens/thrust/kernels.hpp), compiled by
+// the ctest thrust_cuda_compile with nvcc -arch=sm_80 and -arch=sm_90 (no GPU needed): it checks
+// that every functor is a valid __host__ __device__ function for both architectures.
+#include <thrust/device_vector.h>
+
+#include "nnlens/thrust/kernels.hpp"
+
+namespace tk = nnlens::thrust_kernels;
+
+template <class T>
+void instantiate_all() {
+  thrust::device_vector<T> x(64), w(64), b(8), y(64);
+  thrust::device_vector<double> part(16);
+  const T* xp = thrust::raw_pointer_cast(x.data());
+  const T* wp = thrust::raw_pointer_cast(w.data());
+  const T* bp = thrust::raw_pointer_cast(b.data());
+  T* yp = thrust::raw_pointer_cast(y.data());
+  tk::window_dims d;
+  tk::dense<T>(2, 4, 8, xp, wp, bp, yp);
+  tk::conv2d<T>(1, d, xp, wp, bp, yp);
+  tk::max_pool2d<T>(1, d, xp, yp);
+  tk::relu<T>(64, xp, yp);
+  tk::copy<T>(64, xp, yp);
+  tk::neuron_partials<T>(2, 4, 8, xp, thrust::raw_pointer_cast(part.data()), 2);
+}
+
+template void instantiate_all<float>();
+template void instantiate_all<double>();
