@@ -13,7 +13,7 @@
 // and stops at the first iteration whose test accuracy falls below the original accuracy - 1
 // point (A13).  Reported: CR / NI / MA, means over the seeds.
 //
-//   neusemslice_restructure [--fashion DIR] [--cache DIR] [--quick] [--models mlp,lenet5,vgg]
+//   neusemslice_restructure [--fashion DIR] [--cache DIR] [--quick] [--models mlp,lenet5,vgg] [--theta 0.95]
 //       [--seeds 1,2,3] [--finetune 10000] [--test 10000] [--epochs 1] [--lr 1e-4]
 //       [--tolerance 1] [--max-iter 40] [--methods lamp,global,uniform,erk]
 //
@@ -106,7 +106,7 @@ struct cell {
 struct study_args {
   std::vector<pruning_method> methods;
   std::vector<std::uint64_t> seeds;
-  double p = 0.05, tolerance = 1.0, lr = 1e-4;
+  double p = 0.05, tolerance = 1.0, lr = 1e-4, theta = 0.95;
   std::size_t epochs = 1, max_iter = 40, semslice_images = 10000, metric_samples = 1000;
   bool verbose = true;
 };
@@ -145,12 +145,12 @@ bool study(const char* name, const Net& original, const io::labelled_images<floa
     stopwatch sw;
     semslice_options so;
     so.metric = metric::taylor;
-    so.theta = 0.95;
+    so.theta = a.theta;
     so.metric_samples = a.metric_samples;
     so.seed = seed;
     const auto sl = semslice(execution::par, original, sem.images, sem.labels, so);
     const auto acc = parameter_accounting(original, sl.mask);
-    std::printf("seed %llu: semslice (Taylor, Theta 0.95) keeps", (unsigned long long)seed);
+    std::printf("seed %llu: semslice (Taylor, Theta %g) keeps", (unsigned long long)seed, a.theta);
     for (std::size_t u = 0; u < sl.mask.keep.size(); ++u) std::printf(" %zu/%zu", sl.mask.kept(u), sl.mask.keep[u].size());
     std::printf(" neurons: s = CR %.2f%% (%.1f s)\n", acc.compression, sw.seconds());
     for (auto method : a.methods) {
@@ -219,6 +219,7 @@ int main(int argc, char** argv) try {
   for (const auto& m : split(c.str("methods", "lamp,global,uniform,erk"))) a.methods.push_back(method_of(m));
   for (const auto& s : split(c.str("seeds", "1"))) a.seeds.push_back(std::stoull(s));
   a.tolerance = c.real("tolerance", 1.0);
+  a.theta = c.real("theta", 0.95);
   a.lr = c.real("lr", 1e-4);
   a.epochs = c.num("epochs", 1);
   a.max_iter = c.num("max-iter", quick ? 3 : 40);
