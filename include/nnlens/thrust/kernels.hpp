@@ -11,6 +11,7 @@
 //
 //   dense(n, I, O, x, W, b, y)          y[n,O] = x[n,I] W[I,O] + b   (tiles of 4 samples x 16 outputs)
 //   conv2d(n, dims, x, W, b, y)         NCHW, W [O, C/groups, kh, kw]; one work item per output row
+//                                       of 4 channels
 //   max_pool2d(n, dims, x, y)           padding never wins (max over the window inside the input)
 //   relu(count, x, y)
 //   neuron_partials(n, C, hw, x, part, S)  part[c*S+s] = sum over the samples of block s of the mean
@@ -84,32 +85,35 @@ void dense(idx N, idx I, idx O, const T* x, const T* W, const T* b, T* y) {
                      F{x, W, b, y, N, I, O, ob});
 }
 
-/// One output row (sample n, channel o, row oh), in chunks of 32 columns held in registers.
+/// Output rows (sample n, row oh) of up to OB = 4 channels of one group, in chunks of 32 columns:
+/// each input row segment is loaded once for the 4 channels.
 template <class T>
-struct conv_row {
-  static constexpr idx CW = 32;
+struct conv_rows {
+  static constexpr idx CW = 32, OB = 4;
   const T* x;
   const T* W;
   const T* b;
   T* y;
   window_dims d;
+  idx oblocks;  // channel blocks per group
   NNLENS_HD void operator()(idx t) const {
-    const idx oh = t % d.OH, no = t / d.OH, o = no % d.O, n = no / d.O;
-    const idx Cg = d.C / d.groups, Og = d.O / d.groups, c0 = (o / Og) * Cg;
-    T* yr = y + ((n * d.O + o) * d.OH + oh) * d.OW;
+    const idx oh = t % d.OH, nb = t / d.OH, blk = nb % (oblocks * d.groups), n = nb / (oblocks * d.groups);
+    const idx Cg = d.C / d.groups, Og = d.O / d.groups, g = blk / oblocks;
+    const idx o0 = g * Og + (blk % oblocks) * OB, mo = min_(OB, g * Og + Og - o0), c0 = g * Cg;
+    const idx ksz = d.kh * d.kw;
     for (idx ow0 = 0; ow0 < d.OW; ow0 += CW) {
       const idx cw = min_(CW, d.OW - ow0);
-      T acc[CW];
-      for (idx k = 0; k < CW; ++k) acc[k] = T(0);
+      T acc[OB][CW];
+      for (idx m = 0; m < OB; ++m)
+        for (idx k = 0; k < CW; ++k) acc[m][k] = T(0);
       for (idx c = 0; c < Cg; ++c) {
         const T* xp = x + (n * d.C + c0 + c) * d.H * d.W;
-        const T* wp = W + (o * Cg + c) * d.kh * d.kw;
+        const T* wp = W + (o0 * Cg + c) * ksz;  // channel o0 + m: wp + m * Cg * ksz
         for (idx i = 0; i < d.kh; ++i) {
           const sidx r = sidx(oh * d.sh + i * d.dh) - sidx(d.pt);
           if (r < 0 || r >= sidx(d.H)) continue;
           const T* xr = xp + idx(r) * d.W;
           for (idx j = 0; j < d.kw; ++j) {
-            const T w = wp[i * d.kw + j];
             const sidx off = sidx(j * d.dw) - sidx(d.pl);  // input column = ow * sw + off
             // columns ow0 + k inside the input: 0 <= (ow0 + k) * sw + off < W
             sidx lo = 0, hi = sidx(cw);
@@ -121,24 +125,40 @@ struct conv_row {
             if (lim <= 0) continue;
             const sidx last = (lim + sidx(d.sw) - 1) / sidx(d.sw) - sidx(ow0);
             if (last < hi) hi = last;
-            if (d.sw == 1) {
+            const idx wi = i * d.kw + j, wstep = Cg * ksz;
+            if (mo == OB && d.sw == 1) {
+              const T w0 = wp[wi], w1 = wp[wi + wstep], w2 = wp[wi + 2 * wstep], w3 = wp[wi + 3 * wstep];
               const T* xs = xr + ow0 + off;
-              for (sidx k = lo; k < hi; ++k) acc[k] += w * xs[k];
+              for (sidx k = lo; k < hi; ++k) {
+                const T v = xs[k];
+                acc[0][k] += w0 * v;
+                acc[1][k] += w1 * v;
+                acc[2][k] += w2 * v;
+                acc[3][k] += w3 * v;
+              }
             } else {
-              for (sidx k = lo; k < hi; ++k) acc[k] += w * xr[sidx((ow0 + idx(k)) * d.sw) + off];
+              for (idx m = 0; m < mo; ++m) {
+                const T w = wp[wi + m * wstep];
+                for (sidx k = lo; k < hi; ++k) acc[m][k] += w * xr[sidx((ow0 + idx(k)) * d.sw) + off];
+              }
             }
           }
         }
       }
-      for (idx k = 0; k < cw; ++k) yr[ow0 + k] = acc[k] + b[o];
+      for (idx m = 0; m < mo; ++m) {
+        T* yr = y + ((n * d.O + o0 + m) * d.OH + oh) * d.OW;
+        for (idx k = 0; k < cw; ++k) yr[ow0 + k] = acc[m][k] + b[o0 + m];
+      }
     }
   }
 };
 
 template <class T>
 void conv2d(idx N, const window_dims& d, const T* x, const T* W, const T* b, T* y) {
+  using F = conv_rows<T>;
+  const idx ob = (d.O / d.groups + F::OB - 1) / F::OB;
   ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0),
-                     ::thrust::counting_iterator<idx>(N * d.O * d.OH), conv_row<T>{x, W, b, y, d});
+                     ::thrust::counting_iterator<idx>(N * d.groups * ob * d.OH), F{x, W, b, y, d, ob});
 }
 
 template <class T>
