@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <iostream>
 #include <random>
 #include <span>
@@ -295,6 +296,19 @@ TEST_CASE("errors: one rank's exception reaches every rank; empty blocks contrib
   if (comm().size() > 1) CHECK_THROWS_AS(mpi::reduce_merge(comm(), p, {.broadcast = true}), data_error);
   // after all that, the ranks are still in step
   CHECK(mpi::reduce_merge(comm(), g(mpi::range{0, 2}), {.broadcast = true})->samples == std::size_t(2 * comm().size()));
+}
+
+// The tool test (tools/nnlens/CMakeLists.txt, tests/mpi/check_tool_profile.cmake) uses this
+// executable, run alone, to compare `nnlens profile` with `mpirun -np 2 nnlens profile`.
+TEST_CASE("tool: two profile files hold the same profile (NNLENS_MPI_COMPARE_PROFILES=A:B)") {
+  const char* e = std::getenv("NNLENS_MPI_COMPARE_PROFILES");
+  if (!e) return;
+  const std::string ab = e;
+  const auto colon = ab.find(':');
+  REQUIRE(colon != std::string::npos);
+  const profile a = load_profile(ab.substr(0, colon)), b = load_profile(ab.substr(colon + 1));
+  check_close(a, b, 1e-12);
+  std::cout << "profiles " << (a.sums == b.sums ? "identical" : "equal within 1e-12 (not bit for bit)") << "\n";
 }
 
 int main(int argc, char** argv) {

@@ -23,6 +23,11 @@
 #include <nnlens/slicing/profile.hpp>  // detail::model_fingerprint
 
 #include "model.hpp"
+#ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI (issue 9): `mpirun -np N nnlens coverage`: IDC's test set sharded ----
+#include <nnlens/mpi/coverage.hpp>
+
+#include "mpi_world.hpp"
+#endif
 
 namespace nnlens::tool {
 
@@ -175,6 +180,10 @@ preparations load_state(const std::string& path, const std::string& model, const
 int run_coverage(const coverage_cmd_options& o) {
   const std::vector<std::string> crit = parse_criteria(o.criteria);
   if (o.m == 0) throw value_error("--m: expected at least 1 important neuron");
+#ifdef NNLENS_TOOL_HAS_MPI  // MPI: under mpirun with N > 1 ranks (before the thread pool starts)
+  std::optional<nnlens::mpi::communicator> world;
+  open_mpi_world(world);
+#endif
   keep_batch_buffers_on_the_heap();
   const DynamicNetwork net = load_model(o.model);
   const shape in = net.input_shape();
@@ -197,6 +206,10 @@ int run_coverage(const coverage_cmd_options& o) {
   preparations p;
   std::error_code ec;
   const bool have_state = !o.state.empty() && std::filesystem::exists(o.state, ec);
+  bool root = true;  // writes the state file and the report
+#ifdef NNLENS_TOOL_HAS_MPI  // MPI: every rank prepares (deterministic: the same state); rank 0 saves it
+  if (world) world->barrier(), root = world->rank() == 0;  // every rank has looked for the file
+#endif
   if (have_state) {
     p = load_state(o.state, o.model, net);
     if (p.idc_state && need_idc && (p.idc_state->layer() != L || p.idc_state->neurons().size() != o.m))
@@ -260,7 +273,7 @@ int run_coverage(const coverage_cmd_options& o) {
       }
       ++done;
     }
-    if (!o.state.empty()) save_state(o.state, nnlens::detail::model_fingerprint(net), p);
+    if (!o.state.empty() && root) save_state(o.state, nnlens::detail::model_fingerprint(net), p);
   }
   const double prepare_s = std::chrono::duration<double>(clock_type::now() - t0).count();
 
@@ -283,6 +296,13 @@ int run_coverage(const coverage_cmd_options& o) {
         throw value_error(concat(c, " on ", o.test, ": ", e.what()));
       }
     };
+#ifdef NNLENS_TOOL_HAS_MPI  // MPI: IDC's covered sets of the ranks' blocks of the test set, united
+    if (c == "idc" && world) {
+      results.emplace_back(c, nnlens::mpi::measure(*world, execution::par, net, T, *p.idc_state, {.broadcast = true})->result());
+      ++done;
+      continue;
+    }  // the other criteria: every rank measures the whole test set (the same result)
+#endif
     if (c == "idc") run(*p.idc_state);
     else if (c == "nc") run(nc_criterion(net, {.threshold = o.nc_threshold}));
     else if (c == "tknc") run(tknc_criterion(net, {.k = o.tknc_k}));
@@ -295,6 +315,7 @@ int run_coverage(const coverage_cmd_options& o) {
   }
   if (bar) bar->finish();
   const double measure_s = std::chrono::duration<double>(clock_type::now() - t1).count();
+  if (!root) return 0;  // MPI: rank 0 alone reports
 
   if (o.json) {
     json j;

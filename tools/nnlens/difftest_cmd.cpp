@@ -8,6 +8,8 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,11 @@
 
 #include "maintenance_common.hpp"
 #include "model.hpp"
+#ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI (issue 9): `mpirun -np N nnlens difftest`: the seeds sharded ----
+#include <nnlens/mpi/difftest.hpp>
+
+#include "mpi_world.hpp"
+#endif
 
 namespace nnlens::tool {
 
@@ -105,6 +112,10 @@ int run_difftest(const difftest_cmd_options& o) {
     throw value_error(concat("--pixel-scale ", o.pixel_scale, ": expected a positive number"));
   if (o.compressed.empty()) throw value_error("COMPRESSED: expected a model file, exec:COMMAND, int8, q8, prune:R or channel-prune:R");
 
+#ifdef NNLENS_TOOL_HAS_MPI  // MPI: under mpirun with N > 1 ranks (before the thread pool starts)
+  std::optional<nnlens::mpi::communicator> world;
+  open_mpi_world(world);
+#endif
   keep_batch_buffers_on_the_heap();
   const DynamicNetwork net = load_model(o.original);
   const shape in = net.input_shape();
@@ -156,8 +167,18 @@ int run_difftest(const difftest_cmd_options& o) {
     g = dt::wrap(std::move(twin), c, norm);
   }
 
+  std::size_t first = 0, count = n;  // the seeds this process searches
+  bool show = o.progress;
+#ifdef NNLENS_TOOL_HAS_MPI  // MPI: this rank's block of the seeds (first_index keeps each seed's RNG stream)
+  if (world) {
+    const auto b = nnlens::mpi::shard(n, *world);
+    first = b.begin, count = b.size(), show = show && world->rank() == 0;
+  }
+#endif
+  const std::span<const float> mine(seeds.data() + first * in.size(), count * in.size());
   dt::dflare_result r;
-  if (o.method == "dflare") {
+  if (count == 0) {
+  } else if (o.method == "dflare") {
     dt::dflare_options d;
     d.image = img;
     d.accept = acc;
@@ -165,17 +186,26 @@ int run_difftest(const difftest_cmd_options& o) {
     d.max_queries = o.budget_queries;
     d.max_seconds = o.timeout;
     d.seed = o.seed;
-    d.progress = o.progress;
-    r = dt::dflare(execution::par, f, g, seeds, n, d);
+    d.progress = show;
+    d.first_index = first;
+    r = dt::dflare(execution::par, f, g, mine, count, d);
   } else {
     dt::diffchaser_options d;
     d.image = img;
     d.max_queries = o.budget_queries;
     d.max_seconds = o.timeout;
     d.seed = o.seed;
-    d.progress = o.progress;
-    r = dt::diffchaser(execution::par, f, g, seeds, n, d);
+    d.progress = show;
+    d.first_index = first;
+    r = dt::diffchaser(execution::par, f, g, mine, count, d);
   }
+#ifdef NNLENS_TOOL_HAS_MPI  // MPI: merged in rank order (by seed index); rank 0 alone writes
+  if (world) {
+    r = *nnlens::mpi::reduce_merge(*world, count ? std::optional(r) : std::nullopt, {.broadcast = true});
+    const auto s = r.summary();
+    if (world->rank() != 0) return (s.not_found == 0 && s.failed == 0) ? 0 : 1;
+  }
+#endif
 
   // -- the triggering inputs, at the model's scale (a CSV row `nnlens run` reads)
   std::vector<std::string> files(r.seeds.size());

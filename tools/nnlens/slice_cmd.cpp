@@ -23,6 +23,11 @@
 #include <nnlens/slicing.hpp>
 
 #include "model.hpp"
+#ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI (issue 9): `mpirun -np N nnlens profile` ----
+#include <nnlens/mpi/slicing.hpp>
+
+#include "mpi_world.hpp"
+#endif
 
 namespace nnlens::tool {
 
@@ -48,6 +53,10 @@ granularity parse_granularity(const std::string& g) {
 int run_profile(const profile_cmd_options& o) {
   const granularity grain = parse_granularity(o.granularity);
   if (o.batch == 0) throw value_error("--batch: expected at least 1 sample per batch");
+#ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI: under mpirun with N > 1 ranks, each profiles a block of rows ----
+  std::optional<nnlens::mpi::communicator> world;
+  open_mpi_world(world);  // before the thread pool starts: sets each rank's share of the cores
+#endif
   keep_batch_buffers_on_the_heap();
   const DynamicNetwork net = load_model(o.model);
   const shape in = net.input_shape();
@@ -59,29 +68,42 @@ int run_profile(const profile_cmd_options& o) {
   // Slabs of a few batches per thread: profile_network(par) on each, merged (exact sums up to
   // rounding), so that the progress bar moves.
   const std::size_t slab = o.batch * nnlens::detail::default_pool().size() * 4;
-  std::optional<progress_bar> bar;  // on stderr, for more than one slab
-  if (o.progress && n > slab) bar.emplace("profile", n);
   const auto t0 = std::chrono::steady_clock::now();
-  std::optional<profile> p;
-  for (std::size_t b0 = 0; b0 < n; b0 += slab) {
-    const std::size_t nb = std::min(slab, n - b0);
-    profile part;
-    try {
-      part = profile_network(execution::par, net, rows_of(X, in, b0, nb), po);
-    } catch (const value_error& e) {  // a non-finite activation
-      throw value_error(concat(o.data, ": samples ", b0 + 1, "-", b0 + nb, ": ", e.what()));
+  auto profile_rows = [&](std::size_t b, std::size_t e, bool show) {  // rows [b, e)
+    std::optional<progress_bar> bar;  // on stderr, for more than one slab
+    if (show && o.progress && e - b > slab) bar.emplace("profile", e - b);
+    std::optional<profile> p;
+    for (std::size_t b0 = b; b0 < e; b0 += slab) {
+      const std::size_t nb = std::min(slab, e - b0);
+      profile part;
+      try {
+        part = profile_network(execution::par, net, rows_of(X, in, b0, nb), po);
+      } catch (const value_error& err) {  // a non-finite activation
+        throw value_error(concat(o.data, ": samples ", b0 + 1, "-", b0 + nb, ": ", err.what()));
+      }
+      p = p ? merge(*p, part) : std::move(part);
+      if (bar) bar->update(b0 + nb - b);
     }
-    p = p ? merge(*p, part) : std::move(part);
-    if (bar) bar->update(b0 + nb);
+    if (bar) bar->finish();
+    return std::move(*p);
+  };
+  std::optional<profile> p;
+  std::string ranks;
+#ifdef NNLENS_TOOL_HAS_MPI
+  if (world) {  // blocks merged in rank order on rank 0, which alone writes
+    p = nnlens::mpi::map_reduce(*world, n, [&](nnlens::mpi::range r) { return profile_rows(r.begin, r.end, world->rank() == 0); });
+    if (world->rank() != 0) return 0;
+    ranks = concat(", ", world->size(), " MPI ranks");
   }
-  if (bar) bar->finish();
+#endif
+  if (!p) p = profile_rows(0, n, true);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   save_profile(o.output, *p);
   std::size_t neurons = 0;
   for (const auto& s : p->sums) neurons += s.size();
   std::cout << o.output << ": profile of " << std::filesystem::path(o.model).filename().string() << ": " << p->samples
             << " samples, " << p->sums.size() << " tensors, " << neurons << " neurons (" << granularity_name(grain)
-            << " granularity), " << fmt(seconds) << " s\n";
+            << " granularity)" << ranks << ", " << fmt(seconds) << " s\n";
   return 0;
 }
 
@@ -102,6 +124,10 @@ int run_slice(const slice_cmd_options& o) {
     so.cutoff = theta_cutoff::first_violation;
   else
     throw value_error("--cutoff: expected max or first, got '" + o.cutoff + "'");
+#ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI: under mpirun with N > 1 ranks, each slices a block of samples ----
+  std::optional<nnlens::mpi::communicator> world;
+  open_mpi_world(world);
+#endif
 
   keep_batch_buffers_on_the_heap();
   const DynamicNetwork net = load_model(o.model);
@@ -124,22 +150,33 @@ int run_slice(const slice_cmd_options& o) {
   const criterion cr = o.target ? criterion::target(*o.target) : criterion::predicted();
 
   const std::size_t slab = nnlens::detail::default_pool().size() * 256;
-  std::optional<progress_bar> bar;
-  if (o.progress && n > slab) bar.emplace("slice", n);
   const auto t0 = std::chrono::steady_clock::now();
-  std::optional<contrib_table> tab;
-  for (std::size_t b0 = 0; b0 < n; b0 += slab) {
-    const std::size_t nb = std::min(slab, n - b0);
-    contrib_table part;
-    try {
-      part = nnslicer(execution::par, net, prof, rows_of(X, in, b0, nb), cr, so);
-    } catch (const value_error& e) {
-      throw value_error(concat(o.samples, ": samples ", b0 + 1, "-", b0 + nb, ": ", e.what()));
+  auto slice_rows = [&](std::size_t b, std::size_t e, bool show) {  // samples [b, e)
+    std::optional<progress_bar> bar;
+    if (show && o.progress && e - b > slab) bar.emplace("slice", e - b);
+    std::optional<contrib_table> tab;
+    for (std::size_t b0 = b; b0 < e; b0 += slab) {
+      const std::size_t nb = std::min(slab, e - b0);
+      contrib_table part;
+      try {
+        part = nnslicer(execution::par, net, prof, rows_of(X, in, b0, nb), cr, so);
+      } catch (const value_error& err) {
+        throw value_error(concat(o.samples, ": samples ", b0 + 1, "-", b0 + nb, ": ", err.what()));
+      }
+      tab = tab ? merge(*tab, part) : std::move(part);
+      if (bar) bar->update(b0 + nb - b);
     }
-    tab = tab ? merge(*tab, part) : std::move(part);
-    if (bar) bar->update(b0 + nb);
+    if (bar) bar->finish();
+    return std::move(*tab);
+  };
+  std::optional<contrib_table> tab;
+#ifdef NNLENS_TOOL_HAS_MPI
+  if (world) {  // integer tables, merged in rank order on rank 0 (exactly one process's), which alone writes
+    tab = nnlens::mpi::map_reduce(*world, n, [&](nnlens::mpi::range r) { return slice_rows(r.begin, r.end, world->rank() == 0); });
+    if (world->rank() != 0) return 0;
   }
-  if (bar) bar->finish();
+#endif
+  if (!tab) tab = slice_rows(0, n, true);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto sizes = slice_sizes(*tab);
 
