@@ -27,6 +27,13 @@
 
 #include "nnlens/config.hpp"
 
+// Vectorise a host loop (OMP/CPP device systems with -fopenmp); nothing under nvcc.
+#if defined(_OPENMP) && !defined(__CUDACC__)
+#define NNLENS_THRUST_SIMD _Pragma("omp simd")
+#else
+#define NNLENS_THRUST_SIMD
+#endif
+
 namespace nnlens::thrust_kernels {
 
 using idx = std::size_t;
@@ -60,6 +67,7 @@ struct dense_tile {
         const T* w = W + i * O + o0;
         for (idx m = 0; m < MB; ++m) {
           const T xv = x[(n0 + m) * I + i];
+          NNLENS_THRUST_SIMD
           for (idx k = 0; k < NB; ++k) acc[m][k] += xv * w[k];
         }
       }
@@ -129,6 +137,7 @@ struct conv_rows {
             if (mo == OB && d.sw == 1) {
               const T w0 = wp[wi], w1 = wp[wi + wstep], w2 = wp[wi + 2 * wstep], w3 = wp[wi + 3 * wstep];
               const T* xs = xr + ow0 + off;
+              NNLENS_THRUST_SIMD
               for (sidx k = lo; k < hi; ++k) {
                 const T v = xs[k];
                 acc[0][k] += w0 * v;
