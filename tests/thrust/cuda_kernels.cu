@@ -18,6 +18,7 @@ void instantiate_all() {
   tk::window_dims d;
   tk::dense<T>(2, 4, 8, xp, wp, bp, yp);
   tk::conv2d<T>(1, d, xp, wp, bp, yp);
+  tk::conv2d_gemm<T, 16>(1, d, xp, wp, bp, yp);
   tk::max_pool2d<T>(1, d, xp, yp);
   tk::relu<T>(64, xp, yp);
   tk::copy<T>(64, xp, yp);

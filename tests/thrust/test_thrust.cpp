@@ -37,6 +37,12 @@ using Odd = Sequential<Input<4, 13, 11>,
                        MaxPool2DG<pool_geometry{.kh = 3, .kw = 2, .stride_h = 1, .stride_w = 2, .pad_top = 1, .pad_left = 1,
                                                 .ceil_mode = true}>,
                        Conv2D<3, 1>, ReLU, Flatten, Dense<7>>;
+// Wide convolutions (>= 16 channels per group) take the implicit-GEMM kernel: partial tiles
+// (18 channels per group, 35 pixels), groups, strides, dilation, asymmetric padding.
+using Wide = Sequential<Input<3, 9, 10>,
+                        Conv2DG<32, conv_geometry{.kh = 3, .kw = 2, .stride_h = 2, .stride_w = 1, .pad_top = 1, .pad_left = 2,
+                                                  .pad_bottom = 0, .pad_right = 1, .dilation_h = 1, .dilation_w = 2}>,
+                        ReLU, Conv2DG<36, conv_geometry{.kh = 3, .stride_h = 1, .pad_top = 1, .groups = 2}>, Flatten, Dense<5>>;
 
 xt::xarray<float> random_x(std::size_t n, shape s, std::uint64_t seed) {
   auto sh = s.with_batch(n);
@@ -126,6 +132,12 @@ TEST_CASE("thrust: strided, dilated, grouped, padded convolutions and pools") {
   const auto x = random_x(9, Odd::input_shape, 4);
   check_close(forward(net, x), forward(execution::thrust, net, x));
   check_close(forward(net, x), forward(execution::thrust, to_dynamic(net), x));
+  const auto wide = make<Wide>(12);
+  const auto xw = random_x(7, Wide::input_shape, 5);
+  check_close(forward(wide, xw), forward(execution::thrust, wide, xw));
+  check_close(forward(wide, xw), forward(execution::thrust, to_dynamic(wide), xw));
+  check_profiles(profile_network(wide, xw, {.grain = granularity::element}),
+                 profile_network(execution::thrust, wide, xw, {.grain = granularity::element}));
 }
 
 TEST_CASE("thrust: double networks") {

@@ -12,6 +12,8 @@
 //   dense(n, I, O, x, W, b, y)          y[n,O] = x[n,I] W[I,O] + b   (tiles of 4 samples x 16 outputs)
 //   conv2d(n, dims, x, W, b, y)         NCHW, W [O, C/groups, kh, kw]; one work item per output row
 //                                       of 4 channels
+//   conv2d_gemm<T, NB>(n, dims, x, Wt, b, y)  the same as an implicit GEMM (4 pixels x NB channels
+//                                       per work item) on conv_transpose_weights<NB>(W)
 //   max_pool2d(n, dims, x, y)           padding never wins (max over the window inside the input)
 //   relu(count, x, y)
 //   neuron_partials(n, C, hw, x, part, S)  part[c*S+s] = sum over the samples of block s of the mean
@@ -168,6 +170,80 @@ void conv2d(idx N, const window_dims& d, const T* x, const T* W, const T* b, T* 
   const idx ob = (d.O / d.groups + F::OB - 1) / F::OB;
   ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0),
                      ::thrust::counting_iterator<idx>(N * d.groups * ob * d.OH), F{x, W, b, y, d, ob});
+}
+
+/// Width of the transposed, zero-padded weight rows conv2d_gemm reads: Og rounded up to NB.
+template <idx NB>
+constexpr idx conv_padded_out(idx Og) {
+  return (Og + NB - 1) / NB * NB;
+}
+
+/// Implicit GEMM: a tile of MB = 4 output pixels x NB output channels of one sample and group in
+/// registers; Wt [groups][Cg*kh*kw][conv_padded_out<NB>(Og)] (W transposed, zero columns past Og).
+/// Each input value is loaded once for NB channels.
+template <class T, idx NB>
+struct conv_gemm_tile {
+  static constexpr idx MB = 4;
+  const T* x;
+  const T* Wt;
+  const T* b;
+  T* y;
+  window_dims d;
+  idx pblocks, oblocks;
+  NNLENS_HD void operator()(idx t) const {
+    const idx P = d.OH * d.OW, Cg = d.C / d.groups, Og = d.O / d.groups, Op = conv_padded_out<NB>(Og);
+    const idx ob = t % oblocks, r1 = t / oblocks, pb = r1 % pblocks, r2 = r1 / pblocks, g = r2 % d.groups,
+              n = r2 / d.groups;
+    const idx p0 = pb * MB, mn = min_(MB, P - p0), og0 = ob * NB, mo = min_(NB, Og - og0);
+    sidx rb[MB], qb[MB];
+    for (idx m = 0; m < MB; ++m) {
+      const idx p = p0 + (m < mn ? m : 0);
+      rb[m] = sidx((p / d.OW) * d.sh) - sidx(d.pt);
+      qb[m] = sidx((p % d.OW) * d.sw) - sidx(d.pl);
+    }
+    T acc[MB][NB];
+    for (idx m = 0; m < MB; ++m)
+      for (idx k = 0; k < NB; ++k) acc[m][k] = T(0);
+    const T* wg = Wt + g * Cg * d.kh * d.kw * Op + og0;
+    idx kk = 0;
+    for (idx c = 0; c < Cg; ++c) {
+      const T* xp = x + (n * d.C + g * Cg + c) * d.H * d.W;
+      for (idx i = 0; i < d.kh; ++i)
+        for (idx j = 0; j < d.kw; ++j, ++kk) {
+          const T* w = wg + kk * Op;
+          for (idx m = 0; m < MB; ++m) {
+            const sidx r = rb[m] + sidx(i * d.dh), q = qb[m] + sidx(j * d.dw);
+            const T xv = (r >= 0 && r < sidx(d.H) && q >= 0 && q < sidx(d.W)) ? xp[idx(r) * d.W + idx(q)] : T(0);
+            NNLENS_THRUST_SIMD
+            for (idx k = 0; k < NB; ++k) acc[m][k] += xv * w[k];
+          }
+        }
+    }
+    for (idx k = 0; k < mo; ++k) {
+      const idx o = g * Og + og0 + k;
+      T* yo = y + (n * d.O + o) * P + p0;
+      for (idx m = 0; m < mn; ++m) yo[m] = acc[m][k] + b[o];
+    }
+  }
+};
+
+/// The convolution as an implicit GEMM on transposed weights (conv_transpose_weights).
+template <class T, idx NB>
+void conv2d_gemm(idx N, const window_dims& d, const T* x, const T* Wt, const T* b, T* y) {
+  using F = conv_gemm_tile<T, NB>;
+  const idx P = d.OH * d.OW, pb = (P + F::MB - 1) / F::MB, ob = (d.O / d.groups + NB - 1) / NB;
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0),
+                     ::thrust::counting_iterator<idx>(N * d.groups * pb * ob), F{x, Wt, b, y, d, pb, ob});
+}
+
+/// Host: Wt[g][kk][og] = W[g * Og + og][kk], rows zero-padded to conv_padded_out<NB>(Og).
+template <idx NB, class T, class V>
+void conv_transpose_weights(const window_dims& d, const T* W, V& Wt) {
+  const idx Og = d.O / d.groups, Kc = d.C / d.groups * d.kh * d.kw, Op = conv_padded_out<NB>(Og);
+  Wt.assign(d.groups * Kc * Op, T(0));
+  for (idx g = 0; g < d.groups; ++g)
+    for (idx og = 0; og < Og; ++og)
+      for (idx kk = 0; kk < Kc; ++kk) Wt[(g * Kc + kk) * Op + og] = W[(g * Og + og) * Kc + kk];
 }
 
 template <class T>

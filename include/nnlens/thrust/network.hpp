@@ -38,6 +38,7 @@ namespace nnlens {
 template <class T>
 struct thrust_params {
   ::thrust::device_vector<T> W, b;
+  bool gemm = false;  // Conv2D: W holds the transposed weights of thrust_kernels::conv2d_gemm
 };
 
 /// Per-layer thrust kernels: upload(l, params) and forward(l, params, in, out, batch, x, y).
@@ -61,21 +62,45 @@ struct thrust_layer<Dense<Out, T>> {
   }
 };
 
+/// Convolutions with at least 16 output channels per group run as an implicit GEMM on transposed
+/// weights (thrust_kernels::conv2d_gemm: 16 channels per loaded input value); narrower ones by
+/// output rows of 4 channels (thrust_kernels::conv2d).
 template <std::size_t Out, conv_geometry G, class T>
 struct thrust_layer<Conv2DG<Out, G, T>> {
   using L = Conv2DG<Out, G, T>;
   static constexpr bool supported = true;
-  static void upload(const L& l, thrust_params<T>& p) {
-    p.W.assign(l.W.data(), l.W.data() + l.W.size());
-    p.b.assign(l.b.data(), l.b.data() + l.b.size());
-  }
-  static void forward(const L& l, const thrust_params<T>& p, shape in, shape out, std::size_t batch, const T* x, T* y) {
+  static constexpr std::size_t gemm_min_out = 16;
+  static thrust_kernels::window_dims dims(const L& l, shape in, shape out) {
     const conv_geometry g = layer_traits<L>::geometry_of(&l);
     thrust_kernels::window_dims d;
     d.C = in[0], d.H = in[1], d.W = in[2], d.O = out[0], d.OH = out[1], d.OW = out[2];
     d.kh = g.kh, d.kw = g.kw, d.sh = g.stride_h, d.sw = g.stride_w, d.pt = g.pad_top, d.pl = g.pad_left;
     d.dh = g.dilation_h, d.dw = g.dilation_w, d.groups = g.groups;
-    thrust_kernels::conv2d<T>(batch, d, x, ::thrust::raw_pointer_cast(p.W.data()), ::thrust::raw_pointer_cast(p.b.data()), y);
+    return d;
+  }
+  static void upload(const L& l, thrust_params<T>& p) {
+    const conv_geometry g = layer_traits<L>::geometry_of(&l);
+    const std::size_t O = l.W.shape(0);
+    p.gemm = O / g.groups >= gemm_min_out;
+    if (p.gemm) {
+      thrust_kernels::window_dims d;
+      d.O = O, d.groups = g.groups, d.C = l.W.shape(1) * g.groups, d.kh = l.W.shape(2), d.kw = l.W.shape(3);
+      std::vector<T> wt;
+      thrust_kernels::conv_transpose_weights<16>(d, l.W.data(), wt);
+      p.W.assign(wt.begin(), wt.end());
+    } else {
+      p.W.assign(l.W.data(), l.W.data() + l.W.size());
+    }
+    p.b.assign(l.b.data(), l.b.data() + l.b.size());
+  }
+  static void forward(const L& l, const thrust_params<T>& p, shape in, shape out, std::size_t batch, const T* x, T* y) {
+    const auto d = dims(l, in, out);
+    const T* W = ::thrust::raw_pointer_cast(p.W.data());
+    const T* b = ::thrust::raw_pointer_cast(p.b.data());
+    if (p.gemm)
+      thrust_kernels::conv2d_gemm<T, 16>(batch, d, x, W, b, y);
+    else
+      thrust_kernels::conv2d<T>(batch, d, x, W, b, y);
   }
 };
 
