@@ -13,6 +13,13 @@
 // MPI_ERRORS_ARE_FATAL handler); buffers larger than INT_MAX bytes throw nnlens::limit_error.
 #pragma once
 
+// The C API only: Open MPI's and MPICH's deprecated C++ bindings warn under -Wextra.
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 
 #include <climits>
