@@ -174,7 +174,7 @@ void conv2d(idx N, const window_dims& d, const T* x, const T* W, const T* b, T* 
 
 /// Width of the transposed, zero-padded weight rows conv2d_gemm reads: Og rounded up to NB.
 template <idx NB>
-constexpr idx conv_padded_out(idx Og) {
+NNLENS_HD constexpr idx conv_padded_out(idx Og) {
   return (Og + NB - 1) / NB * NB;
 }
 
