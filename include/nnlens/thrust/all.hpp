@@ -1,0 +1,9 @@
+// nnlens/thrust/all.hpp -- the whole thrust component (link nnlens::thrust): the policy, the
+// device network and its kernels, forward and profile_network on execution::thrust.
+#pragma once
+
+#include "nnlens/thrust/forward.hpp"
+#include "nnlens/thrust/kernels.hpp"
+#include "nnlens/thrust/network.hpp"
+#include "nnlens/thrust/policy.hpp"
+#include "nnlens/thrust/profile.hpp"
