@@ -16,7 +16,7 @@
 //                                       per work item) on conv_transpose_weights<NB>(W)
 //   max_pool2d(n, dims, x, y)           padding never wins (max over the window inside the input)
 //   relu(count, x, y)
-//   neuron_partials(n, C, hw, x, part, S)  part[c*S+s] = sum over the samples of block s of the mean
+//   neuron_partials(n, C, hw, x, part, S)  part[c*S+s] += sum over the samples of block s of the mean
 //                                      of x[sample, c, 0..hw) (double): NNSlicer's profile sums
 #pragma once
 
@@ -295,7 +295,7 @@ void copy(idx count, const T* x, T* y) {
                      copy_op<T>{x, y});
 }
 
-/// part[c * S + s] = sum over samples n of block s (n = s, s + S, ...) of mean(x[n, c, 0..hw)).
+/// part[c * S + s] += sum over samples n of block s (n = s, s + S, ...) of mean(x[n, c, 0..hw)).
 template <class T>
 struct neuron_partial {
   const T* x;
@@ -310,7 +310,7 @@ struct neuron_partial {
       for (idx i = 0; i < hw; ++i) a += double(v[i]);
       sum += a / double(hw);
     }
-    part[t] = sum;
+    part[t] += sum;
   }
 };
 

@@ -9,8 +9,9 @@
 //           to float rounding of the activations: tests/thrust, relative 1e-5), the same errors
 //           (shape_error, value_error for NaN/Inf, data_error for an empty dataset).  The device
 //           runs policy.batch samples per pass, keeping every tensor of the pass; per-neuron sums
-//           are reduced on the device in 64 fixed sample blocks (double), then on the host in
-//           block order: deterministic, independent of the thread count.
+//           accumulate on the device in 64 fixed sample blocks (double) over all passes and are
+//           copied back once, then summed in block order: deterministic, independent of the
+//           thread count.
 #pragma once
 
 #include <algorithm>
@@ -20,7 +21,6 @@
 
 #include <thrust/copy.h>
 #include <thrust/device_vector.h>
-#include <thrust/host_vector.h>
 
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/finite.hpp"
@@ -58,27 +58,30 @@ profile profile_network(const execution::thrust_policy& policy, const Net& net, 
   constexpr std::size_t S = 64;  // sample blocks per neuron
   ::thrust::device_vector<T> dx(pass * in.size());
   std::vector<::thrust::device_vector<T>> bufs;
-  ::thrust::device_vector<double> part;
-  std::vector<double> hpart;
+  std::vector<::thrust::device_vector<double>> part(acts.size());  // per tensor: [neuron][block], on the device
+  for (std::size_t a = 0; a < acts.size(); ++a) {
+    if (neuron_count(acts[a], el) != p.sums[a].size())
+      throw logic_error("profile_network(thrust): tensor sizes differ from the op graph's");
+    part[a].assign(p.sums[a].size() * S, 0.0);
+  }
   for (std::size_t b0 = 0; b0 < n; b0 += pass) {
     const std::size_t nb = std::min(pass, n - b0);
     ::thrust::copy(x.data() + b0 * in.size(), x.data() + (b0 + nb) * in.size(), dx.begin());
     dnet.run(nb, ::thrust::raw_pointer_cast(dx.data()), bufs);
     for (std::size_t a = 0; a < acts.size(); ++a) {
-      const shape s = acts[a];
-      const std::size_t nn = neuron_count(s, el), hw = s.size() / nn;
-      if (nn != p.sums[a].size()) throw logic_error("profile_network(thrust): tensor sizes differ from the op graph's");
-      const std::size_t blocks = std::min(S, nb);
-      if (part.size() < nn * blocks) part.resize(nn * blocks);
+      const std::size_t nn = p.sums[a].size(), hw = acts[a].size() / nn;
       thrust_kernels::neuron_partials<T>(nb, nn, hw, ::thrust::raw_pointer_cast(bufs[a].data()),
-                                         ::thrust::raw_pointer_cast(part.data()), blocks);
-      hpart.resize(nn * blocks);
-      ::thrust::copy(part.begin(), part.begin() + std::ptrdiff_t(nn * blocks), hpart.begin());
-      for (std::size_t k = 0; k < nn; ++k)
-        for (std::size_t s2 = 0; s2 < blocks; ++s2) p.sums[a][k] += hpart[k * blocks + s2];
+                                         ::thrust::raw_pointer_cast(part[a].data()), S);
     }
     p.samples += nb;
     if (bar) bar->update(b0 + nb);
+  }
+  std::vector<double> h;
+  for (std::size_t a = 0; a < acts.size(); ++a) {  // one copy per tensor; blocks summed in order
+    h.resize(part[a].size());
+    ::thrust::copy(part[a].begin(), part[a].end(), h.begin());
+    for (std::size_t k = 0; k < p.sums[a].size(); ++k)
+      for (std::size_t b = 0; b < S; ++b) p.sums[a][k] += h[k * S + b];
   }
   if (bar) bar->finish();
   return p;
