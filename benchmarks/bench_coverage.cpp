@@ -29,6 +29,7 @@
 #include <string>
 
 #include "../tools/nnlens/lenet5_recipe.hpp"
+#include "bench_data.hpp"
 
 using namespace nnlens;
 
@@ -36,10 +37,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path env_or(const char* name, const char* def) {
-  if (const char* s = std::getenv(name)) return s;
-  return def;
-}
+using nnlens_bench::env_or;
 
 struct data {
   std::string error;
@@ -54,17 +52,12 @@ data& get() {
   static data* d = [] {
     auto* s = new data;
     try {
-      const fs::path dir = env_or("NNLENS_FASHION_DIR", NNLENS_FASHION_DIR);
+      const fs::path dir = nnlens_bench::fashion_dir();
       s->train = io::load_mnist<float>(dir, "train");
       s->test = io::load_mnist<float>(dir, "t10k");
       s->test1k = xt::xarray<float>::from_shape({1000, 1, 28, 28});
       std::copy_n(s->test.images.data(), s->test1k.size(), s->test1k.data());
-      initialize(s->net, 1);
-      const fs::path w = env_or("NNLENS_MODELS_CACHE", NNLENS_MODELS_CACHE) / "lenet5-fashion-mnist-e12-s1.nnlw";
-      if (fs::exists(w)) {
-        io::load_weights(w, s->net);
-        s->trained = true;
-      }
+      s->trained = nnlens_bench::load_demo_lenet5(s->net);
       s->prepared = prepare_idc(execution::par, s->net, s->train.images, s->train.labels);
     } catch (const std::exception& e) {
       s->error = e.what();

@@ -34,6 +34,7 @@
 #include <string>
 
 #include "../tools/nnlens/lenet5_recipe.hpp"
+#include "bench_data.hpp"
 
 using namespace nnlens;
 using namespace nnlens::difftest;
@@ -42,10 +43,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path env_or(const char* name, const char* def) {
-  if (const char* s = std::getenv(name)) return s;
-  return def;
-}
+using nnlens_bench::env_or;
 
 struct data {
   std::string error;
@@ -60,13 +58,13 @@ data& get() {
   static data* d = [] {
     auto* s = new data;
     try {
-      const fs::path w = env_or("NNLENS_MODELS_CACHE", NNLENS_MODELS_CACHE) / "lenet5-fashion-mnist-e12-s1.nnlw";
+      const fs::path w = nnlens_bench::demo_lenet5_weights();
       if (!fs::exists(w)) {
         s->error = "no cached LeNet-5 weights (" + w.string() + "): run `nnlens demo` first; nothing is trained here";
         return s;
       }
       s->net = io::load_weights<demo::LeNet5>(w);
-      const fs::path dir = env_or("NNLENS_FASHION_DIR", NNLENS_FASHION_DIR);
+      const fs::path dir = nnlens_bench::fashion_dir();
       const auto test = io::load_mnist<float>(dir, "t10k");
       const auto train = io::load_mnist<float>(dir, "train", 1000);
       s->n = std::min<std::size_t>(test.size(), std::size_t(std::atol(env_or("NNLENS_DFLARE_SEEDS", "200").c_str())));

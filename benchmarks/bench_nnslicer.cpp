@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "../tools/nnlens/lenet5_recipe.hpp"
+#include "bench_data.hpp"
 
 using namespace nnlens;
 
@@ -44,10 +45,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path env_or(const char* name, const char* def) {
-  if (const char* s = std::getenv(name)) return s;
-  return def;
-}
+using nnlens_bench::env_or;
 
 using LeNet5 = demo::LeNet5;
 using ResNet = Sequential<Input<1, 28, 28>, Conv2D<8, 3, 1, 1>, ReLU,
@@ -69,7 +67,7 @@ data& get() {
   static data* d = [] {
     auto* s = new data;
     try {
-      const fs::path dir = env_or("NNLENS_FASHION_DIR", NNLENS_FASHION_DIR);
+      const fs::path dir = nnlens_bench::fashion_dir();
       s->train = io::load_mnist<float>(dir, "train");
       const auto test = io::load_mnist<float>(dir, "t10k", 256);
       s->batch = test.images;
@@ -78,12 +76,7 @@ data& get() {
         std::copy_n(test.images.data() + i * 784, 784, x.data());
         s->singles.push_back(std::move(x));
       }
-      initialize(s->lenet, 1);
-      const fs::path w = env_or("NNLENS_MODELS_CACHE", NNLENS_MODELS_CACHE) / "lenet5-fashion-mnist-e12-s1.nnlw";
-      if (fs::exists(w)) {
-        io::load_weights(w, s->lenet);
-        s->trained = true;
-      }
+      s->trained = nnlens_bench::load_demo_lenet5(s->lenet);
       initialize(s->resnet, 1);
       auto sub = xt::xarray<float>::from_shape({5000, 1, 28, 28});
       std::copy_n(s->train.images.data(), sub.size(), sub.data());

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "../tools/nnlens/lenet5_recipe.hpp"
+#include "bench_data.hpp"
 
 using namespace nnlens;
 
@@ -39,10 +40,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path env_or(const char* name, const char* def) {
-  if (const char* s = std::getenv(name)) return s;
-  return def;
-}
+using nnlens_bench::env_or;
 
 struct data {
   std::string error;
@@ -55,13 +53,8 @@ data& get() {
   static data* d = [] {
     auto* s = new data;
     try {
-      s->train = io::load_mnist<float>(env_or("NNLENS_FASHION_DIR", NNLENS_FASHION_DIR), "train");
-      initialize(s->lenet, 1);
-      const fs::path w = env_or("NNLENS_MODELS_CACHE", NNLENS_MODELS_CACHE) / "lenet5-fashion-mnist-e12-s1.nnlw";
-      if (fs::exists(w)) {
-        io::load_weights(w, s->lenet);
-        s->trained = true;
-      }
+      s->train = io::load_mnist<float>(nnlens_bench::fashion_dir(), "train");
+      s->trained = nnlens_bench::load_demo_lenet5(s->lenet);
     } catch (const std::exception& e) {
       s->error = e.what();
     }
