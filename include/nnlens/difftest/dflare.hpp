@@ -336,23 +336,26 @@ inline void dflare_one(const black_box& f, const black_box& g, std::span<const f
 
 }  // namespace detail
 
-/// DFlare over n seeds (raw pixel images, row-major), with the given execution policy.
-template <class Policy>
-  requires execution::is_execution_policy_v<Policy>
-dflare_result dflare(const Policy&, const black_box& f, const black_box& g, std::span<const float> seeds, std::size_t n,
-                     const dflare_options& o) {
-  detail::check_dflare(f, g, seeds.size(), n, o);
+namespace detail {
+
+/// The per-seed driver shared by dflare() and diffchaser(): search(seed, result) on each of the n
+/// seeds (seq: in order; par: on the thread pool, o.threads of them if set), result.index =
+/// o.first_index + i; an exception fails that seed only (status failed, the message kept); the
+/// progress bar and o.on_seed see each finished seed (serialised).
+template <class Policy, class Options, class Search>
+dflare_result run_seeds(const char* label, std::size_t input_size, std::span<const float> seeds, std::size_t n, const Options& o,
+                        Search&& search) {
   dflare_result res;
   res.seeds.resize(n);
   std::mutex m;
   std::size_t done = 0, found = 0, searched = 0;
   std::unique_ptr<progress_bar> bar;
-  if (o.progress) bar = std::make_unique<progress_bar>("dflare", n);
+  if (o.progress) bar = std::make_unique<progress_bar>(label, n);
   auto run = [&](std::size_t i) {
     seed_result& r = res.seeds[i];
     r.index = o.first_index + i;
     try {
-      detail::dflare_one(f, g, seeds.subspan(i * f.input_size, f.input_size), o, r);
+      search(seeds.subspan(i * input_size, input_size), r);
     } catch (const std::exception& e) {
       r.status = seed_status::failed;
       r.error = e.what();
@@ -385,6 +388,18 @@ dflare_result dflare(const Policy&, const black_box& f, const black_box& g, std:
     bar->finish(nnlens::detail::concat("found ", s.found, "/", s.searched, "  mean queries ", s.mean_queries));
   }
   return res;
+}
+
+}  // namespace detail
+
+/// DFlare over n seeds (raw pixel images, row-major), with the given execution policy.
+template <class Policy>
+  requires execution::is_execution_policy_v<Policy>
+dflare_result dflare(const Policy&, const black_box& f, const black_box& g, std::span<const float> seeds, std::size_t n,
+                     const dflare_options& o) {
+  detail::check_dflare(f, g, seeds.size(), n, o);
+  return detail::run_seeds<Policy>("dflare", f.input_size, seeds, n, o,
+                                   [&](std::span<const float> x, seed_result& r) { detail::dflare_one(f, g, x, o, r); });
 }
 
 /// Sequential DFlare over n seeds.

@@ -315,49 +315,8 @@ template <class Policy>
 diffchaser_result diffchaser(const Policy&, const black_box& f, const black_box& g, std::span<const float> seeds,
                              std::size_t n, const diffchaser_options& o) {
   detail::check_diffchaser(f, g, seeds.size(), n, o);
-  diffchaser_result res;
-  res.seeds.resize(n);
-  std::mutex m;
-  std::size_t done = 0, found = 0, searched = 0;
-  std::unique_ptr<progress_bar> bar;
-  if (o.progress) bar = std::make_unique<progress_bar>("diffchaser", n);
-  auto run = [&](std::size_t i) {
-    seed_result& r = res.seeds[i];
-    r.index = o.first_index + i;
-    try {
-      detail::diffchaser_one(f, g, seeds.subspan(i * f.input_size, f.input_size), o, r);
-    } catch (const std::exception& e) {
-      r.status = seed_status::failed;
-      r.error = e.what();
-      r.input.clear();
-    } catch (...) {
-      r.status = seed_status::failed;
-      r.error = "unknown exception";
-      r.input.clear();
-    }
-    if (!bar && !o.on_seed) return;
-    std::lock_guard lk(m);
-    ++done;
-    found += r.found();
-    searched += r.found() || r.status == seed_status::not_found;
-    if (o.on_seed) o.on_seed(r);
-    if (bar) bar->update(done, [&] { return nnlens::detail::concat("found ", found, "/", searched); });
-  };
-  if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>) {
-    if (o.threads) {
-      nnlens::detail::thread_pool pool(o.threads);
-      pool.parallel_for(n, run);
-    } else {
-      nnlens::detail::default_pool().parallel_for(n, run);
-    }
-  } else {
-    for (std::size_t i = 0; i < n; ++i) run(i);
-  }
-  if (bar) {
-    const auto s = res.summary();
-    bar->finish(nnlens::detail::concat("found ", s.found, "/", s.searched, "  mean queries ", s.mean_queries));
-  }
-  return res;
+  return detail::run_seeds<Policy>("diffchaser", f.input_size, seeds, n, o,
+                                   [&](std::span<const float> x, seed_result& r) { detail::diffchaser_one(f, g, x, o, r); });
 }
 
 /// Sequential DiffChaser over n seeds.
