@@ -164,7 +164,7 @@ struct neuron_block {
 /// Streams the neurons of `layers` for the n samples at x (n * input size scalars).
 template <class Policy, class Net, class F>
   requires execution::is_execution_policy_v<Policy>
-void stream_neurons(Policy&&, const Net& net, std::span<const network_scalar_t<Net>> x, std::size_t n,
+void stream_neurons(const Policy&, const Net& net, std::span<const network_scalar_t<Net>> x, std::size_t n,
                     std::span<const std::size_t> layers, F&& f, std::size_t chunk = 1024) {
   using T = network_scalar_t<Net>;
   const shape in = input_shape_of(net);

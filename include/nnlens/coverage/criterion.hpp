@@ -58,7 +58,7 @@ concept CoverageCriterion = requires(C& c, const C& cc, const neuron_block& b) {
 /// Feeds the n samples at x to c.
 template <class Policy, class Net, CoverageCriterion C>
   requires execution::is_execution_policy_v<Policy>
-coverage_result measure(Policy&& pol, const Net& net, std::span<const network_scalar_t<Net>> x, std::size_t n, C& c) {
+coverage_result measure(const Policy& pol, const Net& net, std::span<const network_scalar_t<Net>> x, std::size_t n, C& c) {
   const std::vector<std::size_t> ls = c.layers();
   stream_neurons(pol, net, x, n, ls, [&](const neuron_block& b) { c.add(b); });
   return c.result();
@@ -67,7 +67,7 @@ coverage_result measure(Policy&& pol, const Net& net, std::span<const network_sc
 /// Feeds X ([N, input shape...]) to c.
 template <class Policy, class Net, class A, CoverageCriterion C>
   requires execution::is_execution_policy_v<Policy>
-coverage_result measure(Policy&& pol, const Net& net, const A& X, C& c) {
+coverage_result measure(const Policy& pol, const Net& net, const A& X, C& c) {
   const std::size_t n = sample_count(net, X, "measure");
   return measure(pol, net, std::span<const network_scalar_t<Net>>(X.data(), X.size()), n, c);
 }

@@ -130,7 +130,7 @@ class idc {
   friend void save_idc(std::ostream& os, const idc& c);
   friend idc load_idc(std::istream& is);
   template <class Policy, class Net, class Labels>
-  friend idc prepare_idc(Policy&&, const Net&, std::span<const network_scalar_t<Net>>, std::size_t, const Labels&, const idc_options&);
+  friend idc prepare_idc(const Policy&, const Net&, std::span<const network_scalar_t<Net>>, std::size_t, const Labels&, const idc_options&);
 
  private:
   std::size_t layer_ = 0, width_ = 0;
@@ -165,7 +165,7 @@ class idc {
 
 /// IDC prepared on the n training inputs at x with labels.
 template <class Policy, class Net, class Labels>
-idc prepare_idc(Policy&& pol, const Net& net, std::span<const network_scalar_t<Net>> x, std::size_t n, const Labels& labels,
+idc prepare_idc(const Policy& pol, const Net& net, std::span<const network_scalar_t<Net>> x, std::size_t n, const Labels& labels,
                 const idc_options& o) {
   importance_options io = o.importance;
   io.layer = o.layer == std::size_t(-1) ? subject_layer(net) : o.layer;
@@ -197,7 +197,7 @@ idc prepare_idc(Policy&& pol, const Net& net, std::span<const network_scalar_t<N
 
 template <class Policy, class Net, class A, class Labels>
   requires execution::is_execution_policy_v<Policy>
-idc prepare_idc(Policy&& pol, const Net& net, const A& X, const Labels& labels, const idc_options& o = {}) {
+idc prepare_idc(const Policy& pol, const Net& net, const A& X, const Labels& labels, const idc_options& o = {}) {
   const std::size_t n = X.dimension() ? X.shape()[0] : 0;
   return prepare_idc(pol, net, std::span<const network_scalar_t<Net>>(X.data(), X.size()), n, labels, o);
 }

@@ -92,7 +92,7 @@ namespace detail {
 /// One pass over X: relevance totals of `layer`'s neurons over T' and, when `acts` is given, the
 /// neuron values (channel means) of the T' rows, row-major [|T'|, width], in input order.
 template <class Policy, class Net, class Labels>
-neuron_relevance importance_pass(Policy&&, const Net& net, std::span<const network_scalar_t<Net>> x, std::size_t n,
+neuron_relevance importance_pass(const Policy&, const Net& net, std::span<const network_scalar_t<Net>> x, std::size_t n,
                                  const Labels& labels, const importance_options& o, std::vector<double>* acts) {
   using T = network_scalar_t<Net>;
   if (n == 0) throw data_error("neuron_relevance: the training set is empty");
@@ -192,7 +192,7 @@ neuron_relevance importance_pass(Policy&&, const Net& net, std::span<const netwo
 /// indexable range of class indices, one per row).
 template <class Policy, class Net, class A, class Labels>
   requires execution::is_execution_policy_v<Policy>
-neuron_relevance neuron_relevance_of(Policy&& pol, const Net& net, const A& X, const Labels& labels, const importance_options& o = {}) {
+neuron_relevance neuron_relevance_of(const Policy& pol, const Net& net, const A& X, const Labels& labels, const importance_options& o = {}) {
   const std::size_t n = X.dimension() ? X.shape()[0] : 0;
   return detail::importance_pass(pol, net, std::span<const network_scalar_t<Net>>(X.data(), X.size()), n, labels, o, nullptr);
 }

@@ -308,7 +308,7 @@ class lrp_engine {
 /// each sample of X, starting from each sample's predicted class (or classes[i] when given).
 template <class Policy, class Net, class A>
   requires execution::is_execution_policy_v<Policy>
-xt::xarray<double> relevance(Policy&&, const Net& net, const A& X, std::size_t layer = lrp_input, const lrp_options& o = {},
+xt::xarray<double> relevance(const Policy&, const Net& net, const A& X, std::size_t layer = lrp_input, const lrp_options& o = {},
                              std::span<const std::size_t> classes = {}) {
   using T = network_scalar_t<Net>;
   const lrp_graph<T> g(net);

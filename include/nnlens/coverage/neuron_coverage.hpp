@@ -290,7 +290,7 @@ neuron_bounds make_neuron_bounds(const Net& net, std::vector<std::size_t> layers
 /// Per-neuron min/max of net's neurons over the training set X ([N, input shape...]).
 template <class Policy, class Net, class A>
   requires execution::is_execution_policy_v<Policy>
-neuron_bounds prepare_neuron_bounds(Policy&& pol, const Net& net, const A& X, std::vector<std::size_t> layers = {}) {
+neuron_bounds prepare_neuron_bounds(const Policy& pol, const Net& net, const A& X, std::vector<std::size_t> layers = {}) {
   neuron_bounds b = make_neuron_bounds(net, std::move(layers));
   const std::size_t n = sample_count(net, X, "prepare_neuron_bounds");
   if (n == 0) throw data_error("prepare_neuron_bounds: the training set is empty");

@@ -526,7 +526,7 @@ inline std::vector<double> surprise_values(const surprise_model& m, surprise_kin
 /// Collects the training ATs of `layer` and fits the KDEs (training set X: [N, input shape...]).
 template <class Policy, class Net, class A>
   requires execution::is_execution_policy_v<Policy>
-surprise_model prepare_surprise(Policy&& pol, const Net& net, const A& X, std::size_t layer, surprise_options o = {}) {
+surprise_model prepare_surprise(const Policy& pol, const Net& net, const A& X, std::size_t layer, surprise_options o = {}) {
   check_layer_index(net, layer, "prepare_surprise");
   const std::size_t nl = layer_count(net);
   if (o.output_layer == std::size_t(-1)) o.output_layer = nl - 1;
@@ -577,7 +577,7 @@ surprise_model prepare_surprise(const Net& net, const A& X, std::size_t layer, s
 
 namespace detail {
 template <class Policy, class Net, class A>
-std::vector<double> surprise_values_of(Policy&& pol, const Net& net, const surprise_model& m, const A& X, surprise_kind kind) {
+std::vector<double> surprise_values_of(const Policy& pol, const Net& net, const surprise_model& m, const A& X, surprise_kind kind) {
   check_fingerprint(m.fingerprint, model_fingerprint(net), kind == surprise_kind::lsa ? "lsa_values" : "dsa_values");
   const std::size_t n = sample_count(net, X, kind == surprise_kind::lsa ? "lsa_values" : "dsa_values");
   std::vector<double> out(n);
@@ -594,7 +594,7 @@ std::vector<double> surprise_values_of(Policy&& pol, const Net& net, const surpr
 /// Per-input LSA of X ([N, input shape...]); m must be of this network (data_error otherwise).
 template <class Policy, class Net, class A>
   requires execution::is_execution_policy_v<Policy>
-std::vector<double> lsa_values(Policy&& pol, const Net& net, const surprise_model& m, const A& X) {
+std::vector<double> lsa_values(const Policy& pol, const Net& net, const surprise_model& m, const A& X) {
   return detail::surprise_values_of(pol, net, m, X, surprise_kind::lsa);
 }
 template <class Net, class A>
@@ -605,7 +605,7 @@ std::vector<double> lsa_values(const Net& net, const surprise_model& m, const A&
 /// Per-input DSA of X.
 template <class Policy, class Net, class A>
   requires execution::is_execution_policy_v<Policy>
-std::vector<double> dsa_values(Policy&& pol, const Net& net, const surprise_model& m, const A& X) {
+std::vector<double> dsa_values(const Policy& pol, const Net& net, const surprise_model& m, const A& X) {
   return detail::surprise_values_of(pol, net, m, X, surprise_kind::dsa);
 }
 template <class Net, class A>

@@ -73,7 +73,7 @@ T broadcast(const communicator& comm, const T& v, int root = 0) {
 /// over the ranks; on root (every rank with broadcast).  c itself is not changed.
 template <class Policy, class Net, class A, CoverageCriterion C>
   requires execution::is_execution_policy_v<Policy>
-std::optional<C> measure(const communicator& comm, Policy&& pol, const Net& net, const A& X, const C& c,
+std::optional<C> measure(const communicator& comm, const Policy& pol, const Net& net, const A& X, const C& c,
                          const reduce_options& ro = {}) {
   const std::size_t n = X.dimension() ? X.shape()[0] : 0;
   return map_reduce(
