@@ -27,4 +27,12 @@ struct is_execution_policy
 template <class P>
 inline constexpr bool is_execution_policy_v = is_execution_policy<std::decay_t<P>>::value;
 
+/// Specialise (to true_type) for a policy whose analyses batch work across samples, segments or
+/// seeds into large device passes (the thrust one): e.g. DFlare then advances every seed's search
+/// in lockstep and sends one batch of queries per round instead of one query per seed.
+template <class P>
+struct is_batching_policy : std::false_type {};
+template <class P>
+inline constexpr bool is_batching_policy_v = is_batching_policy<std::decay_t<P>>::value;
+
 }  // namespace nnlens::execution

@@ -51,6 +51,8 @@ inline constexpr thrust_policy thrust{};
 
 template <>
 struct is_execution_policy<thrust_policy> : std::true_type {};
+template <>
+struct is_batching_policy<thrust_policy> : std::true_type {};
 }  // namespace execution
 
 using thrust_policy = execution::thrust_policy;
