@@ -3,6 +3,12 @@
 //
 //   auto r = dflare(f, g, seeds, n, {.image = {1, 28, 28}, .max_queries = 1000, .seed = 1});
 //   auto r = dflare(execution::par, f, g, seeds, n, opts);       // seeds on the thread pool
+//   auto r = dflare(execution::thrust, f, g, seeds, n, opts);    // seeds in lockstep: one batch of
+//                                      queries per round (any batching policy; thrust/black_box.hpp
+//                                      wraps a network to run those batches on the thrust device)
+//   opts.lockstep = true; dflare(f, g, ...)  the same lockstep driver on the host (black boxes with
+//                                      a batching runtime behind them; with execution::par, the
+//                                      seeds are split into o.threads groups, one per thread)
 //   r.seeds[i].status, .queries, .seconds, .label_f, .label_g, .input   (the triggering input)
 //   r.summary()   success rate, mean queries / seconds over the successful seeds
 //   merge(r1, r2) the results of disjoint seed sets (threads, processes), sorted by seed index
@@ -26,11 +32,21 @@
 // the corpus are reset for every seed.  The budget is per seed: max_queries mutant queries (the
 // seed's query is not counted) and/or max_seconds of wall clock, timed from after the seed query.
 //
+// Lockstep (lockstep.hpp): round 0 queries every seed (one batch per model), then each round every
+// active seed proposes one mutant and the round's mutants go to f and to g as one batch each;
+// finished seeds (found, budget, failure) drop out.  Each seed keeps its own RNG and state
+// (detail::dflare_search), so it takes the same steps as alone.  Its time budget and `seconds`
+// run from the end of round 0 (wall time, the other seeds' queries included: a seed's latency,
+// not its share); on_seed and the progress bar see seeds in the order they finish.
+//
 // requires: f and g have the same input_size (= image.size()) and classes; seeds are n images of
 //           raw pixels in [0,255], C x H x W; f.predict / g.predict thread-safe for execution::par.
 // ensures:  with a query budget only (max_seconds = 0), the result depends only on (f, g, seeds,
 //           options): every seed has its own RNG, derived from options.seed and the seed's index,
-//           so seq == par and split runs merged == one run.  A black box that throws
+//           so seq == par == lockstep (field for field but `seconds`, for black boxes that answer
+//           a row the same alone and in a batch, e.g. wrap(net) on the host) and split runs
+//           merged == one run.  In lockstep, a batch that throws is retried seed by seed, so only
+//           the seeds whose own query throws fail (lockstep.hpp).  A black box that throws
 //           nnlens::error (or std::exception) for a seed marks that seed `failed` with the message;
 //           the other seeds still run.
 #pragma once
@@ -58,6 +74,7 @@
 #include "nnlens/core/progress.hpp"
 #include "nnlens/core/thread_pool.hpp"
 #include "nnlens/difftest/black_box.hpp"
+#include "nnlens/difftest/lockstep.hpp"
 #include "nnlens/difftest/mutation.hpp"
 #include "nnlens/difftest/selection.hpp"
 
@@ -184,6 +201,8 @@ struct dflare_options {
   std::uint64_t seed = 0;            // RNG seed (each input seed gets its own stream)
   std::size_t first_index = 0;       // index of seeds[0] (for runs over parts of a seed set)
   std::size_t threads = 0;           // execution::par: 0 = the process-wide pool
+  bool lockstep = false;             // advance all seeds together, one batch of queries per round
+                                     // (lockstep.hpp); always so under a batching policy
   bool keep_inputs = true;           // store each triggering input in its seed_result
   bool progress = false;             // a progress bar on stderr
   std::function<void(const seed_result&)> on_seed;  // called after each seed (any thread, serialised)
@@ -263,75 +282,192 @@ inline void check_probs(std::span<const float> p, const black_box& b, std::size_
       throw value_error(nnlens::detail::concat("dflare: black box '", b.name, "' returned a non-finite probability for seed ", seed));
 }
 
-/// One seed's search (Algorithm 1).  Throws whatever the black boxes throw.
-inline void dflare_one(const black_box& f, const black_box& g, std::span<const float> x_s, const dflare_options& o,
-                       seed_result& r) {
-  using clock = std::chrono::steady_clock;
-  const std::size_t c = f.classes, isz = f.input_size;
-  std::mt19937_64 rng(splitmix64(o.seed ^ splitmix64(r.index)));
-  std::vector<float> pf(c), pg(c), x_max(x_s.begin(), x_s.end()), x(isz);
-  for (float v : x_s)
-    if (!(v >= 0.f && v <= 255.f))
-      throw value_error(nnlens::detail::concat("dflare: seed ", r.index, " has a value ", v, " outside the pixel range [0,255]"));
-  f.predict(x_s, 1, pf);
-  g.predict(x_s, 1, pg);
-  check_probs(pf, f, r.index);
-  check_probs(pg, g, r.index);
-  r.seed_label = top1(pf);
-  r.label_f = r.seed_label;
-  r.label_g = top1(pg);
-  if (is_triggering(pf, pg)) {
-    r.status = seed_status::already_triggering;
-    return;
+/// One seed's search (Algorithm 1) as a resumable state (the concept lockstep_search of
+/// lockstep.hpp): the first proposal is the seed itself, then one mutant per step; r is filled as
+/// the search goes.  propose / observe throw what the checks throw (a seed outside [0,255], a
+/// non-finite probability); the caller records a failure.  Runs in any driver: dflare_one below
+/// (one seed, queries of one row) or run_lockstep (all seeds, one batch per round), with the same
+/// steps, RNG draws and results.
+class dflare_search {
+ public:
+  dflare_search(const black_box& f, const black_box& g, std::span<const float> x_s, const dflare_options& o,
+                seed_result& r)
+      : f_(&f), g_(&g), o_(&o), r_(&r), x_s_(x_s), rng_(splitmix64(o.seed ^ splitmix64(r.index))),
+        sel_(o.pool.size(), o.selection, o.epsilon), corpus_(o.tau) {}
+
+  bool done() const { return phase_ == phase::over; }
+
+  /// Writes the next input to query into x (the seed, then mutants of x_max); false when the
+  /// search is over (the budget ran out: r's seconds and corpus are set).
+  bool propose(std::span<float> x) {
+    if (phase_ == phase::seed) {
+      for (float v : x_s_)
+        if (!(v >= 0.f && v <= 255.f))
+          throw value_error(nnlens::detail::concat("dflare: seed ", r_->index, " has a value ", v,
+                                                   " outside the pixel range [0,255]"));
+      std::copy(x_s_.begin(), x_s_.end(), x.begin());
+      return true;
+    }
+    if (phase_ == phase::over) return false;
+    if ((o_->max_queries && r_->queries >= o_->max_queries) || (o_->max_seconds > 0 && elapsed() >= o_->max_seconds)) {
+      finish();
+      return false;
+    }
+    sel_.record_selection(op_);
+    x_.assign(x_max_.begin(), x_max_.end());
+    mutate(o_->pool[op_], x_, o_->image, rng_, o_->mutations);
+    std::copy(x_.begin(), x_.end(), x.begin());
+    return true;
   }
-  const auto t0 = clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - t0).count(); };
-  operator_selector sel(o.pool.size(), o.selection, o.epsilon);
-  novelty_corpus corpus(o.tau);
-  const bool use_novelty = o.accept != acceptance::no_novelty;
-  if (use_novelty) corpus.insert(pf, pg);
-  fitness_record best;
-  if (o.accept == acceptance::paper) best = {output_distance(pf, pg), false};
-  if (o.accept == acceptance::no_novelty) best = {-1.0, false};
-  std::optional<std::size_t> last_accepted;
-  std::size_t op = std::uniform_int_distribution<std::size_t>(0, o.pool.size() - 1)(rng);
-  r.status = seed_status::not_found;
-  for (;;) {
-    if (o.max_queries && r.queries >= o.max_queries) break;
-    if (o.max_seconds > 0 && elapsed() >= o.max_seconds) break;
-    sel.record_selection(op);
-    std::copy(x_max.begin(), x_max.end(), x.begin());
-    mutate(o.pool[op], x, o.image, rng, o.mutations);
-    f.predict(x, 1, pf);
-    g.predict(x, 1, pg);
+
+  /// f's and g's probabilities on the input last proposed.
+  void observe(std::span<const float> pf, std::span<const float> pg) {
+    seed_result& r = *r_;
+    if (phase_ == phase::seed) {
+      check_probs(pf, *f_, r.index);
+      check_probs(pg, *g_, r.index);
+      r.seed_label = top1(pf);
+      r.label_f = r.seed_label;
+      r.label_g = top1(pg);
+      if (is_triggering(pf, pg)) {
+        r.status = seed_status::already_triggering;
+        phase_ = phase::over;
+        return;
+      }
+      t0_ = clock::now();
+      if (use_novelty()) corpus_.insert(pf, pg);
+      if (o_->accept == acceptance::paper) best_ = {output_distance(pf, pg), false};
+      if (o_->accept == acceptance::no_novelty) best_ = {-1.0, false};
+      x_max_.assign(x_s_.begin(), x_s_.end());
+      op_ = std::uniform_int_distribution<std::size_t>(0, o_->pool.size() - 1)(rng_);
+      r.status = seed_status::not_found;
+      phase_ = phase::search;
+      return;
+    }
     ++r.queries;
-    check_probs(pf, f, r.index);
-    check_probs(pg, g, r.index);
+    check_probs(pf, *f_, r.index);
+    check_probs(pg, *g_, r.index);
     if (is_triggering(pf, pg)) {
-      sel.record_success(op);
+      sel_.record_success(op_);
       r.status = seed_status::found;
       r.label_f = top1(pf);
       r.label_g = top1(pg);
-      if (o.keep_inputs) r.input = x;
-      r.probs_f = pf;
-      r.probs_g = pg;
-      break;
+      if (o_->keep_inputs) r.input = x_;
+      r.probs_f.assign(pf.begin(), pf.end());
+      r.probs_g.assign(pg.begin(), pg.end());
+      finish();
+      return;
     }
-    const fitness_record rec{output_distance(pf, pg), use_novelty && corpus.test_and_insert(pf, pg)};
-    if (accepts(o.accept, rec, best, o.delta)) {
-      x_max.swap(x);
-      best = rec;
-      sel.record_success(op);
-      last_accepted = op;
+    const fitness_record rec{output_distance(pf, pg), use_novelty() && corpus_.test_and_insert(pf, pg)};
+    if (accepts(o_->accept, rec, best_, o_->delta)) {
+      x_max_.swap(x_);
+      best_ = rec;
+      sel_.record_success(op_);
+      last_accepted_ = op_;
       ++r.accepted;
       r.label_f = top1(pf);
       r.label_g = top1(pg);
     }
-    const bool by_acceptance = o.selection == selection_rule::reference || o.selection == selection_rule::last_accepted;
-    op = sel.select(by_acceptance ? last_accepted : std::optional<std::size_t>(op), rng);
+    const bool by_acceptance = o_->selection == selection_rule::reference || o_->selection == selection_rule::last_accepted;
+    op_ = sel_.select(by_acceptance ? last_accepted_ : std::optional<std::size_t>(op_), rng_);
   }
-  r.seconds = elapsed();
-  r.corpus = corpus.size();
+
+ private:
+  using clock = std::chrono::steady_clock;
+  enum class phase : std::uint8_t { seed, search, over };
+  bool use_novelty() const { return o_->accept != acceptance::no_novelty; }
+  double elapsed() const { return std::chrono::duration<double>(clock::now() - t0_).count(); }
+  void finish() {
+    r_->seconds = elapsed();
+    r_->corpus = corpus_.size();
+    phase_ = phase::over;
+  }
+
+  const black_box* f_;
+  const black_box* g_;
+  const dflare_options* o_;
+  seed_result* r_;
+  std::span<const float> x_s_;
+  std::mt19937_64 rng_;
+  operator_selector sel_;
+  novelty_corpus corpus_;
+  std::vector<float> x_max_, x_;
+  fitness_record best_;
+  std::optional<std::size_t> last_accepted_;
+  std::size_t op_ = 0;
+  clock::time_point t0_{};
+  phase phase_ = phase::seed;
+};
+
+/// One seed's search, one query (of one row) per step.  Throws whatever the black boxes throw.
+inline void dflare_one(const black_box& f, const black_box& g, std::span<const float> x_s, const dflare_options& o,
+                       seed_result& r) {
+  dflare_search s(f, g, x_s, o, r);
+  std::vector<float> x(f.input_size), pf(f.classes), pg(f.classes);
+  while (!s.done() && s.propose(x)) {
+    f.predict(x, 1, pf);
+    g.predict(x, 1, pg);
+    s.observe(pf, pg);
+  }
+}
+
+/// Records the exception e as seed r's failure (status failed, the message, no input).
+inline void fail_seed(seed_result& r, const std::exception_ptr& e) {
+  r.status = seed_status::failed;
+  r.input.clear();
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    r.error = ex.what();
+  } catch (...) {
+    r.error = "unknown exception";
+  }
+}
+
+/// The progress bar and options.on_seed of a run over n seeds: report(r) after each finished seed
+/// (any thread; serialised), finish(result) at the end.
+template <class Options>
+class seed_reporter {
+ public:
+  seed_reporter(const char* label, std::size_t n, const Options& o) : o_(&o) {
+    if (o.progress) bar_ = std::make_unique<progress_bar>(label, n);
+  }
+  void report(const seed_result& r) {
+    if (!bar_ && !o_->on_seed) return;
+    std::lock_guard lk(m_);
+    ++done_;
+    found_ += r.found();
+    searched_ += r.found() || r.status == seed_status::not_found;
+    if (o_->on_seed) o_->on_seed(r);
+    if (bar_) bar_->update(done_, [&] { return nnlens::detail::concat("found ", found_, "/", searched_); });
+  }
+  void finish(const dflare_result& res) {
+    if (!bar_) return;
+    const auto s = res.summary();
+    bar_->finish(nnlens::detail::concat("found ", s.found, "/", s.searched, "  mean queries ", s.mean_queries));
+  }
+
+ private:
+  const Options* o_;
+  std::unique_ptr<progress_bar> bar_;
+  std::mutex m_;
+  std::size_t done_ = 0, found_ = 0, searched_ = 0;
+};
+
+/// Runs work(i) for i in [0, groups) on the pool the policy names (execution::par: o.threads
+/// threads if set, else the process-wide pool); in order on the calling thread otherwise.
+template <class Policy, class Options, class Work>
+void for_each_group(std::size_t groups, const Options& o, Work&& work) {
+  if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>) {
+    if (o.threads) {
+      nnlens::detail::thread_pool pool(o.threads);
+      pool.parallel_for(groups, work);
+    } else {
+      nnlens::detail::default_pool().parallel_for(groups, work);
+    }
+  } else {
+    for (std::size_t i = 0; i < groups; ++i) work(i);
+  }
 }
 
 }  // namespace detail
@@ -347,57 +483,68 @@ dflare_result run_seeds(const char* label, std::size_t input_size, std::span<con
                         Search&& search) {
   dflare_result res;
   res.seeds.resize(n);
-  std::mutex m;
-  std::size_t done = 0, found = 0, searched = 0;
-  std::unique_ptr<progress_bar> bar;
-  if (o.progress) bar = std::make_unique<progress_bar>(label, n);
-  auto run = [&](std::size_t i) {
+  seed_reporter<Options> rep(label, n, o);
+  for_each_group<Policy>(n, o, [&](std::size_t i) {
     seed_result& r = res.seeds[i];
     r.index = o.first_index + i;
     try {
       search(seeds.subspan(i * input_size, input_size), r);
-    } catch (const std::exception& e) {
-      r.status = seed_status::failed;
-      r.error = e.what();
-      r.input.clear();
     } catch (...) {
-      r.status = seed_status::failed;
-      r.error = "unknown exception";
-      r.input.clear();
+      fail_seed(r, std::current_exception());
     }
-    if (!bar && !o.on_seed) return;
-    std::lock_guard lk(m);
-    ++done;
-    found += r.found();
-    searched += r.found() || r.status == seed_status::not_found;
-    if (o.on_seed) o.on_seed(r);
-    if (bar) bar->update(done, [&] { return nnlens::detail::concat("found ", found, "/", searched); });
-  };
-  if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>) {
-    if (o.threads) {
-      nnlens::detail::thread_pool pool(o.threads);
-      pool.parallel_for(n, run);
-    } else {
-      nnlens::detail::default_pool().parallel_for(n, run);
+    rep.report(r);
+  });
+  rep.finish(res);
+  return res;
+}
+
+/// DFlare's lockstep driver (lockstep.hpp): the seeds in `groups` contiguous groups (for_each_group),
+/// each group's searches advanced together, one batch of queries per round; stats (if given)
+/// receives the merged lockstep statistics.
+template <class Policy>
+dflare_result dflare_lockstep(const black_box& f, const black_box& g, std::span<const float> seeds, std::size_t n,
+                              const dflare_options& o, lockstep_stats* stats = nullptr) {
+  dflare_result res;
+  res.seeds.resize(n);
+  seed_reporter<dflare_options> rep("dflare", n, o);
+  std::size_t groups = n ? 1 : 0;
+  if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>)
+    groups = std::min(n, o.threads ? o.threads : nnlens::detail::default_pool().size());
+  std::mutex m;
+  for_each_group<Policy>(groups, o, [&](std::size_t gi) {
+    const std::size_t b = gi * n / groups, e = (gi + 1) * n / groups, isz = f.input_size;
+    std::vector<dflare_search> searches;
+    searches.reserve(e - b);
+    for (std::size_t i = b; i < e; ++i) {
+      res.seeds[i].index = o.first_index + i;
+      searches.emplace_back(f, g, seeds.subspan(i * isz, isz), o, res.seeds[i]);
     }
-  } else {
-    for (std::size_t i = 0; i < n; ++i) run(i);
-  }
-  if (bar) {
-    const auto s = res.summary();
-    bar->finish(nnlens::detail::concat("found ", s.found, "/", s.searched, "  mean queries ", s.mean_queries));
-  }
+    lockstep_stats st;
+    run_lockstep(f, g, std::span<dflare_search>(searches), [&](std::size_t j, const std::exception_ptr& err) {
+      seed_result& r = res.seeds[b + j];
+      if (err) fail_seed(r, err);
+      rep.report(r);
+    }, &st);
+    if (stats) {
+      std::lock_guard lk(m);
+      *stats = merge(*stats, st);
+    }
+  });
+  rep.finish(res);
   return res;
 }
 
 }  // namespace detail
 
-/// DFlare over n seeds (raw pixel images, row-major), with the given execution policy.
+/// DFlare over n seeds (raw pixel images, row-major), with the given execution policy: seeds one
+/// by one (seq: in order, par: on the pool), or in lockstep (a batching policy such as
+/// execution::thrust, or options.lockstep: header comment).
 template <class Policy>
   requires execution::is_execution_policy_v<Policy>
 dflare_result dflare(const Policy&, const black_box& f, const black_box& g, std::span<const float> seeds, std::size_t n,
                      const dflare_options& o) {
   detail::check_dflare(f, g, seeds.size(), n, o);
+  if (execution::is_batching_policy_v<Policy> || o.lockstep) return detail::dflare_lockstep<Policy>(f, g, seeds, n, o);
   return detail::run_seeds<Policy>("dflare", f.input_size, seeds, n, o,
                                    [&](std::span<const float> x, seed_result& r) { detail::dflare_one(f, g, x, o, r); });
 }

@@ -1,0 +1,300 @@
+// DFlare's lockstep driver (difftest/lockstep.hpp, dflare.hpp): every seed advances one query per
+// round and the round's queries go to each black box as one batch; the results equal the
+// sequential driver's field for field (but wall-clock seconds) for query budgets.
+#include <doctest/doctest.h>
+
+#include <nnlens/difftest/black_box.hpp>
+#include <nnlens/difftest/dflare.hpp>
+#include <nnlens/difftest/lockstep.hpp>
+#include <nnlens/nnlens.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace nnlens;
+using namespace nnlens::difftest;
+
+namespace {
+
+const image_shape img{1, 4, 4};
+
+double mean_of(std::span<const float> x) {
+  double s = 0;
+  for (float v : x) s += v;
+  return s / double(x.size());
+}
+
+/// Class 0 iff the mean brightness is above `threshold` (a soft step of width 10), batched.
+black_box brightness(double threshold, std::string name) {
+  return wrap([threshold](std::span<const float> x, std::span<float> p) {
+    const double t = 1.0 / (1.0 + std::exp(-(mean_of(x) - threshold) / 10.0));
+    p[0] = float(t);
+    p[1] = float(1 - t);
+  }, img.size(), 2, std::move(name));
+}
+
+std::vector<float> constant_seeds(std::initializer_list<float> values) {
+  std::vector<float> s;
+  for (float v : values) s.insert(s.end(), img.size(), v);
+  return s;
+}
+
+std::vector<float> random_seeds(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> v(0, 255);
+  std::vector<float> s(n * img.size());
+  for (auto& e : s) e = float(v(rng));
+  return s;
+}
+
+dflare_options budget(std::size_t q) {
+  dflare_options o;
+  o.image = img;
+  o.max_queries = q;
+  o.max_seconds = 0;
+  o.seed = 7;
+  return o;
+}
+
+/// Every field but the wall-clock seconds.
+void check_identical(const dflare_result& a, const dflare_result& b) {
+  REQUIRE(a.seeds.size() == b.seeds.size());
+  for (std::size_t i = 0; i < a.seeds.size(); ++i) {
+    CAPTURE(i);
+    const seed_result &x = a.seeds[i], &y = b.seeds[i];
+    CHECK(x.index == y.index);
+    CHECK(x.status == y.status);
+    CHECK(x.queries == y.queries);
+    CHECK(x.seed_label == y.seed_label);
+    CHECK(x.label_f == y.label_f);
+    CHECK(x.label_g == y.label_g);
+    CHECK(x.input == y.input);
+    CHECK(x.probs_f == y.probs_f);
+    CHECK(x.probs_g == y.probs_g);
+    CHECK(x.accepted == y.accepted);
+    CHECK(x.corpus == y.corpus);
+    CHECK(x.error == y.error);
+  }
+  const auto s = a.summary(), t = b.summary();
+  CHECK(s.found == t.found);
+  CHECK(s.already_triggering == t.already_triggering);
+  CHECK(s.failed == t.failed);
+  CHECK(s.total_queries == t.total_queries);
+  CHECK(s.mean_queries == t.mean_queries);
+}
+
+/// Counts the calls and rows a black box receives.
+struct counter {
+  std::mutex m;
+  std::size_t calls = 0, rows = 0, max_batch = 0;
+};
+black_box counted(const black_box& b, std::shared_ptr<counter> c) {
+  black_box r = b;
+  r.predict = [p = b.predict, c](std::span<const float> x, std::size_t n, std::span<float> probs) {
+    {
+      std::lock_guard lk(c->m);
+      ++c->calls, c->rows += n, c->max_batch = std::max(c->max_batch, n);
+    }
+    p(x, n, probs);
+  };
+  return r;
+}
+
+dflare_result lockstep_run(const black_box& f, const black_box& g, std::span<const float> seeds, std::size_t n,
+                           dflare_options o) {
+  o.lockstep = true;
+  return dflare(f, g, seeds, n, o);
+}
+
+using MLP = Sequential<Input<1, 4, 4>, Flatten, Dense<8>, ReLU, Dense<3>>;
+
+}  // namespace
+
+TEST_CASE("lockstep: equals the sequential driver field for field on a pair that differs by construction") {
+  const auto f = brightness(100, "f"), g = brightness(104, "g");  // narrow band: searches of many lengths
+  // 101 and 102 trigger at once (already_triggering); the others search
+  const auto seeds = constant_seeds({200, 101, 180, 60, 102, 230, 20, 150});
+  for (acceptance a : {acceptance::paper, acceptance::reference, acceptance::no_novelty}) {
+    for (selection_rule s : {selection_rule::paper, selection_rule::reference}) {
+      CAPTURE(int(a));
+      CAPTURE(int(s));
+      auto o = budget(400);
+      o.accept = a;
+      o.selection = s;
+      const auto seq = dflare(f, g, seeds, 8, o);
+      const auto lock = lockstep_run(f, g, seeds, 8, o);
+      check_identical(seq, lock);
+      CHECK(lock.seeds[1].status == seed_status::already_triggering);
+      CHECK(lock.seeds[4].status == seed_status::already_triggering);
+      CHECK(lock.summary().found >= 5);
+    }
+  }
+  // a budget that runs out for some seeds; par + lockstep (groups of seeds on 2 threads)
+  auto o = budget(6);
+  const auto seq = dflare(f, g, seeds, 8, o);
+  CHECK(seq.summary().not_found > 0);
+  check_identical(seq, lockstep_run(f, g, seeds, 8, o));
+  o.threads = 2;
+  o.lockstep = true;
+  check_identical(seq, dflare(execution::par, f, g, seeds, 8, o));
+}
+
+TEST_CASE("lockstep: equals the sequential driver on networks (wrap(net) on the host)") {
+  MLP f;
+  initialize(f, 3);
+  // g1: f with two logits swapped (differs by construction); g2: f with perturbed weights
+  MLP g1 = f, g2 = f;
+  auto& last = g1.layer<3>();
+  for (std::size_t i = 0; i < last.W.shape()[0]; ++i) std::swap(last.W(i, 0), last.W(i, 1));
+  std::swap(last.b(0), last.b(1));
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> noise(0.f, 0.05f);
+  for (auto& w : g2.layer<1>().W) w += noise(rng);
+  const auto norm = normalization::divide_by(255);
+  const auto bf = wrap(f, "f", norm), bg1 = wrap(g1, "g1", norm), bg2 = wrap(g2, "g2", norm);
+  const auto seeds = random_seeds(24, 5);
+  for (const black_box* g : {&bg1, &bg2}) {
+    CAPTURE(g->name);
+    const auto o = budget(300);
+    auto cf = std::make_shared<counter>(), cg = std::make_shared<counter>();
+    const auto seq = dflare(bf, *g, seeds, 24, o);
+    const auto lock = lockstep_run(counted(bf, cf), counted(*g, cg), seeds, 24, o);
+    check_identical(seq, lock);
+    const auto s = lock.summary();
+    CHECK(s.already_triggering + s.searched == 24);
+    if (g == &bg1) CHECK(s.success_rate == 1.0);
+    // the batches are real: round 0 holds all 24 seeds; one call per round and model
+    CHECK(cf->max_batch == 24);
+    CHECK(cg->max_batch == 24);
+    CHECK(cf->rows == s.total_queries + 24);
+    CHECK(cf->calls == cg->calls);
+    std::size_t longest = 0;
+    for (const auto& r : lock.seeds) longest = std::max(longest, r.queries);
+    CHECK(cf->calls == longest + 1);  // rounds = the longest search + the seed round
+    CHECK(cf->calls < cf->rows);
+    MESSAGE(g->name, ": ", s.found, "/", s.searched, " found, ", cf->rows, " rows in ", cf->calls, " batches");
+  }
+}
+
+TEST_CASE("lockstep: the driver's statistics and a batching policy through dflare_lockstep") {
+  const auto f = brightness(100, "f"), g = brightness(120, "g");
+  const auto seeds = constant_seeds({200, 180, 60, 230, 110});
+  lockstep_stats st;
+  const auto r = difftest::detail::dflare_lockstep<execution::sequenced_policy>(f, g, seeds, 5, budget(300), &st);
+  check_identical(dflare(f, g, seeds, 5, budget(300)), r);
+  CHECK(st.max_batch == 5);
+  CHECK(st.rows == r.summary().total_queries + 5);
+  CHECK(st.retried_rounds == 0);
+  std::size_t longest = 0;
+  for (const auto& sr : r.seeds) longest = std::max(longest, sr.queries);
+  CHECK(st.rounds == longest + 1);
+  CHECK(merge(st, st).rows == 2 * st.rows);
+  CHECK(merge(st, st).max_batch == st.max_batch);
+}
+
+TEST_CASE("lockstep: a black box that throws on a batch fails only the seeds whose own query throws") {
+  const auto f = brightness(100, "f"), g0 = brightness(120, "g");
+  // throws when any row of the batch is the all-50 image (seed 1 before any mutation)
+  auto flaky_predict = [](const black_box& b) {
+    return [p = b.predict](std::span<const float> x, std::size_t n, std::span<float> probs) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto row = x.subspan(i * img.size(), img.size());
+        if (std::all_of(row.begin(), row.end(), [](float v) { return v == 50.f; }))
+          throw nnlens::error("external model crashed");
+      }
+      p(x, n, probs);
+    };
+  };
+  const auto seeds = constant_seeds({200, 50, 210, 230, 180});
+  for (bool flaky_f : {false, true}) {
+    CAPTURE(flaky_f);
+    black_box f2 = f, g2 = g0;
+    (flaky_f ? f2 : g2).predict = flaky_predict(flaky_f ? f : g0);
+    auto o = budget(300);
+    std::size_t calls = 0;
+    o.on_seed = [&](const seed_result&) { ++calls; };
+    const auto seq = dflare(f2, g2, seeds, 5, o);
+    lockstep_stats st;
+    o.lockstep = true;
+    const auto lock = difftest::detail::dflare_lockstep<execution::sequenced_policy>(f2, g2, seeds, 5, o, &st);
+    CHECK(calls == 10);
+    check_identical(seq, lock);
+    CHECK(lock.seeds[1].status == seed_status::failed);
+    CHECK(lock.seeds[1].error == "external model crashed");
+    for (std::size_t i : {0, 2, 3, 4}) CHECK(lock.seeds[i].status == seed_status::found);
+    CHECK(st.retried_rounds == 1);  // round 0 only: seed 1 left after it
+  }
+  // a black box that refuses every batch of more than one row: every round is retried row by row,
+  // and the results still equal the sequential ones
+  black_box single = g0;
+  single.predict = [p = g0.predict](std::span<const float> x, std::size_t n, std::span<float> probs) {
+    if (n > 1) throw nnlens::error("batches unsupported");
+    p(x, n, probs);
+  };
+  lockstep_stats st;
+  const auto lock = difftest::detail::dflare_lockstep<execution::sequenced_policy>(f, single, seeds, 5, budget(300), &st);
+  check_identical(dflare(f, single, seeds, 5, budget(300)), lock);
+  CHECK(lock.summary().failed == 0);
+  CHECK(st.retried_rounds > 0);
+  // a non-finite answer in one row fails that seed only (the check runs per row)
+  auto nan_on_50 = wrap([p = g0.predict](std::span<const float> x, std::size_t n, std::span<float> probs) {
+    p(x, n, probs);
+    for (std::size_t i = 0; i < n; ++i)
+      if (x[i * img.size()] == 50.f) probs[2 * i] = NAN;
+  }, img.size(), 2, "nan");
+  const auto rn = lockstep_run(f, nan_on_50, seeds, 5, budget(300));
+  check_identical(dflare(f, nan_on_50, seeds, 5, budget(300)), rn);
+  CHECK(rn.seeds[1].status == seed_status::failed);
+  CHECK(rn.seeds[1].error.find("non-finite") != std::string::npos);
+  // a seed outside [0,255] fails in its first proposal; the others run
+  auto bad = constant_seeds({200, 300, 210});
+  const auto rb = lockstep_run(f, g0, bad, 3, budget(300));
+  CHECK(rb.seeds[1].status == seed_status::failed);
+  CHECK(rb.seeds[0].status == seed_status::found);
+  CHECK(rb.seeds[2].status == seed_status::found);
+}
+
+TEST_CASE("lockstep: n = 0 and n = 1; first_index; input checks as the sequential driver") {
+  const auto f = brightness(100, "f"), g = brightness(120, "g");
+  auto o = budget(300);
+  o.lockstep = true;
+  const std::vector<float> none;
+  CHECK(dflare(f, g, none, 0, o).seeds.empty());
+  CHECK(dflare(execution::par, f, g, none, 0, o).seeds.empty());
+  const auto one = constant_seeds({200});
+  o.first_index = 41;
+  auto cf = std::make_shared<counter>();
+  const auto r1 = dflare(counted(f, cf), g, one, 1, o);
+  o.lockstep = false;
+  check_identical(dflare(f, g, one, 1, o), r1);
+  CHECK(r1.seeds[0].index == 41);
+  CHECK(r1.seeds[0].found());
+  CHECK(cf->max_batch == 1);
+  o.lockstep = true;
+  CHECK_THROWS_AS(dflare(f, g, one, 2, o), shape_error);
+  o.max_queries = 0;
+  CHECK_THROWS_AS(dflare(f, g, one, 1, o), value_error);
+}
+
+TEST_CASE("lockstep: a time budget stops every seed; on_seed and the progress bar see every seed") {
+  const auto f = brightness(100, "f");
+  const auto seeds = constant_seeds({200, 40, 220});
+  auto o = budget(0);
+  o.max_seconds = 0.02;
+  o.lockstep = true;
+  std::vector<std::size_t> seen;
+  o.on_seed = [&](const seed_result& r) { seen.push_back(r.index); };
+  const auto r = dflare(f, f, seeds, 3, o);
+  CHECK(seen.size() == 3);
+  for (const auto& sr : r.seeds) {
+    CHECK(sr.status == seed_status::not_found);
+    CHECK(sr.seconds >= 0.02);
+    CHECK(sr.queries > 0);
+  }
+}
