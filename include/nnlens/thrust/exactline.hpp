@@ -1,0 +1,429 @@
+// nnlens/thrust/exactline.hpp -- ExactLine over many segments on the thrust device system.
+//
+//   auto v = exact_lines(nnlens::execution::thrust, net, A, B, opts);   // A, B: n rows; segment i = A[i] -> B[i]
+//   nnlens::thrust_policy{.batch = 1024}   segments per device pass (default 256 on CPU systems,
+//                                          8192 on CUDA, as for forward)
+//
+// The same result type, options, statistics and errors as the host exact_lines(policy, ...)
+// (nnlens/exactline/line.hpp).  Algorithm: all segments of a pass at once, layer by layer.  The
+// points of every segment are rows of one device batch sorted by (segment, t), holding the ratio t
+// (R = double) and the tensor before the next layer (in S).  Affine layers (Dense, Conv2D, Flatten)
+// map all rows with the thrust kernels of nnlens/thrust/network.hpp.  At a split layer (ReLU,
+// MaxPool2D, or the two fused, as the host does with fuse_max_pool): per pair of consecutive points
+// of a segment the candidate ratios are counted, offset by an exclusive scan, written, sorted by
+// (pair, s) and merged with the host's rules (exact repeats dropped, ratios within merge_tol of the
+// last kept point or of the pair's end counted in stats.merged); the new rows are interpolated from
+// the pair's ends (exact on an affine piece), or recomputed from the input with `reanchor`; then
+// the layer runs on every row (nnlens/thrust/exactline_kernels.hpp).  `validate` runs on the host
+// afterwards, as in line.hpp.
+//
+// requires: every layer is Dense, Conv2D, Flatten, ReLU or MaxPool2D (for a Sequential a compile
+//           error names the layer: error_thrust_backend_has_no_kernel_for<L>; for a DynamicNetwork a
+//           logic_error naming it is thrown before any segment runs, also with keep_going); R = double.
+// ensures:  the same pieces as the host policy where the layers' values agree: the affine kernels
+//           sum in input-index order, the host GEMM in its own blocked order, so values differ by
+//           rounding (docs/scale.md: worst ratio difference on ACAS Xu); a segment with an error
+//           (shape_error, value_error, limit_error: the host's messages) is left out of the device
+//           batch; without keep_going the first failing segment's error is rethrown, prefixed
+//           "exact_lines: segment i: ", after all the others ran.
+#pragma once
+
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <thrust/copy.h>
+#include <thrust/device_vector.h>
+#include <thrust/iterator/zip_iterator.h>
+#include <thrust/scan.h>
+#include <thrust/sort.h>
+#include <thrust/tuple.h>
+
+#include "nnlens/exactline/line.hpp"
+#include "nnlens/thrust/exactline_kernels.hpp"
+#include "nnlens/thrust/network.hpp"
+#include "nnlens/thrust/policy.hpp"
+
+namespace nnlens {
+
+namespace detail::thrust_line {
+
+using idx = std::size_t;
+namespace tk = thrust_kernels::line;
+
+template <class L>
+struct is_max_pool : std::false_type {};
+template <pool_geometry G>
+struct is_max_pool<MaxPool2DG<G>> : std::true_type {};
+
+enum class kind { affine, relu, pool };
+
+/// One layer as the engine sees it: its kind, shapes, pool window and device forward pass.
+template <class T>
+struct layer_run {
+  kind k = kind::affine;
+  shape in{}, out{};
+  thrust_kernels::window_dims pool{};
+  std::function<void(idx, const T*, T*)> forward;
+};
+
+template <class L>
+thrust_kernels::window_dims pool_dims(const L& l, shape in, shape out) {
+  const pool_geometry g = layer_traits<L>::geometry_of(&l);
+  thrust_kernels::window_dims d;
+  d.C = in[0], d.H = in[1], d.W = in[2], d.O = out[0], d.OH = out[1], d.OW = out[2];
+  d.kh = g.kh, d.kw = g.kw, d.sh = g.stride_h, d.sw = g.stride_w, d.pt = g.pad_top, d.pl = g.pad_left;
+  return d;
+}
+
+/// The layers of net (already in scalar T) with their uploaded parameters.
+template <class T, class Net>
+std::vector<layer_run<T>> make_runs(const Net& net, std::vector<thrust_params<T>>& params) {
+  params.clear();
+  params.resize(layer_count(net));
+  std::vector<layer_run<T>> runs;
+  for_each_layer(net, [&](const auto& l, auto ii, shape in, shape out) {
+    using L = std::decay_t<decltype(l)>;
+    const std::size_t i = std::size_t(ii);
+    if constexpr (!PiecewiseLinearLayer<L>) {
+      throw logic_error(concat("exact_lines: layer ", i, " (", layer_traits<L>::name,
+                               ") is not piecewise-linear; ExactLine needs every layer piecewise-linear: run it on "
+                               "the logits (drop the ",
+                               layer_traits<L>::name, ")"));
+    } else if constexpr (!ThrustLayer<L>) {
+      throw logic_error(concat("exact_lines (thrust): layer ", i, " (", layer_traits<L>::name,
+                               ") has no thrust ExactLine kernels (Dense, Conv2D, Flatten, ReLU, MaxPool2D have); run "
+                               "exact_lines with execution::seq or execution::par"));
+    } else {
+      layer_run<T> r;
+      r.in = in, r.out = out;
+      if constexpr (pwl_is_affine<L>) {
+        r.k = kind::affine;
+      } else if constexpr (std::is_same_v<L, ReLU>) {
+        r.k = kind::relu;
+      } else if constexpr (is_max_pool<L>::value) {
+        r.k = kind::pool;
+        r.pool = pool_dims(l, in, out);
+      } else {
+        throw logic_error(concat("exact_lines (thrust): layer ", i, " (", layer_traits<L>::name,
+                                 ") has no thrust ExactLine rule; run exact_lines with execution::seq"));
+      }
+      thrust_layer<L>::upload(l, params[i]);
+      const thrust_params<T>* p = &params[i];
+      r.forward = [&l, p, in, out](idx n, const T* x, T* y) { thrust_layer<L>::forward(l, *p, in, out, n, x, y); };
+      runs.push_back(std::move(r));
+    }
+  });
+  return runs;
+}
+
+template <class V>
+auto raw(V& v) {
+  return ::thrust::raw_pointer_cast(v.data());
+}
+
+/// One pass: the segments `ids` (all valid) through every layer.
+template <class S, class R>
+class engine {
+ public:
+  engine(const line_options& o, const std::vector<layer_run<S>>& runs) : opt_(o), runs_(runs) {}
+
+  /// Runs segments A[ids[j]] -> B[ids[j]]; fills res[ids[j]] or eps[ids[j]].
+  void run(const std::vector<std::vector<S>>& A, const std::vector<std::vector<S>>& B, const std::vector<idx>& ids,
+           std::vector<line_result<S, R>>& res, std::vector<std::exception_ptr>& eps) {
+    G_ = ids.size();
+    if (G_ == 0) return;
+    const idx di = A[ids[0]].size();
+    d_ = di;
+    {  // two rows per segment: t = 0 (P) and t = 1 (Q)
+      std::vector<idx> seg(2 * G_);
+      std::vector<R> t(2 * G_);
+      std::vector<S> v(2 * G_ * di);
+      for (idx j = 0; j < G_; ++j) {
+        seg[2 * j] = seg[2 * j + 1] = j;
+        t[2 * j] = R(0), t[2 * j + 1] = R(1);
+        std::copy(A[ids[j]].begin(), A[ids[j]].end(), v.begin() + std::ptrdiff_t(2 * j * di));
+        std::copy(B[ids[j]].begin(), B[ids[j]].end(), v.begin() + std::ptrdiff_t((2 * j + 1) * di));
+      }
+      seg_.assign(seg.begin(), seg.end());
+      t_.assign(t.begin(), t.end());
+      v_.assign(v.begin(), v.end());
+      if (opt_.reanchor) {
+        std::vector<S> p(G_ * di), q(G_ * di);
+        for (idx j = 0; j < G_; ++j) {
+          std::copy(A[ids[j]].begin(), A[ids[j]].end(), p.begin() + std::ptrdiff_t(j * di));
+          std::copy(B[ids[j]].begin(), B[ids[j]].end(), q.begin() + std::ptrdiff_t(j * di));
+        }
+        P_.assign(p.begin(), p.end());
+        Q_.assign(q.begin(), q.end());
+      }
+    }
+    off_.resize(G_ + 1);
+    for (idx j = 0; j <= G_; ++j) off_[j] = 2 * j;
+    doff_.assign(off_.begin(), off_.end());
+    live_.assign(G_, 1);
+    err_.assign(G_, nullptr);
+    stats_.assign(G_, line_stats{});
+
+    const idx nl = runs_.size();
+    for (idx i = 0; i < nl; ++i) {
+      const auto& L = runs_[i];
+      const bool fusable = L.k != kind::affine && opt_.fuse_max_pool && i + 1 < nl &&
+                           ((L.k == kind::relu && runs_[i + 1].k == kind::pool) ||
+                            (L.k == kind::pool && runs_[i + 1].k == kind::relu));
+      if (fusable) {
+        auto dm = L.k == kind::pool ? L.pool : runs_[i + 1].pool;
+        dm.C = L.in[0], dm.H = L.in[1], dm.W = L.in[2];
+        refine(tk::pool_proposer<S, R>{dm, true, S(0)}, i);
+        apply(i);
+        apply(i + 1);
+        push_points();
+        push_points();
+        ++i;
+        continue;
+      }
+      if (L.k == kind::relu) refine(tk::relu_proposer<S, R>{d_}, i);
+      if (L.k == kind::pool) refine(tk::pool_proposer<S, R>{L.pool, false, S(0)}, i);
+      apply(i);
+      push_points();
+    }
+
+    // results
+    const idx n = t_.size();
+    std::vector<R> t(n);
+    std::vector<S> v(n * d_);
+    ::thrust::copy(t_.begin(), t_.end(), t.begin());
+    ::thrust::copy(v_.begin(), v_.end(), v.begin());
+    for (idx j = 0; j < G_; ++j) {
+      const idx g = ids[j];
+      if (!live_[j]) {
+        eps[g] = err_[j];
+        continue;
+      }
+      auto& r = res[g];
+      r.t.assign(t.begin() + std::ptrdiff_t(off_[j]), t.begin() + std::ptrdiff_t(off_[j + 1]));
+      r.values.assign(v.begin() + std::ptrdiff_t(off_[j] * d_), v.begin() + std::ptrdiff_t(off_[j + 1] * d_));
+      r.stats = std::move(stats_[j]);
+    }
+  }
+
+ private:
+  const line_options& opt_;
+  const std::vector<layer_run<S>>& runs_;
+  idx G_ = 0, d_ = 0;
+  ::thrust::device_vector<idx> seg_, seg2_, doff_, doff2_, cnt_, coff_, pair_, keep_, kept_, koff_, merged_, gpos_,
+      mseg_, pseg_, fresh_;
+  ::thrust::device_vector<R> t_, t2_, s_;
+  ::thrust::device_vector<S> v_, v2_, P_, Q_, x0_, x1_;
+  std::vector<idx> off_;
+  std::vector<char> live_;
+  std::vector<std::exception_ptr> err_;
+  std::vector<line_stats> stats_;
+
+  void push_points() {
+    for (idx j = 0; j < G_; ++j)
+      if (live_[j]) stats_[j].points.push_back(off_[j + 1] - off_[j]);
+  }
+
+  void apply(idx i) {
+    const idx n = t_.size(), dout = runs_[i].out.size();
+    v2_.resize(n * dout);
+    runs_[i].forward(n, raw(v_), raw(v2_));
+    v_.swap(v2_);
+    d_ = dout;
+  }
+
+  template <class P>
+  void refine(const P& prop, idx layer) {
+    const idx n = t_.size(), d = d_;
+    if (n < 2) return;
+    cnt_.resize(n);
+    coff_.resize(n);
+    tk::launch(n, tk::count_pairs<S, R, P>{raw(seg_), raw(v_), n, d, prop, raw(cnt_)});
+    ::thrust::exclusive_scan(::thrust::device, raw(cnt_), raw(cnt_) + n, raw(coff_));
+    const idx total = coff_[n - 1];  // cnt[n - 1] == 0
+    if (total == 0) return;
+    s_.resize(total);
+    pair_.resize(total);
+    tk::launch(n, tk::fill_pairs<S, R, P>{raw(cnt_), raw(coff_), raw(v_), d, prop, raw(s_), raw(pair_)});
+    auto z = ::thrust::make_zip_iterator(::thrust::make_tuple(raw(pair_), raw(s_)));
+    ::thrust::sort(::thrust::device, z, z + std::ptrdiff_t(total));
+    keep_.resize(total);
+    kept_.resize(n);
+    merged_.resize(n);
+    tk::launch(n, tk::merge_pairs<R>{raw(cnt_), raw(coff_), raw(t_), raw(s_), R(opt_.merge_tol), raw(keep_), raw(kept_),
+                                     raw(merged_)});
+    koff_.resize(n);
+    ::thrust::exclusive_scan(::thrust::device, raw(kept_), raw(kept_) + n, raw(koff_));
+    const idx K = koff_[n - 1];
+    gpos_.resize(total);
+    ::thrust::exclusive_scan(::thrust::device, raw(keep_), raw(keep_) + total, raw(gpos_));
+    doff2_.resize(G_ + 1);
+    mseg_.resize(G_);
+    pseg_.resize(G_);
+    tk::launch(G_ + 1, tk::segment_update{raw(doff_), raw(koff_), raw(cnt_), raw(merged_), n, K, G_, raw(doff2_),
+                                          raw(mseg_), raw(pseg_)});
+    std::vector<idx> off2(G_ + 1), mseg(G_), pseg(G_);
+    ::thrust::copy(doff2_.begin(), doff2_.end(), off2.begin());
+    ::thrust::copy(mseg_.begin(), mseg_.end(), mseg.begin());
+    ::thrust::copy(pseg_.begin(), pseg_.end(), pseg.begin());
+    bool failed = false;
+    for (idx j = 0; j < G_; ++j) {
+      if (!live_[j] || pseg[j] == 0) continue;
+      stats_[j].merged += mseg[j];
+      const idx points = off2[j + 1] - off2[j];
+      try {
+        check_caps(points, d, layer);
+      } catch (const error&) {
+        err_[j] = std::current_exception();
+        live_[j] = 0;
+        failed = true;
+      }
+    }
+    if (K > 0) {
+      seg2_.resize(n + K);
+      t2_.resize(n + K);
+      v2_.resize((n + K) * d);
+      if (opt_.reanchor) fresh_.resize(K);
+      tk::launch(n, tk::scatter_old<S, R>{raw(seg_), raw(t_), raw(v_), raw(koff_), d, raw(seg2_), raw(t2_), raw(v2_)});
+      tk::launch(total, tk::scatter_new<S, R>{raw(seg_), raw(t_), raw(v_), raw(pair_), raw(s_), raw(keep_), raw(gpos_), d,
+                                               raw(seg2_), raw(t2_), raw(v2_),
+                                               opt_.reanchor ? raw(fresh_) : static_cast<idx*>(nullptr)});
+      seg_.swap(seg2_);
+      t_.swap(t2_);
+      v_.swap(v2_);
+      off_ = off2;
+      doff_.swap(doff2_);
+      if (opt_.reanchor) reanchor(K, layer);
+    }
+    if (failed) compact();
+  }
+
+  void check_caps(idx points, idx d, idx layer) const {
+    if (points - 1 > opt_.max_pieces)
+      throw limit_error(concat("exact_line: layer ", layer, " splits the segment into ", points - 1,
+                               " pieces, more than max_pieces = ", opt_.max_pieces));
+    const double bytes = double(points) * double(d) * double(sizeof(S)) * 2;
+    if (bytes > double(opt_.max_bytes))
+      throw limit_error(concat("exact_line: layer ", layer, " needs ", bytes / (1 << 20), " MiB for ", points,
+                               " points of width ", d, ", more than max_bytes = ", opt_.max_bytes / (1 << 20), " MiB"));
+  }
+
+  /// The K new rows recomputed from P + t (Q - P) through the layers before `layer`.
+  void reanchor(idx K, idx layer) {
+    const idx di = runs_.empty() ? d_ : runs_[0].in.size();
+    x0_.resize(K * di);
+    tk::launch(K, tk::endpoints_at<S, R>{raw(fresh_), raw(seg_), raw(t_), raw(P_), raw(Q_), di, raw(x0_)});
+    idx w = di;
+    for (idx i = 0; i < layer; ++i) {
+      const idx dout = runs_[i].out.size();
+      x1_.resize(K * dout);
+      runs_[i].forward(K, raw(x0_), raw(x1_));
+      x0_.swap(x1_);
+      w = dout;
+    }
+    NNLENS_EXPECTS(w == d_);
+    tk::launch(K, tk::scatter_rows<S>{raw(fresh_), raw(x0_), d_, raw(v_)});
+  }
+
+  /// Drops the rows of segments that failed.
+  void compact() {
+    const idx n = t_.size();
+    ::thrust::device_vector<idx> live(live_.begin(), live_.end()), flag(n), pos(n);
+    tk::launch(n, tk::live_flag{raw(seg_), raw(live), raw(flag)});
+    ::thrust::exclusive_scan(::thrust::device, raw(flag), raw(flag) + n, raw(pos));
+    std::vector<idx> off(G_ + 1, 0);
+    for (idx j = 0; j < G_; ++j) off[j + 1] = off[j] + (live_[j] ? off_[j + 1] - off_[j] : 0);
+    const idx m = off[G_];
+    seg2_.resize(m);
+    t2_.resize(m);
+    v2_.resize(m * d_);
+    tk::launch(n, tk::compact_rows<S, R>{raw(seg_), raw(t_), raw(v_), raw(live), raw(pos), d_, raw(seg2_), raw(t2_),
+                                         raw(v2_)});
+    seg_.swap(seg2_);
+    t_.swap(t2_);
+    v_.swap(v2_);
+    off_ = off;
+    doff_.assign(off.begin(), off.end());
+  }
+};
+
+/// The host's checks of one segment (line_impl): the same exceptions and messages.
+template <class S>
+void check_segment(const std::vector<S>& P, const std::vector<S>& Q, shape in) {
+  if (P.size() != in.size() || Q.size() != in.size())
+    throw shape_error(concat("exact_line: the endpoints have ", P.size(), " and ", Q.size(), " elements; the network's input ",
+                             in.str(), " has ", in.size()));
+  for (std::size_t i = 0; i < P.size(); ++i) {
+    if (!std::isfinite(double(P[i]))) throw value_error(concat("exact_line: P[", i, "] is ", double(P[i]), " (not finite)"));
+    if (!std::isfinite(double(Q[i]))) throw value_error(concat("exact_line: Q[", i, "] is ", double(Q[i]), " (not finite)"));
+  }
+  if (P == Q) throw value_error("exact_line: the segment is degenerate (P == Q): there is no line to restrict to");
+}
+
+}  // namespace detail::thrust_line
+
+/// ExactLine of segments A[i] -> B[i] on the thrust device system (see the header comment).
+/// Passes of policy.batch segments.
+template <class S = double, class R = double, class Net>
+std::vector<line_result<S, R>> exact_lines(const execution::thrust_policy& policy, const Net& net,
+                                           const std::vector<std::vector<S>>& A, const std::vector<std::vector<S>>& B,
+                                           const line_options& opt = {}) {
+  static_assert(detail::require_pwl_network<Net>());
+  static_assert(detail::require_thrust_network<Net>(),
+                "exact_lines(execution::thrust, ...): every layer needs thrust kernels (Dense, Conv2D, Flatten, ReLU, "
+                "MaxPool2D); the incomplete type 'error_thrust_backend_has_no_kernel_for<L>' names the layer");
+  static_assert(std::is_same_v<R, double>, "exact_lines(execution::thrust, ...) computes ratios in double (R = double)");
+  namespace tl = detail::thrust_line;
+  check_shapes(net);
+  if (A.size() != B.size())
+    throw shape_error(detail::concat("exact_lines: ", A.size(), " start points but ", B.size(), " end points"));
+  const auto& n = detail::as_scalar<S>(net);
+  const shape in = input_shape_of(n), out = output_shape_of(n);
+  std::vector<thrust_params<S>> params;
+  const auto runs = tl::make_runs<S>(n, params);
+
+  std::vector<line_result<S, R>> res(A.size());
+  std::vector<std::exception_ptr> eps(A.size());
+  std::vector<std::size_t> ok;
+  ok.reserve(A.size());
+  for (std::size_t i = 0; i < A.size(); ++i) {
+    try {
+      tl::check_segment(A[i], B[i], in);
+      ok.push_back(i);
+    } catch (const error&) {
+      eps[i] = std::current_exception();
+    }
+  }
+  const std::size_t pass = std::max<std::size_t>(1, policy.batch);
+  tl::engine<S, R> eng(opt, runs);
+  for (std::size_t b0 = 0; b0 < ok.size(); b0 += pass) {
+    const std::vector<std::size_t> ids(ok.begin() + std::ptrdiff_t(b0),
+                                       ok.begin() + std::ptrdiff_t(std::min(ok.size(), b0 + pass)));
+    eng.run(A, B, ids, res, eps);
+  }
+  for (std::size_t i : ok) {
+    if (eps[i]) continue;
+    auto& r = res[i];
+    r.input_shape = in;
+    r.output_shape = out;
+    r.from = A[i];
+    r.to = B[i];
+    if (opt.validate) detail::validate_line(n, r, opt);
+  }
+  for (std::size_t i = 0; i < A.size(); ++i)
+    if (eps[i]) {
+      if (!opt.keep_going) detail::rethrow_prefixed(eps[i], detail::concat("exact_lines: segment ", i, ": "));
+      try {
+        std::rethrow_exception(eps[i]);
+      } catch (const error& e) {
+        res[i].error = e.what();
+      }
+    }
+  return res;
+}
+
+}  // namespace nnlens

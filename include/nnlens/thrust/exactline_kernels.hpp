@@ -1,0 +1,343 @@
+// nnlens/thrust/exactline_kernels.hpp -- the device kernels of ExactLine over many segments
+// (nnlens/thrust/exactline.hpp), on raw device pointers.
+//
+// The points of all segments are rows of one batch, sorted by (segment, t): seg[r] (segment id),
+// t[r] (the ratio, R = double) and v[r * d .. r * d + d) (the tensor before the next layer).  A
+// "pair" r is rows r and r + 1 of the same segment (a piece).
+//
+//   relu_proposer<T, R>{d}               the ReLU rule: local ratios s in (0, 1) where a unit of the
+//                                        piece crosses 0 strictly (exactline::knot_breaks)
+//   pool_proposer<T, R>{dims, floor?}    the MaxPool2D rule: the arg-max changes of every window
+//                                        (and of the floor 0 for a fused ReLU), the envelope walk of
+//                                        exactline::envelope_walk, the same tie rules
+//   count_pairs / fill_pairs             candidates per pair; written at exclusive-scan offsets
+//   merge_pairs                          per pair, over its sorted candidates: drops exact repeats
+//                                        (std::unique) and ratios within merge_tol of the last kept
+//                                        point or of the pair's end (counted as merged), as the host
+//   scatter_old / scatter_new            the refined batch: old rows move by the kept count before
+//                                        them; kept candidates become rows with values interpolated
+//                                        between the pair's ends
+//   segment_update                       new row offsets per segment, merged and proposed counts
+//   endpoints_at / scatter_rows / compact_rows   reanchor inputs, writing rows back, dropping segments
+//
+// requires: thrust with THRUST_DEVICE_SYSTEM set by the build (as nnlens/thrust/kernels.hpp).
+// ensures:  every launcher is one thrust::for_each over an index range of an NNLENS_HD functor with
+//           no exceptions, no std:: containers, no recursion; ratios are computed in R from T values
+//           with the host's formulas (R(k) - R(a)) / (R(b) - R(a)) and t_j + s (t_{j+1} - t_j), so the
+//           device and the host agree bit for bit when their inputs to a split layer agree.
+#pragma once
+
+#include <cstddef>
+
+#include <thrust/execution_policy.h>
+#include <thrust/for_each.h>
+#include <thrust/iterator/counting_iterator.h>
+
+#include "nnlens/config.hpp"
+#include "nnlens/thrust/kernels.hpp"
+
+namespace nnlens::thrust_kernels::line {
+
+template <class F>
+void launch(idx count, const F& f) {
+  if (count == 0) return;
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(count), f);
+}
+
+template <class R>
+struct count_emit {
+  idx n = 0;
+  NNLENS_HD void operator()(R) { ++n; }
+};
+template <class R>
+struct write_emit {
+  R* out;
+  idx n = 0;
+  NNLENS_HD void operator()(R s) { out[n++] = s; }
+};
+
+/// ReLU: a unit crosses 0 strictly inside the piece a -> b (an end on 0 never splits).
+template <class T, class R>
+struct relu_proposer {
+  idx d;
+  template <class E>
+  NNLENS_HD void operator()(const T* a, const T* b, E& emit) const {
+    const T k = T(0);
+    for (idx i = 0; i < d; ++i) {
+      const T ai = a[i], bi = b[i];
+      if (((ai < k) & (bi > k)) | ((ai > k) & (bi < k))) {
+        const R s = (R(k) - R(ai)) / (R(bi) - R(ai));
+        if (s > R(0) && s < R(1)) emit(s);
+      }
+    }
+  }
+};
+
+/// MaxPool2D (optionally with the floor max(., 0) of a fused ReLU): per window, in the host's
+/// window order (channel, row, column; elements row-major), the envelope walk.
+template <class T, class R>
+struct pool_proposer {
+  window_dims dm;
+  bool has_floor = false;
+  T floor = T(0);
+  template <class E>
+  NNLENS_HD void operator()(const T* a, const T* b, E& emit) const {
+    for (idx c = 0; c < dm.C; ++c)
+      for (idx oh = 0; oh < dm.OH; ++oh) {
+        const sidx r0 = sidx(oh * dm.sh) - sidx(dm.pt);
+        const idx h0 = idx(r0 < 0 ? 0 : r0);
+        const sidx r1 = r0 + sidx(dm.kh) < sidx(dm.H) ? r0 + sidx(dm.kh) : sidx(dm.H);
+        for (idx ow = 0; ow < dm.OW; ++ow) {
+          const sidx c0 = sidx(ow * dm.sw) - sidx(dm.pl);
+          const idx w0 = idx(c0 < 0 ? 0 : c0);
+          const sidx c1 = c0 + sidx(dm.kw) < sidx(dm.W) ? c0 + sidx(dm.kw) : sidx(dm.W);
+          if (r1 <= sidx(h0) || c1 <= sidx(w0)) continue;
+          const idx nh = idx(r1) - h0, nw = idx(c1) - w0;
+          walk(a, b, c * dm.H * dm.W + h0 * dm.W + w0, nh, nw, emit);
+        }
+      }
+  }
+
+ private:
+  // line k: (value at 0, slope); k == n is the floor
+  NNLENS_HD void line(const T* a, const T* b, idx base, idx nw, idx n, idx k, R& ak, R& dk) const {
+    if (k == n) {
+      ak = R(floor), dk = R(0);
+      return;
+    }
+    const idx i = base + (k / nw) * dm.W + k % nw;
+    ak = R(a[i]);
+    dk = R(b[i]) - ak;
+  }
+  template <class E>
+  NNLENS_HD void walk(const T* a, const T* b, idx base, idx nh, idx nw, E& emit) const {
+    const idx n = nh * nw, total = n + (has_floor ? 1 : 0);
+    idx c = 0;
+    R ac, dc;
+    line(a, b, base, nw, n, 0, ac, dc);
+    for (idx k = 1; k < total; ++k) {
+      R ak, dk;
+      line(a, b, base, nw, n, k, ak, dk);
+      if (ak > ac || (ak == ac && dk > dc)) c = k, ac = ak, dc = dk;
+    }
+    R s_last = R(0);
+    for (;;) {
+      idx best = total;
+      R bs = R(0), ba = R(0), bd = R(0);
+      for (idx k = 0; k < total; ++k) {
+        R ak, dk;
+        line(a, b, base, nw, n, k, ak, dk);
+        if (!(dk > dc)) continue;
+        const R s = (ac - ak) / (dk - dc);
+        if (!(s > s_last)) continue;
+        if (best == total || s < bs || (s == bs && dk > bd)) best = k, bs = s, ba = ak, bd = dk;
+      }
+      if (best == total || !(bs < R(1))) break;
+      emit(bs);
+      s_last = bs;
+      c = best, ac = ba, dc = bd;
+    }
+    (void)c;
+  }
+};
+
+/// cnt[r] = number of candidates of pair r (0 across segments and for the last row).
+template <class T, class R, class P>
+struct count_pairs {
+  const idx* seg;
+  const T* v;
+  idx n, d;
+  P prop;
+  idx* cnt;
+  NNLENS_HD void operator()(idx r) const {
+    if (r + 1 >= n || seg[r] != seg[r + 1]) {
+      cnt[r] = 0;
+      return;
+    }
+    count_emit<R> e;
+    prop(v + r * d, v + (r + 1) * d, e);
+    cnt[r] = e.n;
+  }
+};
+
+template <class T, class R, class P>
+struct fill_pairs {
+  const idx* cnt;
+  const idx* off;
+  const T* v;
+  idx d;
+  P prop;
+  R* s;
+  idx* pair;
+  NNLENS_HD void operator()(idx r) const {
+    if (cnt[r] == 0) return;
+    write_emit<R> e{s + off[r]};
+    prop(v + r * d, v + (r + 1) * d, e);
+    for (idx q = 0; q < e.n; ++q) pair[off[r] + q] = r;
+  }
+};
+
+/// After sorting the candidates by (pair, s): keep[e] in {0, 1}; kept[r], merged[r] per pair.
+template <class R>
+struct merge_pairs {
+  const idx* cnt;
+  const idx* off;
+  const R* t;
+  const R* s;
+  R tol;
+  idx* keep;
+  idx* kept;
+  idx* merged;
+  NNLENS_HD void operator()(idx r) const {
+    const idx c = cnt[r], o = off[r];
+    idx k = 0, m = 0;
+    if (c) {
+      const R t0 = t[r], t1 = t[r + 1], dt = t1 - t0;
+      R last = t0;
+      for (idx e = o; e < o + c; ++e) {
+        keep[e] = 0;
+        if (e > o && s[e] == s[e - 1]) continue;  // std::unique: not counted
+        const R tt = t0 + s[e] * dt;
+        if (!(tt - last > tol) || !(t1 - tt > tol)) {
+          ++m;
+          continue;
+        }
+        keep[e] = 1;
+        last = tt;
+        ++k;
+      }
+    }
+    kept[r] = k;
+    merged[r] = m;
+  }
+};
+
+template <class T, class R>
+struct scatter_old {
+  const idx* seg;
+  const R* t;
+  const T* v;
+  const idx* koff;
+  idx d;
+  idx* seg2;
+  R* t2;
+  T* v2;
+  NNLENS_HD void operator()(idx r) const {
+    const idx nr = r + koff[r];
+    seg2[nr] = seg[r];
+    t2[nr] = t[r];
+    const T* src = v + r * d;
+    T* dst = v2 + nr * d;
+    for (idx i = 0; i < d; ++i) dst[i] = src[i];
+  }
+};
+
+/// Kept candidate e of pair r becomes row r + 1 + g[e] (g: exclusive scan of keep).
+template <class T, class R>
+struct scatter_new {
+  const idx* seg;
+  const R* t;
+  const T* v;
+  const idx* pair;
+  const R* s;
+  const idx* keep;
+  const idx* g;
+  idx d;
+  idx* seg2;
+  R* t2;
+  T* v2;
+  idx* fresh;  // may be null: fresh[g[e]] = the new row (reanchor)
+  NNLENS_HD void operator()(idx e) const {
+    if (!keep[e]) return;
+    const idx r = pair[e], row = r + 1 + g[e];
+    const R t0 = t[r], dt = t[r + 1] - t0;
+    seg2[row] = seg[r];
+    t2[row] = t0 + s[e] * dt;
+    const T a = T(s[e]);
+    const T* va = v + r * d;
+    const T* vb = va + d;
+    T* dst = v2 + row * d;
+    for (idx i = 0; i < d; ++i) dst[i] = va[i] + a * (vb[i] - va[i]);
+    if (fresh) fresh[g[e]] = row;
+  }
+};
+
+/// Per segment g (rows [off[g], off[g+1])): its new offsets, merged and proposed counts.
+struct segment_update {
+  const idx* off;  // G + 1 entries
+  const idx* koff;  // n entries
+  const idx* cnt;
+  const idx* merged;
+  idx n, K, G;
+  idx* off2;  // G + 1 entries
+  idx* mseg;
+  idx* pseg;
+  NNLENS_HD void operator()(idx g) const {
+    const idx o = off[g];
+    off2[g] = o < n ? o + koff[o] : n + K;
+    if (g == G) return;
+    idx m = 0, p = 0;
+    const idx e = off[g + 1];
+    for (idx r = o; r < e; ++r) m += merged[r], p += cnt[r];
+    mseg[g] = m;
+    pseg[g] = p;
+  }
+};
+
+/// x[k] = P[seg] + T(t) (Q[seg] - P[seg]) for the rows fresh[k] (reanchor).
+template <class T, class R>
+struct endpoints_at {
+  const idx* fresh;
+  const idx* seg;
+  const R* t;
+  const T* P;
+  const T* Q;
+  idx di;
+  T* x;
+  NNLENS_HD void operator()(idx k) const {
+    const idx r = fresh[k], sg = seg[r];
+    const T a = T(t[r]);
+    for (idx i = 0; i < di; ++i) x[k * di + i] = P[sg * di + i] + a * (Q[sg * di + i] - P[sg * di + i]);
+  }
+};
+
+template <class T>
+struct scatter_rows {
+  const idx* rows;
+  const T* x;
+  idx d;
+  T* v;
+  NNLENS_HD void operator()(idx k) const {
+    for (idx i = 0; i < d; ++i) v[rows[k] * d + i] = x[k * d + i];
+  }
+};
+
+/// Keeps the rows of live segments: pos = exclusive scan of live[seg[r]].
+template <class T, class R>
+struct compact_rows {
+  const idx* seg;
+  const R* t;
+  const T* v;
+  const idx* live;
+  const idx* pos;
+  idx d;
+  idx* seg2;
+  R* t2;
+  T* v2;
+  NNLENS_HD void operator()(idx r) const {
+    if (!live[seg[r]]) return;
+    const idx nr = pos[r];
+    seg2[nr] = seg[r];
+    t2[nr] = t[r];
+    for (idx i = 0; i < d; ++i) v2[nr * d + i] = v[r * d + i];
+  }
+};
+
+struct live_flag {
+  const idx* seg;
+  const idx* live;
+  idx* out;
+  NNLENS_HD void operator()(idx r) const { out[r] = live[seg[r]]; }
+};
+
+}  // namespace nnlens::thrust_kernels::line
