@@ -1,0 +1,360 @@
+// nnlens/thrust/lrp_kernels.hpp -- the thrust backend's LRP and coverage-mapping kernels on raw
+// device pointers (the rules of core/relevance.hpp, batched over samples).
+//
+// requires: as nnlens/thrust/kernels.hpp: thrust, THRUST_DEVICE_SYSTEM set by the build, every
+//           pointer a device pointer of that system.  Activations are T (the network's scalar),
+//           relevance is double, [batch, tensor size] row-major.
+// ensures:  each launcher is one thrust::for_each over an index range with an NNLENS_HD functor
+//           (no xtensor, exceptions or std:: algorithms: compiles as CUDA).  Every output element
+//           is written by exactly one work item (gathers, no atomics), so results do not depend
+//           on the number of threads.
+//
+// An affine layer (Dense, Conv2D) runs in two kernels:
+//   *_factors   one work item per output k of a sample: from R_k, z_k, b_k and (zplus, alpha_beta)
+//               the sums of z+_jk / z-_jk, the per-output factors fp_k, fn_k and the bias share bs_k
+//   *_gather    one work item per input j of a sample:
+//               R_j = sum over the outputs k reading j of (z_jk > 0 ? z_jk fp_k : z_jk fn_k) + bs_k
+//               with z_jk = x_j w_jk in double; that is the host's rules rewritten per input:
+//     epsilon     fp = fn = R_k / (z_k + eps sign z_k) (0 if not finite), bs = b_k / J_k * fp when
+//                 bias_redistribution (J_k: inputs k reads, padding excluded)
+//     zplus       fp = R_k / sum_i z+_ik (0 when the sum is 0), fn = 0
+//     alpha_beta  fp = alpha R_k / (b+_k + sum z+), fn = beta R_k / (b-_k + sum z-) (0 when 0)
+// Max pooling: pool_factors finds each window's maximum and its number of ties (fp = R_k / ties,
+// fn = the maximum), pool_gather hands fp_k to each input equal to its window's maximum.
+//
+//   lrp_start(n, O, z, cls, R)              R = one_hot(c) z_c per sample (c = cls[n], or the
+//                                           first maximum of z when cls is null)
+//   lrp_dense_factors / lrp_dense_gather    Dense: W [I, O]
+//   lrp_conv_factors / lrp_conv_gather      Conv2D: W [O, C/groups, kh, kw], any geometry
+//   lrp_pool_factors / lrp_pool_gather      MaxPool2D, any geometry (padding never wins)
+//   lrp_channel_sums(n, C, hw, R, out)      out[n, c] = sum of R[n, c, 0..hw) (importance)
+//   coverage_neuron_values(n, C, hw, x, out, ld, off)  out[n * ld + off + c] = mean of x[n, c, 0..hw)
+//                                           (hw = 1: the elements), double: coverage neurons
+#pragma once
+
+#include <cstddef>
+
+#include <thrust/execution_policy.h>
+#include <thrust/for_each.h>
+#include <thrust/iterator/counting_iterator.h>
+
+#include "nnlens/config.hpp"
+#include "nnlens/thrust/kernels.hpp"
+
+namespace nnlens::thrust_kernels {
+
+/// lrp_options as the kernels see them (rule: 0 epsilon, 1 zplus, 2 alpha_beta).
+struct lrp_params {
+  int rule = 0;
+  double epsilon = 1e-16, alpha = 3.0, beta = -2.0;
+  bool bias_redistribution = false;
+};
+
+NNLENS_HD inline bool lrp_finite(double v) { return v - v == 0.0; }
+
+/// The per-output factors of one output (see the header comment).  zp, zn: the sums of the
+/// positive / negative z_jk (alpha_beta: started from b+ / b-); J: inputs read.
+NNLENS_HD inline void lrp_coefficients(const lrp_params& p, double rk, double zk, double bk, double zp, double zn, idx J,
+                                       double& fp, double& fn, double& bs) {
+  fp = fn = bs = 0;
+  if (rk == 0) return;
+  if (p.rule == 0) {
+    const double s = rk / (zk + (zk >= 0 ? p.epsilon : -p.epsilon));
+    if (!lrp_finite(s)) return;
+    fp = fn = s;
+    if (p.bias_redistribution && J > 0) bs = bk / double(J) * s;
+  } else if (p.rule == 1) {
+    if (zp > 0) fp = rk / zp;
+  } else {
+    if (zp > 0) fp = p.alpha * rk / zp;
+    if (zn < 0) fn = p.beta * rk / zn;
+  }
+}
+
+NNLENS_HD inline double lrp_term(double z, double fp, double fn) { return z > 0 ? z * fp : z < 0 ? z * fn : 0.0; }
+
+/// R_out [n, O] -> per-output factors; x [n, I], z [n, O].
+template <class T>
+struct lrp_dense_factor {
+  const T* x;
+  const T* W;
+  const T* b;
+  const T* z;
+  const double* R;
+  double *fp, *fn, *bs;
+  idx I, O;
+  lrp_params p;
+  NNLENS_HD void operator()(idx t) const {
+    const idx n = t / O, k = t % O;
+    const double bk = double(b[k]);
+    double zp = 0, zn = 0;
+    if (p.rule != 0 && R[t] != 0) {
+      if (p.rule == 2) zp = bk > 0 ? bk : 0.0, zn = bk < 0 ? bk : 0.0;
+      const T* xs = x + n * I;
+      for (idx j = 0; j < I; ++j) {
+        const double zj = double(xs[j]) * double(W[j * O + k]);
+        if (zj > 0) zp += zj;
+        else zn += zj;
+      }
+    }
+    lrp_coefficients(p, R[t], double(z[t]), bk, zp, zn, I, fp[t], fn[t], bs[t]);
+  }
+};
+
+template <class T>
+struct lrp_dense_gather_op {
+  const T* x;
+  const T* W;
+  const double *fp, *fn, *bs;
+  double* Rin;
+  idx I, O;
+  NNLENS_HD void operator()(idx t) const {
+    const idx n = t / I, j = t % I;
+    const double xj = double(x[t]);
+    const T* w = W + j * O;
+    const double *f1 = fp + n * O, *f2 = fn + n * O, *f3 = bs + n * O;
+    double acc = 0;
+    for (idx k = 0; k < O; ++k) acc += lrp_term(xj * double(w[k]), f1[k], f2[k]) + f3[k];
+    Rin[t] = acc;
+  }
+};
+
+template <class T>
+void lrp_dense_factors(idx N, idx I, idx O, const T* x, const T* W, const T* b, const T* z, const double* R, double* fp,
+                       double* fn, double* bs, const lrp_params& p) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * O),
+                     lrp_dense_factor<T>{x, W, b, z, R, fp, fn, bs, I, O, p});
+}
+
+template <class T>
+void lrp_dense_gather(idx N, idx I, idx O, const T* x, const T* W, const double* fp, const double* fn, const double* bs,
+                      double* Rin) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * I),
+                     lrp_dense_gather_op<T>{x, W, fp, fn, bs, Rin, I, O});
+}
+
+/// Conv2D factors: one work item per output (n, o, oh, ow); taps walked as the host walks them.
+template <class T>
+struct lrp_conv_factor {
+  const T* x;
+  const T* W;
+  const T* b;
+  const T* z;
+  const double* R;
+  double *fp, *fn, *bs;
+  window_dims d;
+  lrp_params p;
+  NNLENS_HD void operator()(idx t) const {
+    const idx P = d.OH * d.OW, ow = t % d.OW, oh = (t / d.OW) % d.OH, o = (t / P) % d.O, n = t / (P * d.O);
+    const idx cg = d.C / d.groups, og = d.O / d.groups, grp = o / og, K = d.kh * d.kw;
+    const double bk = double(b[o]);
+    const bool sums = p.rule != 0 && R[t] != 0;
+    double zp = 0, zn = 0;
+    if (sums && p.rule == 2) zp = bk > 0 ? bk : 0.0, zn = bk < 0 ? bk : 0.0;
+    idx J = 0;
+    const T* w = W + o * cg * K;
+    for (idx ci = 0; ci < cg; ++ci) {
+      const T* xp = x + (n * d.C + grp * cg + ci) * d.H * d.W;
+      for (idx u = 0; u < d.kh; ++u) {
+        const sidx ih = sidx(oh * d.sh + u * d.dh) - sidx(d.pt);
+        if (ih < 0 || ih >= sidx(d.H)) continue;
+        for (idx v = 0; v < d.kw; ++v) {
+          const sidx iw = sidx(ow * d.sw + v * d.dw) - sidx(d.pl);
+          if (iw < 0 || iw >= sidx(d.W)) continue;
+          ++J;
+          if (!sums) continue;
+          const double zj = double(xp[idx(ih) * d.W + idx(iw)]) * double(w[ci * K + u * d.kw + v]);
+          if (zj > 0) zp += zj;
+          else zn += zj;
+        }
+      }
+    }
+    lrp_coefficients(p, R[t], double(z[t]), bk, zp, zn, J, fp[t], fn[t], bs[t]);
+  }
+};
+
+/// Conv2D gather: one work item per input (n, c, h, w); the outputs reading it in its group.
+template <class T>
+struct lrp_conv_gather_op {
+  const T* x;
+  const T* W;
+  const double *fp, *fn, *bs;
+  double* Rin;
+  window_dims d;
+  NNLENS_HD void operator()(idx t) const {
+    const idx HW = d.H * d.W, w = t % d.W, h = (t / d.W) % d.H, c = (t / HW) % d.C, n = t / (HW * d.C);
+    const idx cg = d.C / d.groups, og = d.O / d.groups, g = c / cg, ci = c % cg, K = d.kh * d.kw, P = d.OH * d.OW;
+    const double xj = double(x[t]);
+    double acc = 0;
+    for (idx o = g * og; o < (g + 1) * og; ++o) {
+      const T* wo = W + (o * cg + ci) * K;
+      const idx base = (n * d.O + o) * P;
+      for (idx u = 0; u < d.kh; ++u) {
+        const sidx th = sidx(h + d.pt) - sidx(u * d.dh);
+        if (th < 0 || th % sidx(d.sh) != 0) continue;
+        const idx oh = idx(th) / d.sh;
+        if (oh >= d.OH) continue;
+        for (idx v = 0; v < d.kw; ++v) {
+          const sidx tw = sidx(w + d.pl) - sidx(v * d.dw);
+          if (tw < 0 || tw % sidx(d.sw) != 0) continue;
+          const idx ow = idx(tw) / d.sw;
+          if (ow >= d.OW) continue;
+          const idx k = base + oh * d.OW + ow;
+          acc += lrp_term(xj * double(wo[u * d.kw + v]), fp[k], fn[k]) + bs[k];
+        }
+      }
+    }
+    Rin[t] = acc;
+  }
+};
+
+template <class T>
+void lrp_conv_factors(idx N, const window_dims& d, const T* x, const T* W, const T* b, const T* z, const double* R, double* fp,
+                      double* fn, double* bs, const lrp_params& p) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0),
+                     ::thrust::counting_iterator<idx>(N * d.O * d.OH * d.OW), lrp_conv_factor<T>{x, W, b, z, R, fp, fn, bs, d, p});
+}
+
+template <class T>
+void lrp_conv_gather(idx N, const window_dims& d, const T* x, const T* W, const double* fp, const double* fn, const double* bs,
+                     double* Rin) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0),
+                     ::thrust::counting_iterator<idx>(N * d.C * d.H * d.W), lrp_conv_gather_op<T>{x, W, fp, fn, bs, Rin, d});
+}
+
+/// Max pooling: per output, R / (number of inputs equal to the window's maximum) and the maximum.
+template <class T>
+struct lrp_pool_factor {
+  const T* x;
+  const double* R;
+  double *share, *best;
+  window_dims d;
+  NNLENS_HD void operator()(idx t) const {
+    const idx ow = t % d.OW, oh = (t / d.OW) % d.OH, pl = t / (d.OW * d.OH);
+    share[t] = 0, best[t] = 0;
+    if (R[t] == 0) return;
+    const sidx r0 = sidx(oh * d.sh) - sidx(d.pt), q0 = sidx(ow * d.sw) - sidx(d.pl);
+    const T* xp = x + pl * d.H * d.W;
+    idx ties = 0;
+    double m = 0;
+    for (sidx r = r0 < 0 ? 0 : r0; r < r0 + sidx(d.kh) && r < sidx(d.H); ++r)
+      for (sidx q = q0 < 0 ? 0 : q0; q < q0 + sidx(d.kw) && q < sidx(d.W); ++q) {
+        const double v = double(xp[idx(r) * d.W + idx(q)]);
+        if (ties == 0 || v > m) m = v, ties = 1;
+        else if (v == m) ++ties;
+      }
+    if (ties) share[t] = R[t] / double(ties), best[t] = m;
+  }
+};
+
+template <class T>
+struct lrp_pool_gather_op {
+  const T* x;
+  const double *share, *best;
+  double* Rin;
+  window_dims d;
+  NNLENS_HD void operator()(idx t) const {
+    const idx HW = d.H * d.W, w = t % d.W, h = (t / d.W) % d.H, pl = t / HW;
+    const double xj = double(x[t]);
+    double acc = 0;
+    for (idx u = 0; u < d.kh; ++u) {
+      const sidx th = sidx(h + d.pt) - sidx(u);
+      if (th < 0 || th % sidx(d.sh) != 0) continue;
+      const idx oh = idx(th) / d.sh;
+      if (oh >= d.OH) continue;
+      for (idx v = 0; v < d.kw; ++v) {
+        const sidx tw = sidx(w + d.pl) - sidx(v);
+        if (tw < 0 || tw % sidx(d.sw) != 0) continue;
+        const idx ow = idx(tw) / d.sw;
+        if (ow >= d.OW) continue;
+        const idx k = (pl * d.OH + oh) * d.OW + ow;
+        if (share[k] != 0 && xj == best[k]) acc += share[k];
+      }
+    }
+    Rin[t] = acc;
+  }
+};
+
+template <class T>
+void lrp_pool_factors(idx N, const window_dims& d, const T* x, const double* R, double* share, double* best) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0),
+                     ::thrust::counting_iterator<idx>(N * d.C * d.OH * d.OW), lrp_pool_factor<T>{x, R, share, best, d});
+}
+
+template <class T>
+void lrp_pool_gather(idx N, const window_dims& d, const T* x, const double* share, const double* best, double* Rin) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0),
+                     ::thrust::counting_iterator<idx>(N * d.C * d.H * d.W), lrp_pool_gather_op<T>{x, share, best, Rin, d});
+}
+
+/// The start of LRP: R[n] = one_hot(c) z[n, c].
+template <class T>
+struct lrp_start_op {
+  const T* z;
+  const idx* cls;  // null: the first maximum
+  double* R;
+  idx O;
+  NNLENS_HD void operator()(idx n) const {
+    const T* zn = z + n * O;
+    idx c = 0;
+    if (cls) {
+      c = cls[n];
+    } else {
+      for (idx k = 1; k < O; ++k)
+        if (zn[k] > zn[c]) c = k;
+    }
+    for (idx k = 0; k < O; ++k) R[n * O + k] = k == c ? double(zn[k]) : 0.0;
+  }
+};
+
+template <class T>
+void lrp_start(idx N, idx O, const T* z, const idx* cls, double* R) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N),
+                     lrp_start_op<T>{z, cls, R, O});
+}
+
+struct lrp_channel_sum_op {
+  const double* R;
+  double* out;
+  idx hw;
+  NNLENS_HD void operator()(idx t) const {
+    const double* r = R + t * hw;
+    double s = 0;
+    for (idx i = 0; i < hw; ++i) s += r[i];
+    out[t] = s;
+  }
+};
+
+/// out[n * C + c] = sum of R[(n * C + c) * hw + 0..hw).
+inline void lrp_channel_sums(idx N, idx C, idx hw, const double* R, double* out) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * C),
+                     lrp_channel_sum_op{R, out, hw});
+}
+
+template <class T>
+struct neuron_value_op {
+  const T* x;
+  double* out;
+  idx C, hw, ld, off;
+  NNLENS_HD void operator()(idx t) const {
+    const idx n = t / C, c = t % C;
+    const T* v = x + t * hw;
+    double* o = out + n * ld + off + c;
+    if (hw == 1) {
+      *o = double(v[0]);
+      return;
+    }
+    double a = 0;
+    for (idx i = 0; i < hw; ++i) a += double(v[i]);
+    *o = a / double(hw);
+  }
+};
+
+/// Coverage neurons: out[n * ld + off + c] = mean over hw of x[n, c, ...] (hw = 1: the element).
+template <class T>
+void coverage_neuron_values(idx N, idx C, idx hw, const T* x, double* out, idx ld, idx off) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * C),
+                     neuron_value_op<T>{x, out, C, hw, ld, off});
+}
+
+}  // namespace nnlens::thrust_kernels

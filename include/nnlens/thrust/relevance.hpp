@@ -1,0 +1,289 @@
+// nnlens/thrust/relevance.hpp -- layer-wise relevance propagation (LRP) on the thrust device
+// system.
+//
+//   auto R = relevance(nnlens::execution::thrust, net, X, layer, {.rule = lrp_rule::zplus}, classes);
+//   device_lrp<Net> d(net, options);      the network's weights on the device plus the LRP steps;
+//   const double* r = d.run(nb, x, stop, cls)   forward (every tensor kept) and relevance of nb
+//                                         samples at device pointer x down to tensor `stop`
+//                                         (0: the input; i + 1: layer i's output), from the logit
+//                                         of cls[s] (device pointer) or of the predicted class
+//                                         (cls null); r: device [nb, size of tensor stop]
+//
+// requires: every layer has thrust kernels and an LRP step here: Dense, Conv2D (any geometry),
+//           MaxPool2D (any geometry), ReLU, Flatten.  Another layer in a Sequential is a compile
+//           error naming it (error_thrust_backend_has_no_kernel_for<L>); a DynamicNetwork holding
+//           one gets the thrust logic_error naming the layer.
+// ensures:  the host relevance(execution::seq, ...) of coverage/lrp.hpp: every rule of
+//           lrp_options (epsilon with or without bias redistribution, zplus, alpha_beta), any
+//           `layer` stop, the predicted or the given classes; the same errors (shape_error for X
+//           or classes of the wrong size, value_error for NaN/Inf input, a layer or a class out of
+//           range).  The device runs policy.batch samples per pass: the forward pass in T, the
+//           relevance in double (thrust/lrp_kernels.hpp).  Differences from the host come from the
+//           forward pass's float rounding only (other summation order); in double networks they
+//           are ~1e-15 relative (tests/thrust/test_thrust_coverage.cpp states the measured worst).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <thrust/copy.h>
+#include <thrust/device_vector.h>
+
+#include "nnlens/core/error.hpp"
+#include "nnlens/core/finite.hpp"
+#include "nnlens/core/relevance.hpp"
+#include "nnlens/coverage/lrp.hpp"
+#include "nnlens/network/validate.hpp"
+#include "nnlens/thrust/lrp_kernels.hpp"
+#include "nnlens/thrust/network.hpp"
+#include "nnlens/thrust/policy.hpp"
+
+namespace nnlens {
+
+/// The LRP step of a layer on the device (specialised below).  A weighted step has
+/// upload(l, params) and backward(l, params, in, out, nb, x, z, r_out, r_in, scratch, rule); a
+/// pass-through step has passthrough = true (R_in = R_out).
+template <class L>
+struct thrust_lrp_layer;
+
+template <class L>
+concept ThrustLrpLayer = requires { thrust_lrp_layer<L>::supported; };
+
+/// Per-output factor buffers of one pass (thrust/lrp_kernels.hpp), [nb, layer output size].
+struct thrust_lrp_scratch {
+  double *fp = nullptr, *fn = nullptr, *bs = nullptr;
+};
+
+template <std::size_t Out, class T>
+struct thrust_lrp_layer<Dense<Out, T>> {
+  static constexpr bool supported = true, passthrough = false;
+  static void upload(const Dense<Out, T>& l, thrust_params<T>& p) {
+    p.W.assign(l.W.data(), l.W.data() + l.W.size());
+    p.b.assign(l.b.data(), l.b.data() + l.b.size());
+  }
+  static void backward(const Dense<Out, T>&, const thrust_params<T>& p, shape in, shape out, std::size_t nb, const T* x,
+                       const T* z, const double* r_out, double* r_in, const thrust_lrp_scratch& s,
+                       const thrust_kernels::lrp_params& rule) {
+    const T* W = ::thrust::raw_pointer_cast(p.W.data());
+    const T* b = ::thrust::raw_pointer_cast(p.b.data());
+    const std::size_t I = in.size(), O = out.size();
+    thrust_kernels::lrp_dense_factors<T>(nb, I, O, x, W, b, z, r_out, s.fp, s.fn, s.bs, rule);
+    thrust_kernels::lrp_dense_gather<T>(nb, I, O, x, W, s.fp, s.fn, s.bs, r_in);
+  }
+};
+
+template <std::size_t Out, conv_geometry G, class T>
+struct thrust_lrp_layer<Conv2DG<Out, G, T>> {
+  using L = Conv2DG<Out, G, T>;
+  static constexpr bool supported = true, passthrough = false;
+  static void upload(const L& l, thrust_params<T>& p) {  // W as the host keeps it: [O, C/groups, kh, kw]
+    p.W.assign(l.W.data(), l.W.data() + l.W.size());
+    p.b.assign(l.b.data(), l.b.data() + l.b.size());
+  }
+  static void backward(const L& l, const thrust_params<T>& p, shape in, shape out, std::size_t nb, const T* x, const T* z,
+                       const double* r_out, double* r_in, const thrust_lrp_scratch& s, const thrust_kernels::lrp_params& rule) {
+    const auto d = thrust_layer<L>::dims(l, in, out);
+    const T* W = ::thrust::raw_pointer_cast(p.W.data());
+    const T* b = ::thrust::raw_pointer_cast(p.b.data());
+    thrust_kernels::lrp_conv_factors<T>(nb, d, x, W, b, z, r_out, s.fp, s.fn, s.bs, rule);
+    thrust_kernels::lrp_conv_gather<T>(nb, d, x, W, s.fp, s.fn, s.bs, r_in);
+  }
+};
+
+template <pool_geometry G>
+struct thrust_lrp_layer<MaxPool2DG<G>> {
+  using L = MaxPool2DG<G>;
+  static constexpr bool supported = true, passthrough = false;
+  template <class T>
+  static void upload(const L&, thrust_params<T>&) {}
+  template <class T>
+  static void backward(const L& l, const thrust_params<T>&, shape in, shape out, std::size_t nb, const T* x, const T*,
+                       const double* r_out, double* r_in, const thrust_lrp_scratch& s, const thrust_kernels::lrp_params&) {
+    const pool_geometry g = layer_traits<L>::geometry_of(&l);
+    thrust_kernels::window_dims d;
+    d.C = in[0], d.H = in[1], d.W = in[2], d.O = out[0], d.OH = out[1], d.OW = out[2];
+    d.kh = g.kh, d.kw = g.kw, d.sh = g.stride_h, d.sw = g.stride_w, d.pt = g.pad_top, d.pl = g.pad_left;
+    thrust_kernels::lrp_pool_factors<T>(nb, d, x, r_out, s.fp, s.fn);
+    thrust_kernels::lrp_pool_gather<T>(nb, d, x, s.fp, s.fn, r_in);
+  }
+};
+
+template <>
+struct thrust_lrp_layer<ReLU> {
+  static constexpr bool supported = true, passthrough = true;
+};
+template <>
+struct thrust_lrp_layer<Flatten> {
+  static constexpr bool supported = true, passthrough = true;
+};
+
+/// The diagnostic type named when a Sequential holds a thrust layer without a device LRP step.
+template <class L>
+struct error_thrust_lrp_has_no_step_for;
+
+namespace detail {
+template <class L>
+constexpr bool check_thrust_lrp_layer() {
+  if constexpr (ThrustLayer<L> && !ThrustLrpLayer<L>) {
+    error_thrust_lrp_has_no_step_for<L> run_lrp_on_the_host_policy;
+    (void)run_lrp_on_the_host_policy;
+    return false;
+  } else {
+    return true;  // a layer without thrust kernels: device_network's static_assert names it
+  }
+}
+template <class Net>
+constexpr bool require_thrust_lrp_network() {
+  if constexpr (is_sequential_v<Net>)
+    return []<class... Ls>(std::type_identity<std::tuple<Ls...>>) {
+      return (check_thrust_lrp_layer<Ls>() && ...);
+    }(std::type_identity<typename Net::layer_types>{});
+  else
+    return true;
+}
+
+inline thrust_kernels::lrp_params thrust_lrp_params(const lrp_options& o) {
+  thrust_kernels::lrp_params p;
+  p.rule = o.rule == lrp_rule::epsilon ? 0 : o.rule == lrp_rule::zplus ? 1 : 2;
+  p.epsilon = o.epsilon, p.alpha = o.alpha, p.beta = o.beta, p.bias_redistribution = o.bias_redistribution;
+  return p;
+}
+}  // namespace detail
+
+template <class Net>
+class device_lrp {
+ public:
+  using T = network_scalar_t<Net>;
+  static_assert(detail::require_thrust_lrp_network<Net>(),
+                "nnlens::thrust LRP: every layer needs a device LRP step (Dense, Conv2D, MaxPool2D, ReLU, Flatten); the "
+                "incomplete type 'error_thrust_lrp_has_no_step_for<L>' in this diagnostic names the layer");
+
+  /// Uploads the network (device_network: logic_error for a layer without thrust kernels) and
+  /// the weights the LRP steps read.  requires: check_shapes(net) passed.
+  device_lrp(const Net& net, const lrp_options& o) : dnet_(net), rule_(detail::thrust_lrp_params(o)) {
+    acts_.push_back(input_shape_of(net));
+    for_each_layer(net, [&](const auto& l, auto i, shape in, shape out) {
+      using L = std::decay_t<decltype(l)>;
+      step s;
+      if constexpr (ThrustLrpLayer<L>) {
+        s.passthrough = thrust_lrp_layer<L>::passthrough;
+        if constexpr (!thrust_lrp_layer<L>::passthrough) {
+          auto p = std::make_shared<thrust_params<T>>();
+          thrust_lrp_layer<L>::upload(l, *p);
+          const L* lp = &l;
+          const thrust_kernels::lrp_params rule = rule_;
+          s.back = [lp, p, in, out, rule](std::size_t nb, const T* x, const T* z, const double* ro, double* ri,
+                                          const thrust_lrp_scratch& sc) {
+            thrust_lrp_layer<L>::backward(*lp, *p, in, out, nb, x, z, ro, ri, sc, rule);
+          };
+        }
+      } else {
+        throw logic_error(detail::concat("nnlens::thrust: layer ", std::size_t(i), " (", layer_traits<L>::name,
+                                         ") has no device LRP step; run relevance with execution::seq or execution::par"));
+      }
+      steps_.push_back(std::move(s));
+      acts_.push_back(out);
+      max_act_ = std::max(max_act_, out.size());
+    });
+    max_act_ = std::max(max_act_, acts_[0].size());
+  }
+
+  /// Tensor shapes: acts()[0] the input, acts()[i + 1] layer i's output.
+  const std::vector<shape>& acts() const { return acts_; }
+  const device_network<Net>& network() const { return dnet_; }
+  /// Device pointer to tensor a of the last run ([nb, acts()[a].size()]).
+  const T* tensor(std::size_t a) const { return ::thrust::raw_pointer_cast(bufs_[a].data()); }
+
+  /// Forward pass of nb samples at device pointer x, then relevance from the logit of cls[s]
+  /// (device; null: the predicted class) down to tensor `stop`.  Returns a device pointer to R of
+  /// that tensor, [nb, acts()[stop].size()], valid until the next run.
+  const double* run(std::size_t nb, const T* x, std::size_t stop, const std::size_t* cls = nullptr) {
+    dnet_.run(nb, x, bufs_);
+    const std::size_t L = steps_.size();
+    for (auto* v : {&r_[0], &r_[1], &fp_, &fn_, &bs_})
+      if (v->size() < nb * max_act_) v->resize(nb * max_act_);
+    const thrust_lrp_scratch sc{::thrust::raw_pointer_cast(fp_.data()), ::thrust::raw_pointer_cast(fn_.data()),
+                                ::thrust::raw_pointer_cast(bs_.data())};
+    int cur = 0;
+    thrust_kernels::lrp_start<T>(nb, acts_[L].size(), tensor(L), cls, ::thrust::raw_pointer_cast(r_[0].data()));
+    for (std::size_t i = L; i-- > stop;) {  // layer i: tensor i -> tensor i + 1
+      if (steps_[i].passthrough) continue;  // R_in = R_out, same size
+      steps_[i].back(nb, tensor(i), tensor(i + 1), ::thrust::raw_pointer_cast(r_[cur].data()),
+                     ::thrust::raw_pointer_cast(r_[1 - cur].data()), sc);
+      cur = 1 - cur;
+    }
+    return ::thrust::raw_pointer_cast(r_[cur].data());
+  }
+
+ private:
+  struct step {
+    bool passthrough = false;
+    std::function<void(std::size_t, const T*, const T*, const double*, double*, const thrust_lrp_scratch&)> back;
+  };
+  device_network<Net> dnet_;
+  thrust_kernels::lrp_params rule_;
+  std::vector<step> steps_;
+  std::vector<shape> acts_;
+  std::size_t max_act_ = 0;
+  std::vector<::thrust::device_vector<T>> bufs_;
+  ::thrust::device_vector<double> r_[2], fp_, fn_, bs_;
+};
+
+namespace detail {
+/// The tensor index of a top-level layer's output for LRP (lrp_input: 0), as lrp_graph names it.
+inline std::size_t thrust_lrp_stop(std::size_t layer, std::size_t layers) {
+  if (layer == lrp_input) return 0;
+  if (layer >= layers)
+    throw value_error("lrp: layer index " + std::to_string(layer) + " out of range (the network has " +
+                      std::to_string(layers) + " layers)");
+  return layer + 1;
+}
+}  // namespace detail
+
+/// Relevance of every element of the output of top-level layer `layer` (lrp_input: the input) for
+/// each sample of X, on the device; the host relevance() of coverage/lrp.hpp otherwise.
+template <class Net, class A>
+xt::xarray<double> relevance(const execution::thrust_policy& policy, const Net& net, const A& X, std::size_t layer = lrp_input,
+                             const lrp_options& o = {}, std::span<const std::size_t> classes = {}) {
+  using T = network_scalar_t<Net>;
+  check_shapes(net);
+  device_lrp<Net> d(net, o);
+  const auto& acts = d.acts();
+  const shape in = acts[0];
+  if (X.dimension() == 0 || X.shape()[0] * in.size() != X.size())
+    throw shape_error("relevance: input of " + std::to_string(X.size()) + " values is not [N, " + in.str() + "]");
+  const std::size_t n = X.shape()[0];
+  if (!classes.empty() && classes.size() != n)
+    throw shape_error("relevance: " + std::to_string(classes.size()) + " classes for " + std::to_string(n) + " samples");
+  require_finite(std::span<const T>(X.data(), X.size()), in.size(), "relevance: input");
+  const std::size_t stop = detail::thrust_lrp_stop(layer, acts.size() - 1);
+  const std::size_t nout = acts.back().size();
+  for (std::size_t c : classes)
+    if (c >= nout)
+      throw value_error("lrp: class " + std::to_string(c) + " out of range (the network has " + std::to_string(nout) +
+                        " outputs)");
+  const shape st = acts[stop];
+  xt::xarray<double> R = xt::xarray<double>::from_shape(st.with_batch(n));
+  if (n == 0) return R;
+  const std::size_t pass = std::max<std::size_t>(1, std::min(policy.batch, n));
+  ::thrust::device_vector<T> dx(pass * in.size());
+  ::thrust::device_vector<std::size_t> dc(classes.empty() ? 0 : pass);
+  for (std::size_t b0 = 0; b0 < n; b0 += pass) {
+    const std::size_t nb = std::min(pass, n - b0);
+    ::thrust::copy(X.data() + b0 * in.size(), X.data() + (b0 + nb) * in.size(), dx.begin());
+    if (!classes.empty()) ::thrust::copy(classes.begin() + std::ptrdiff_t(b0), classes.begin() + std::ptrdiff_t(b0 + nb), dc.begin());
+    const double* r = d.run(nb, ::thrust::raw_pointer_cast(dx.data()), stop,
+                            classes.empty() ? nullptr : ::thrust::raw_pointer_cast(dc.data()));
+    ::thrust::copy(::thrust::device_pointer_cast(r), ::thrust::device_pointer_cast(r) + std::ptrdiff_t(nb * st.size()),
+                   R.data() + b0 * st.size());
+  }
+  return R;
+}
+
+}  // namespace nnlens
