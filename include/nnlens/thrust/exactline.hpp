@@ -10,8 +10,8 @@
 // (R = double) and the tensor before the next layer (in S).  Affine layers (Dense, Conv2D, Flatten)
 // map all rows with the thrust kernels of nnlens/thrust/network.hpp.  At a split layer (ReLU,
 // MaxPool2D, or the two fused, as the host does with fuse_max_pool): per pair of consecutive points
-// of a segment the candidate ratios are counted, offset by an exclusive scan, written, sorted by
-// (pair, s) and merged with the host's rules (exact repeats dropped, ratios within merge_tol of the
+// of a segment the candidate ratios are counted, offset by an exclusive scan, written and sorted
+// in place (one work item per pair owns its run), and merged with the host's rules (exact repeats dropped, ratios within merge_tol of the
 // last kept point or of the pair's end counted in stats.merged); the new rows are interpolated from
 // the pair's ends (exact on an affine piece), or recomputed from the input with `reanchor`; then
 // the layer runs on every row (nnlens/thrust/exactline_kernels.hpp).  `validate` runs on the host
@@ -36,11 +36,10 @@
 #include <vector>
 
 #include <thrust/copy.h>
-#include <thrust/device_vector.h>
-#include <thrust/iterator/zip_iterator.h>
+#include <thrust/device_free.h>
+#include <thrust/device_malloc.h>
+#include <thrust/device_ptr.h>
 #include <thrust/scan.h>
-#include <thrust/sort.h>
-#include <thrust/tuple.h>
 
 #include "nnlens/exactline/line.hpp"
 #include "nnlens/thrust/exactline_kernels.hpp"
@@ -58,6 +57,11 @@ template <class L>
 struct is_max_pool : std::false_type {};
 template <pool_geometry G>
 struct is_max_pool<MaxPool2DG<G>> : std::true_type {};
+
+template <class L>
+struct is_dense : std::false_type {};
+template <std::size_t Out, class T>
+struct is_dense<Dense<Out, T>> : std::true_type {};
 
 enum class kind { affine, relu, pool };
 
@@ -111,18 +115,74 @@ std::vector<layer_run<T>> make_runs(const Net& net, std::vector<thrust_params<T>
         throw logic_error(concat("exact_lines (thrust): layer ", i, " (", layer_traits<L>::name,
                                  ") has no thrust ExactLine rule; run exact_lines with execution::seq"));
       }
-      thrust_layer<L>::upload(l, params[i]);
       const thrust_params<T>* p = &params[i];
-      r.forward = [&l, p, in, out](idx n, const T* x, T* y) { thrust_layer<L>::forward(l, *p, in, out, n, x, y); };
+      if constexpr (is_dense<L>::value) {  // padded weights: full tiles only (thrust_kernels::line::dense_padded)
+        const idx I = in.size(), O = out.size(), Op = (O + 7) / 8 * 8;
+        std::vector<T> w(I * Op, T(0)), b(Op, T(0));
+        for (idx a = 0; a < I; ++a)
+          for (idx o = 0; o < O; ++o) w[a * Op + o] = l.W.data()[a * O + o];
+        for (idx o = 0; o < O; ++o) b[o] = l.b.data()[o];
+        params[i].W.assign(w.begin(), w.end());
+        params[i].b.assign(b.begin(), b.end());
+        r.forward = [p, I, O, Op](idx n, const T* x, T* y) {
+          tk::dense_padded<T>(n, I, O, Op, x, ::thrust::raw_pointer_cast(p->W.data()), ::thrust::raw_pointer_cast(p->b.data()),
+                              y);
+        };
+      } else {
+        thrust_layer<L>::upload(l, params[i]);
+        r.forward = [&l, p, in, out](idx n, const T* x, T* y) { thrust_layer<L>::forward(l, *p, in, out, n, x, y); };
+      }
       runs.push_back(std::move(r));
     }
   });
   return runs;
 }
 
-template <class V>
-auto raw(V& v) {
-  return ::thrust::raw_pointer_cast(v.data());
+/// Device memory that only grows and is never initialised (thrust::device_vector fills on resize
+/// and copies on growth; here every buffer is written before it is read).
+template <class T>
+class dbuf {
+ public:
+  dbuf() = default;
+  dbuf(const dbuf&) = delete;
+  dbuf& operator=(const dbuf&) = delete;
+  ~dbuf() { release(); }
+  void reserve(idx n) {
+    if (n <= cap_) return;
+    release();
+    cap_ = n + n / 4 + 16;
+    p_ = ::thrust::device_malloc<T>(cap_);
+  }
+  T* get() const { return ::thrust::raw_pointer_cast(p_); }
+  void upload(const T* h, idx n) {
+    reserve(n);
+    if (n) ::thrust::copy(h, h + n, p_);
+  }
+  void download(idx i, idx n, T* h) const {
+    if (n) ::thrust::copy(p_ + std::ptrdiff_t(i), p_ + std::ptrdiff_t(i + n), h);
+  }
+  T at(idx i) const {
+    T x{};
+    download(i, 1, &x);
+    return x;
+  }
+  void swap(dbuf& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(cap_, o.cap_);
+  }
+
+ private:
+  void release() {
+    if (cap_) ::thrust::device_free(p_);
+    cap_ = 0;
+  }
+  ::thrust::device_ptr<T> p_{};
+  idx cap_ = 0;
+};
+
+template <class T>
+T* raw(dbuf<T>& v) {
+  return v.get();
 }
 
 /// One pass: the segments `ids` (all valid) through every layer.
@@ -148,22 +208,23 @@ class engine {
         std::copy(A[ids[j]].begin(), A[ids[j]].end(), v.begin() + std::ptrdiff_t(2 * j * di));
         std::copy(B[ids[j]].begin(), B[ids[j]].end(), v.begin() + std::ptrdiff_t((2 * j + 1) * di));
       }
-      seg_.assign(seg.begin(), seg.end());
-      t_.assign(t.begin(), t.end());
-      v_.assign(v.begin(), v.end());
+      seg_.upload(seg.data(), seg.size());
+      t_.upload(t.data(), t.size());
+      v_.upload(v.data(), v.size());
+      n_ = 2 * G_;
       if (opt_.reanchor) {
         std::vector<S> p(G_ * di), q(G_ * di);
         for (idx j = 0; j < G_; ++j) {
           std::copy(A[ids[j]].begin(), A[ids[j]].end(), p.begin() + std::ptrdiff_t(j * di));
           std::copy(B[ids[j]].begin(), B[ids[j]].end(), q.begin() + std::ptrdiff_t(j * di));
         }
-        P_.assign(p.begin(), p.end());
-        Q_.assign(q.begin(), q.end());
+        P_.upload(p.data(), p.size());
+        Q_.upload(q.data(), q.size());
       }
     }
     off_.resize(G_ + 1);
     for (idx j = 0; j <= G_; ++j) off_[j] = 2 * j;
-    doff_.assign(off_.begin(), off_.end());
+    doff_.upload(off_.data(), off_.size());
     live_.assign(G_, 1);
     err_.assign(G_, nullptr);
     stats_.assign(G_, line_stats{});
@@ -192,11 +253,11 @@ class engine {
     }
 
     // results
-    const idx n = t_.size();
+    const idx n = n_;
     std::vector<R> t(n);
     std::vector<S> v(n * d_);
-    ::thrust::copy(t_.begin(), t_.end(), t.begin());
-    ::thrust::copy(v_.begin(), v_.end(), v.begin());
+    t_.download(0, n, t.data());
+    v_.download(0, n * d_, v.data());
     for (idx j = 0; j < G_; ++j) {
       const idx g = ids[j];
       if (!live_[j]) {
@@ -213,11 +274,11 @@ class engine {
  private:
   const line_options& opt_;
   const std::vector<layer_run<S>>& runs_;
-  idx G_ = 0, d_ = 0;
-  ::thrust::device_vector<idx> seg_, seg2_, doff_, doff2_, cnt_, coff_, pair_, keep_, kept_, koff_, merged_, gpos_,
-      mseg_, pseg_, fresh_;
-  ::thrust::device_vector<R> t_, t2_, s_;
-  ::thrust::device_vector<S> v_, v2_, P_, Q_, x0_, x1_;
+  idx G_ = 0, d_ = 0, n_ = 0;  // segments, row width, rows
+  dbuf<idx> seg_, seg2_, doff_, doff2_, cnt_, coff_, pair_, keep_, kept_, koff_, merged_, gpos_, mseg_, pseg_, fresh_,
+      live_d_, flag_, pos_;
+  dbuf<R> t_, t2_, s_;
+  dbuf<S> v_, v2_, P_, Q_, x0_, x1_;
   std::vector<idx> off_;
   std::vector<char> live_;
   std::vector<std::exception_ptr> err_;
@@ -229,8 +290,8 @@ class engine {
   }
 
   void apply(idx i) {
-    const idx n = t_.size(), dout = runs_[i].out.size();
-    v2_.resize(n * dout);
+    const idx n = n_, dout = runs_[i].out.size();
+    v2_.reserve(n * dout);
     runs_[i].forward(n, raw(v_), raw(v2_));
     v_.swap(v2_);
     d_ = dout;
@@ -238,38 +299,36 @@ class engine {
 
   template <class P>
   void refine(const P& prop, idx layer) {
-    const idx n = t_.size(), d = d_;
+    const idx n = n_, d = d_;
     if (n < 2) return;
-    cnt_.resize(n);
-    coff_.resize(n);
+    cnt_.reserve(n);
+    coff_.reserve(n);
     tk::launch(n, tk::count_pairs<S, R, P>{raw(seg_), raw(v_), n, d, prop, raw(cnt_)});
     ::thrust::exclusive_scan(::thrust::device, raw(cnt_), raw(cnt_) + n, raw(coff_));
-    const idx total = coff_[n - 1];  // cnt[n - 1] == 0
+    const idx total = coff_.at(n - 1);  // cnt[n - 1] == 0
     if (total == 0) return;
-    s_.resize(total);
-    pair_.resize(total);
+    s_.reserve(total);
+    pair_.reserve(total);
     tk::launch(n, tk::fill_pairs<S, R, P>{raw(cnt_), raw(coff_), raw(v_), d, prop, raw(s_), raw(pair_)});
-    auto z = ::thrust::make_zip_iterator(::thrust::make_tuple(raw(pair_), raw(s_)));
-    ::thrust::sort(::thrust::device, z, z + std::ptrdiff_t(total));
-    keep_.resize(total);
-    kept_.resize(n);
-    merged_.resize(n);
+    keep_.reserve(total);
+    kept_.reserve(n);
+    merged_.reserve(n);
     tk::launch(n, tk::merge_pairs<R>{raw(cnt_), raw(coff_), raw(t_), raw(s_), R(opt_.merge_tol), raw(keep_), raw(kept_),
                                      raw(merged_)});
-    koff_.resize(n);
+    koff_.reserve(n);
     ::thrust::exclusive_scan(::thrust::device, raw(kept_), raw(kept_) + n, raw(koff_));
-    const idx K = koff_[n - 1];
-    gpos_.resize(total);
+    const idx K = koff_.at(n - 1);
+    gpos_.reserve(total);
     ::thrust::exclusive_scan(::thrust::device, raw(keep_), raw(keep_) + total, raw(gpos_));
-    doff2_.resize(G_ + 1);
-    mseg_.resize(G_);
-    pseg_.resize(G_);
+    doff2_.reserve(G_ + 1);
+    mseg_.reserve(G_);
+    pseg_.reserve(G_);
     tk::launch(G_ + 1, tk::segment_update{raw(doff_), raw(koff_), raw(cnt_), raw(merged_), n, K, G_, raw(doff2_),
                                           raw(mseg_), raw(pseg_)});
     std::vector<idx> off2(G_ + 1), mseg(G_), pseg(G_);
-    ::thrust::copy(doff2_.begin(), doff2_.end(), off2.begin());
-    ::thrust::copy(mseg_.begin(), mseg_.end(), mseg.begin());
-    ::thrust::copy(pseg_.begin(), pseg_.end(), pseg.begin());
+    doff2_.download(0, G_ + 1, off2.data());
+    mseg_.download(0, G_, mseg.data());
+    pseg_.download(0, G_, pseg.data());
     bool failed = false;
     for (idx j = 0; j < G_; ++j) {
       if (!live_[j] || pseg[j] == 0) continue;
@@ -284,10 +343,10 @@ class engine {
       }
     }
     if (K > 0) {
-      seg2_.resize(n + K);
-      t2_.resize(n + K);
-      v2_.resize((n + K) * d);
-      if (opt_.reanchor) fresh_.resize(K);
+      seg2_.reserve(n + K);
+      t2_.reserve(n + K);
+      v2_.reserve((n + K) * d);
+      if (opt_.reanchor) fresh_.reserve(K);
       tk::launch(n, tk::scatter_old<S, R>{raw(seg_), raw(t_), raw(v_), raw(koff_), d, raw(seg2_), raw(t2_), raw(v2_)});
       tk::launch(total, tk::scatter_new<S, R>{raw(seg_), raw(t_), raw(v_), raw(pair_), raw(s_), raw(keep_), raw(gpos_), d,
                                                raw(seg2_), raw(t2_), raw(v2_),
@@ -295,6 +354,7 @@ class engine {
       seg_.swap(seg2_);
       t_.swap(t2_);
       v_.swap(v2_);
+      n_ = n + K;
       off_ = off2;
       doff_.swap(doff2_);
       if (opt_.reanchor) reanchor(K, layer);
@@ -315,12 +375,12 @@ class engine {
   /// The K new rows recomputed from P + t (Q - P) through the layers before `layer`.
   void reanchor(idx K, idx layer) {
     const idx di = runs_.empty() ? d_ : runs_[0].in.size();
-    x0_.resize(K * di);
+    x0_.reserve(K * di);
     tk::launch(K, tk::endpoints_at<S, R>{raw(fresh_), raw(seg_), raw(t_), raw(P_), raw(Q_), di, raw(x0_)});
     idx w = di;
     for (idx i = 0; i < layer; ++i) {
       const idx dout = runs_[i].out.size();
-      x1_.resize(K * dout);
+      x1_.reserve(K * dout);
       runs_[i].forward(K, raw(x0_), raw(x1_));
       x0_.swap(x1_);
       w = dout;
@@ -331,23 +391,27 @@ class engine {
 
   /// Drops the rows of segments that failed.
   void compact() {
-    const idx n = t_.size();
-    ::thrust::device_vector<idx> live(live_.begin(), live_.end()), flag(n), pos(n);
-    tk::launch(n, tk::live_flag{raw(seg_), raw(live), raw(flag)});
-    ::thrust::exclusive_scan(::thrust::device, raw(flag), raw(flag) + n, raw(pos));
+    const idx n = n_;
+    std::vector<idx> live(live_.begin(), live_.end());
+    live_d_.upload(live.data(), G_);
+    flag_.reserve(n);
+    pos_.reserve(n);
+    tk::launch(n, tk::live_flag{raw(seg_), raw(live_d_), raw(flag_)});
+    ::thrust::exclusive_scan(::thrust::device, raw(flag_), raw(flag_) + n, raw(pos_));
     std::vector<idx> off(G_ + 1, 0);
     for (idx j = 0; j < G_; ++j) off[j + 1] = off[j] + (live_[j] ? off_[j + 1] - off_[j] : 0);
     const idx m = off[G_];
-    seg2_.resize(m);
-    t2_.resize(m);
-    v2_.resize(m * d_);
-    tk::launch(n, tk::compact_rows<S, R>{raw(seg_), raw(t_), raw(v_), raw(live), raw(pos), d_, raw(seg2_), raw(t2_),
+    seg2_.reserve(m);
+    t2_.reserve(m);
+    v2_.reserve(m * d_);
+    tk::launch(n, tk::compact_rows<S, R>{raw(seg_), raw(t_), raw(v_), raw(live_d_), raw(pos_), d_, raw(seg2_), raw(t2_),
                                          raw(v2_)});
     seg_.swap(seg2_);
     t_.swap(t2_);
     v_.swap(v2_);
+    n_ = m;
     off_ = off;
-    doff_.assign(off.begin(), off.end());
+    doff_.upload(off.data(), off.size());
   }
 };
 

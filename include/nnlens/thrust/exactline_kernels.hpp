@@ -5,12 +5,14 @@
 // t[r] (the ratio, R = double) and v[r * d .. r * d + d) (the tensor before the next layer).  A
 // "pair" r is rows r and r + 1 of the same segment (a piece).
 //
+//   dense_padded(N, I, O, Op, x, Wp, bp, y)   Dense on weights padded to a multiple of 8 outputs
 //   relu_proposer<T, R>{d}               the ReLU rule: local ratios s in (0, 1) where a unit of the
 //                                        piece crosses 0 strictly (exactline::knot_breaks)
 //   pool_proposer<T, R>{dims, floor?}    the MaxPool2D rule: the arg-max changes of every window
 //                                        (and of the floor 0 for a fused ReLU), the envelope walk of
 //                                        exactline::envelope_walk, the same tie rules
-//   count_pairs / fill_pairs             candidates per pair; written at exclusive-scan offsets
+//   count_pairs / fill_pairs             candidates per pair; written at exclusive-scan offsets and
+//                                        sorted there (sort_small: each work item owns its pair's run)
 //   merge_pairs                          per pair, over its sorted candidates: drops exact repeats
 //                                        (std::unique) and ratios within merge_tol of the last kept
 //                                        point or of the pair's end (counted as merged), as the host
@@ -141,6 +143,81 @@ struct pool_proposer {
   }
 };
 
+template <class R>
+NNLENS_HD void sift_down(R* x, idx root, idx end) {
+  for (;;) {
+    idx c = 2 * root + 1;
+    if (c >= end) return;
+    if (c + 1 < end && x[c] < x[c + 1]) ++c;
+    if (!(x[root] < x[c])) return;
+    const R t = x[root];
+    x[root] = x[c];
+    x[c] = t;
+    root = c;
+  }
+}
+
+/// Sorts x[0..n) ascending in place: insertion sort for short runs, heapsort beyond (no recursion,
+/// no allocation: one work item sorts the candidates of its pair).
+template <class R>
+NNLENS_HD void sort_small(R* x, idx n) {
+  if (n <= 24) {
+    for (idx i = 1; i < n; ++i) {
+      const R v = x[i];
+      idx j = i;
+      for (; j > 0 && v < x[j - 1]; --j) x[j] = x[j - 1];
+      x[j] = v;
+    }
+    return;
+  }
+  for (idx i = n / 2; i-- > 0;) sift_down(x, i, n);
+  for (idx end = n - 1; end > 0; --end) {
+    const R t = x[0];
+    x[0] = x[end];
+    x[end] = t;
+    sift_down(x, 0, end);
+  }
+}
+
+/// y[n, O] = x[n, I] W + b for ExactLine's many narrow rows: tiles of 4 rows x 8 outputs on weights
+/// padded to Op = O rounded up to 8 (Wp [I][Op], bp [Op], zeros past O), so every tile runs the
+/// fixed-trip inner loop; rows past N read the last row and are not stored.  Sums in input order.
+template <class T>
+struct dense_pad_tile {
+  static constexpr idx MB = 4, NB = 8;
+  const T* x;
+  const T* Wp;
+  const T* bp;
+  T* y;
+  idx N, I, O, Op, oblocks;
+  NNLENS_HD void operator()(idx t) const {
+    const idx n0 = (t / oblocks) * MB, o0 = (t % oblocks) * NB;
+    const idx mn = min_(MB, N - n0), mo = min_(NB, O - o0);
+    const T* xr[MB];
+    for (idx m = 0; m < MB; ++m) xr[m] = x + (n0 + (m < mn ? m : mn - 1)) * I;
+    T acc[MB][NB];
+    for (idx m = 0; m < MB; ++m)
+      for (idx k = 0; k < NB; ++k) acc[m][k] = T(0);
+    for (idx i = 0; i < I; ++i) {
+      const T* w = Wp + i * Op + o0;
+      for (idx m = 0; m < MB; ++m) {
+        const T xv = xr[m][i];
+        NNLENS_THRUST_SIMD
+        for (idx k = 0; k < NB; ++k) acc[m][k] += xv * w[k];
+      }
+    }
+    for (idx m = 0; m < mn; ++m)
+      for (idx k = 0; k < mo; ++k) y[(n0 + m) * O + o0 + k] = acc[m][k] + bp[o0 + k];
+  }
+};
+
+template <class T>
+void dense_padded(idx N, idx I, idx O, idx Op, const T* x, const T* Wp, const T* bp, T* y) {
+  using F = dense_pad_tile<T>;
+  const idx ob = Op / F::NB, nb = (N + F::MB - 1) / F::MB;
+  launch(nb * ob, F{x, Wp, bp, y, N, I, O, Op, ob});
+}
+
 /// cnt[r] = number of candidates of pair r (0 across segments and for the last row).
 template <class T, class R, class P>
 struct count_pairs {
@@ -171,8 +248,10 @@ struct fill_pairs {
   idx* pair;
   NNLENS_HD void operator()(idx r) const {
     if (cnt[r] == 0) return;
-    write_emit<R> e{s + off[r]};
+    R* o = s + off[r];
+    write_emit<R> e{o};
     prop(v + r * d, v + (r + 1) * d, e);
+    sort_small(o, e.n);
     for (idx q = 0; q < e.n; ++q) pair[off[r] + q] = r;
   }
 };
