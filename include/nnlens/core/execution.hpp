@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <type_traits>
+#include <utility>
 
 namespace nnlens::execution {
 
@@ -34,5 +35,30 @@ template <class P>
 struct is_batching_policy : std::false_type {};
 template <class P>
 inline constexpr bool is_batching_policy_v = is_batching_policy<std::decay_t<P>>::value;
+
+/// The policy of a call that names none (`forward(net, X)`, `relevance(net, X)`, ...):
+/// default_dispatch<Net>::run(&net, f) returns f(seq).  A build may specialise it, visible before
+/// any call, to run such calls elsewhere: nnlens/thrust/default.hpp does so when
+/// NNLENS_DEFAULT_POLICY_THRUST is defined (the `*_thrust` test executables), sending every call
+/// on a network that has thrust kernels to execution::thrust, so the analyses' own test suites run
+/// on the thrust backend.  Net = void: calls on black boxes (DFlare, DiffChaser).
+template <class Net, class = void>
+struct default_dispatch {
+  template <class F>
+  static decltype(auto) run(const Net*, F&& f) {
+    return std::forward<F>(f)(seq);
+  }
+};
+template <class Net, class F>
+decltype(auto) with_default_policy(const Net& net, F&& f) {
+  return default_dispatch<Net>::run(&net, std::forward<F>(f));
+}
+template <class F>
+decltype(auto) with_default_policy(F&& f) {
+  // void spelled as a type that depends on F: default_dispatch<void> is instantiated at the call,
+  // after a specialisation that the build may declare later in the TU
+  using none = std::conditional_t<std::is_void_v<F>, F, void>;
+  return default_dispatch<none>::run(static_cast<const void*>(nullptr), std::forward<F>(f));
+}
 
 }  // namespace nnlens::execution

@@ -216,7 +216,7 @@ template <class Net, class F>
   requires(!execution::is_execution_policy_v<Net>)
 void stream_neurons(const Net& net, std::span<const network_scalar_t<Net>> x, std::size_t n, std::span<const std::size_t> layers,
                     F&& f, std::size_t chunk = 1024) {
-  stream_neurons(execution::seq, net, x, n, layers, std::forward<F>(f), chunk);
+  execution::with_default_policy(net, [&](const auto& pol) { return stream_neurons(pol, net, x, n, layers, std::forward<F>(f), chunk); });
 }
 
 /// The number of samples in X ([N, ...]) after checking its per-sample shape against the network.

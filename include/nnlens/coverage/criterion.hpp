@@ -75,7 +75,7 @@ coverage_result measure(const Policy& pol, const Net& net, const A& X, C& c) {
 template <class Net, class A, CoverageCriterion C>
   requires(!execution::is_execution_policy_v<Net>)
 coverage_result measure(const Net& net, const A& X, C& c) {
-  return measure(execution::seq, net, X, c);
+  return execution::with_default_policy(net, [&](const auto& pol) { return measure(pol, net, X, c); });
 }
 
 /// The union of a and b's covered sets.

@@ -205,7 +205,7 @@ idc prepare_idc(const Policy& pol, const Net& net, const A& X, const Labels& lab
 template <class Net, class A, class Labels>
   requires(!execution::is_execution_policy_v<Net>)
 idc prepare_idc(const Net& net, const A& X, const Labels& labels, const idc_options& o = {}) {
-  return prepare_idc(execution::seq, net, X, labels, o);
+  return execution::with_default_policy(net, [&](const auto& pol) { return prepare_idc(pol, net, X, labels, o); });
 }
 
 /// Text format "nnlens-idc 1": the preparation and the covered combinations.

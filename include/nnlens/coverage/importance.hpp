@@ -200,7 +200,7 @@ neuron_relevance neuron_relevance_of(const Policy& pol, const Net& net, const A&
 template <class Net, class A, class Labels>
   requires(!execution::is_execution_policy_v<Net>)
 neuron_relevance neuron_relevance_of(const Net& net, const A& X, const Labels& labels, const importance_options& o = {}) {
-  return neuron_relevance_of(execution::seq, net, X, labels, o);
+  return execution::with_default_policy(net, [&](const auto& pol) { return neuron_relevance_of(pol, net, X, labels, o); });
 }
 
 }  // namespace nnlens

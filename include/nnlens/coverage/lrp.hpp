@@ -350,7 +350,7 @@ template <class Net, class A>
   requires(!execution::is_execution_policy_v<Net>)
 xt::xarray<double> relevance(const Net& net, const A& X, std::size_t layer = lrp_input, const lrp_options& o = {},
                              std::span<const std::size_t> classes = {}) {
-  return relevance(execution::seq, net, X, layer, o, classes);
+  return execution::with_default_policy(net, [&](const auto& pol) { return relevance(pol, net, X, layer, o, classes); });
 }
 
 }  // namespace nnlens

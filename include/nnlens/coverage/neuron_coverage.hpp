@@ -301,7 +301,7 @@ neuron_bounds prepare_neuron_bounds(const Policy& pol, const Net& net, const A& 
 template <class Net, class A>
   requires(!execution::is_execution_policy_v<Net>)
 neuron_bounds prepare_neuron_bounds(const Net& net, const A& X, std::vector<std::size_t> layers = {}) {
-  return prepare_neuron_bounds(execution::seq, net, X, std::move(layers));
+  return execution::with_default_policy(net, [&](const auto& pol) { return prepare_neuron_bounds(pol, net, X, std::move(layers)); });
 }
 
 /// Writes b as text ("nnlens-coverage-bounds 1"); every double round-trips exactly.

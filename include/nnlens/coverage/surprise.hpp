@@ -572,7 +572,7 @@ surprise_model prepare_surprise(const Policy& pol, const Net& net, const A& X, s
 template <class Net, class A>
   requires(!execution::is_execution_policy_v<Net>)
 surprise_model prepare_surprise(const Net& net, const A& X, std::size_t layer, surprise_options o = {}) {
-  return prepare_surprise(execution::seq, net, X, layer, o);
+  return execution::with_default_policy(net, [&](const auto& pol) { return prepare_surprise(pol, net, X, layer, o); });
 }
 
 namespace detail {
@@ -600,7 +600,7 @@ std::vector<double> lsa_values(const Policy& pol, const Net& net, const surprise
 template <class Net, class A>
   requires(!execution::is_execution_policy_v<Net>)
 std::vector<double> lsa_values(const Net& net, const surprise_model& m, const A& X) {
-  return detail::surprise_values_of(execution::seq, net, m, X, surprise_kind::lsa);
+  return execution::with_default_policy(net, [&](const auto& pol) { return detail::surprise_values_of(pol, net, m, X, surprise_kind::lsa); });
 }
 /// Per-input DSA of X.
 template <class Policy, class Net, class A>
@@ -611,7 +611,7 @@ std::vector<double> dsa_values(const Policy& pol, const Net& net, const surprise
 template <class Net, class A>
   requires(!execution::is_execution_policy_v<Net>)
 std::vector<double> dsa_values(const Net& net, const surprise_model& m, const A& X) {
-  return detail::surprise_values_of(execution::seq, net, m, X, surprise_kind::dsa);
+  return execution::with_default_policy(net, [&](const auto& pol) { return detail::surprise_values_of(pol, net, m, X, surprise_kind::dsa); });
 }
 
 // =================================================================================================

@@ -84,7 +84,7 @@ ig_result<S, R> exact_ig(const Policy& pol, const Net& net_any, const EX& x, con
 template <class S = double, class R = double, class Net, class EX, class EB>
   requires(!execution::is_execution_policy_v<Net>)
 ig_result<S, R> exact_ig(const Net& net, const EX& x, const EB& baseline, std::size_t k, const line_options& opt = {}) {
-  return exact_ig<S, R>(execution::seq, net, x, baseline, k, opt);
+  return execution::with_default_policy(net, [&](const auto& pol) { return exact_ig<S, R>(pol, net, x, baseline, k, opt); });
 }
 
 namespace detail {

@@ -668,7 +668,7 @@ line_result<S, R> exact_line(const Policy&, const Net& net, const EP& P, const E
 template <class S = double, class R = double, class Net, class EP, class EQ>
   requires(!execution::is_execution_policy_v<Net>)
 line_result<S, R> exact_line(const Net& net, const EP& P, const EQ& Q, const line_options& opt = {}) {
-  return exact_line<S, R>(execution::seq, net, P, Q, opt);
+  return execution::with_default_policy(net, [&](const auto& pol) { return exact_line<S, R>(pol, net, P, Q, opt); });
 }
 
 /// Many segments: A and B are [n, in...] (or any containers of n rows); segment i = A[i] -> B[i].
@@ -710,7 +710,7 @@ template <class S = double, class R = double, class Net>
   requires(!execution::is_execution_policy_v<Net>)
 std::vector<line_result<S, R>> exact_lines(const Net& net, const std::vector<std::vector<S>>& A,
                                            const std::vector<std::vector<S>>& B, const line_options& opt = {}) {
-  return exact_lines<S, R>(execution::seq, net, A, B, opt);
+  return execution::with_default_policy(net, [&](const auto& pol) { return exact_lines<S, R>(pol, net, A, B, opt); });
 }
 
 /// ExactLine along a polyline X0 -> X1 -> ... -> Xm: one line_result per segment (exact: the
@@ -744,7 +744,7 @@ path_result<S, R> exact_path(const Policy& pol, const Net& net, const std::vecto
 template <class S = double, class R = double, class Net>
   requires(!execution::is_execution_policy_v<Net>)
 path_result<S, R> exact_path(const Net& net, const std::vector<std::vector<S>>& X, const line_options& opt = {}) {
-  return exact_path<S, R>(execution::seq, net, X, opt);
+  return execution::with_default_policy(net, [&](const auto& pol) { return exact_path<S, R>(pol, net, X, opt); });
 }
 
 }  // namespace nnlens

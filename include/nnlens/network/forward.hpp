@@ -182,7 +182,7 @@ auto forward(const Policy& policy, const Net& net, const E& xin) {
 template <class Net, class E>
   requires(!execution::is_execution_policy_v<Net>)
 auto forward(const Net& net, const E& x) {
-  return forward(execution::seq, net, x);
+  return execution::with_default_policy(net, [&](const auto& pol) { return forward(pol, net, x); });
 }
 
 }  // namespace nnlens

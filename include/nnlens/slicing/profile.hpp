@@ -202,7 +202,7 @@ profile profile_network(const Policy&, const Net& net, const E& X, const profile
 template <class Net, class E>
   requires(!execution::is_execution_policy_v<Net>)
 profile profile_network(const Net& net, const E& X, const profile_options& o = {}) {
-  return profile_network(execution::seq, net, X, o);
+  return execution::with_default_policy(net, [&](const auto& pol) { return profile_network(pol, net, X, o); });
 }
 
 /// Writes p as text ("nnlens-profile 1"); every double round-trips exactly.

@@ -2,6 +2,7 @@
 // device network and its kernels, forward and profile_network on execution::thrust.
 #pragma once
 
+#include "nnlens/thrust/default.hpp"  // first: specialises execution::default_dispatch under NNLENS_DEFAULT_POLICY_THRUST
 #include "nnlens/thrust/forward.hpp"
 #include "nnlens/thrust/kernels.hpp"
 #include "nnlens/thrust/network.hpp"

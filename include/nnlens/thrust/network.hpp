@@ -15,6 +15,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <string>
 #include <type_traits>
@@ -34,6 +35,17 @@
 #include "nnlens/thrust/policy.hpp"
 
 namespace nnlens {
+
+namespace detail {
+inline std::atomic<std::size_t>& thrust_pass_counter() {
+  static std::atomic<std::size_t> n{0};
+  return n;
+}
+}  // namespace detail
+
+/// How many device passes (device_network::forward / run calls) this process has made: lets a
+/// program (and the *_thrust test suites) check that work really ran on the thrust backend.
+inline std::size_t thrust_device_passes() { return detail::thrust_pass_counter().load(std::memory_order_relaxed); }
 
 template <class T>
 struct thrust_params {
@@ -224,6 +236,7 @@ class device_network {
  private:
   template <class Dst>
   void walk(std::size_t batch, Dst&& dst_of, const T* cur) const {
+    detail::thrust_pass_counter().fetch_add(1, std::memory_order_relaxed);
     for_each_layer(*net_, [&](const auto& l, auto i, shape in, shape out) {
       using L = std::decay_t<decltype(l)>;
       if constexpr (ThrustLayer<L>) {

@@ -1,0 +1,105 @@
+// The policy of calls that name none (core/execution.hpp: default_dispatch).  In the plain build
+// it is execution::seq.  In the *_thrust builds (NNLENS_DEFAULT_POLICY_THRUST, nnlens/thrust/all.hpp
+// first) every such call on a network with thrust kernels runs on execution::thrust, which this
+// file proves with the device pass counter, and networks without thrust kernels stay on the host.
+#include <doctest/doctest.h>
+
+#include <nnlens/nnlens.hpp>
+
+#include <random>
+#include <type_traits>
+
+using namespace nnlens;
+
+namespace {
+using Small = Sequential<Input<1, 8, 8>, Conv2D<4, 3>, ReLU, MaxPool2D<2>, Flatten, Dense<6>, ReLU, Dense<3>>;
+using WithNorm = Sequential<Input<6>, Dense<5>, BatchNorm<>, ReLU, Dense<2>>;
+
+xt::xarray<float> inputs(std::vector<std::size_t> shp, std::uint64_t seed) {
+  std::mt19937_64 r(seed);
+  std::normal_distribution<double> n(0, 1);
+  xt::xarray<float> x = xt::xarray<float>::from_shape(shp);
+  for (auto& v : x) v = float(n(r));
+  return x;
+}
+
+#if defined(NNLENS_DEFAULT_POLICY_THRUST)
+constexpr bool thrust_default = true;
+std::size_t passes() { return thrust_device_passes(); }
+#else
+constexpr bool thrust_default = false;
+std::size_t passes() { return 0; }
+#endif
+}  // namespace
+
+TEST_CASE("with_default_policy hands the callable the build's default policy") {
+  Small net;
+  const bool seq = execution::with_default_policy(net, [](const auto& pol) {
+    return std::is_same_v<std::decay_t<decltype(pol)>, execution::sequenced_policy>;
+  });
+  CHECK(seq == !thrust_default);
+  // a network without thrust kernels always gets the host
+  WithNorm norm;
+  CHECK(execution::with_default_policy(norm, [](const auto& pol) {
+    return std::is_same_v<std::decay_t<decltype(pol)>, execution::sequenced_policy>;
+  }));
+  // calls on black boxes (no network)
+  CHECK(execution::with_default_policy([](const auto& pol) {
+          return std::is_same_v<std::decay_t<decltype(pol)>, execution::sequenced_policy>;
+        }) == !thrust_default);
+}
+
+TEST_CASE("forward(net, X) runs where the default says, with the host's results") {
+  Small net;
+  initialize(net, 7);
+  const auto x = inputs({13, 1, 8, 8}, 3);
+  const std::size_t before = passes();
+  const auto y = forward(net, x);
+  const auto h = forward(execution::seq, net, x);
+  REQUIRE(y.shape() == h.shape());
+  double worst = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) worst = std::max(worst, double(std::abs(y.data()[i] - h.data()[i])));
+  CHECK(worst <= 1e-5);
+  if (thrust_default) {
+    CHECK(passes() > before);  // it ran on the device
+  } else {
+    CHECK(worst == 0.0);
+  }
+
+  // the dynamic form: decided at run time from its layers
+  const auto dnet = to_dynamic(net);
+  const std::size_t before_dyn = passes();
+  const auto yd = forward(dnet, x);
+  CHECK(passes() - before_dyn == (thrust_default ? 1u : 0u));
+  for (std::size_t i = 0; i < yd.size(); ++i) CHECK(yd.data()[i] == doctest::Approx(h.data()[i]).epsilon(1e-5));
+}
+
+TEST_CASE("networks without thrust kernels stay on the host") {
+  WithNorm net;
+  initialize(net, 5);
+  const auto x = inputs({4, 6}, 9);
+  const std::size_t before = passes();
+  const auto y = forward(net, x);
+  CHECK(passes() == before);
+  const auto h = forward(execution::seq, net, x);
+  for (std::size_t i = 0; i < y.size(); ++i) CHECK(y.data()[i] == h.data()[i]);
+  const auto dnet = to_dynamic(net);
+  const auto yd = forward(dnet, x);
+  CHECK(passes() == before);
+  for (std::size_t i = 0; i < yd.size(); ++i) CHECK(yd.data()[i] == h.data()[i]);
+}
+
+TEST_CASE("profile_network(net, X) runs where the default says") {
+  Small net;
+  initialize(net, 11);
+  const auto x = inputs({40, 1, 8, 8}, 4);
+  const std::size_t before = passes();
+  const auto p = profile_network(net, x);
+  const auto h = profile_network(execution::seq, net, x);
+  CHECK((passes() > before) == thrust_default);
+  REQUIRE(p.sums.size() == h.sums.size());
+  CHECK(p.samples == h.samples);
+  for (std::size_t a = 0; a < p.sums.size(); ++a)
+    for (std::size_t k = 0; k < p.sums[a].size(); ++k)
+      CHECK(p.sums[a][k] == doctest::Approx(h.sums[a][k]).epsilon(1e-5).scale(1.0));
+}
