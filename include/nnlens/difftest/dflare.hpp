@@ -43,9 +43,12 @@
 //           raw pixels in [0,255], C x H x W; f.predict / g.predict thread-safe for execution::par.
 // ensures:  with a query budget only (max_seconds = 0), the result depends only on (f, g, seeds,
 //           options): every seed has its own RNG, derived from options.seed and the seed's index,
-//           so seq == par == lockstep (field for field but `seconds`, for black boxes that answer
-//           a row the same alone and in a batch, e.g. wrap(net) on the host) and split runs
-//           merged == one run.  In lockstep, a batch that throws is retried seed by seed, so only
+//           so seq == par and split runs merged == one run; lockstep == seq field for field
+//           but `seconds` for black boxes that answer a row alike alone and in a batch (per-sample
+//           callables, thrust/black_box.hpp's device kernels; not the host GEMM behind wrap(net)
+//           on larger layers, which from 3 rows on sums in another order than for 1 or 2: there
+//           the results agree up to rounding, ~1e-8 in a probability, which can flip an
+//           acceptance and so change a seed's path).  In lockstep, a batch that throws is retried seed by seed, so only
 //           the seeds whose own query throws fail (lockstep.hpp).  A black box that throws
 //           nnlens::error (or std::exception) for a seed marks that seed `failed` with the message;
 //           the other seeds still run.

@@ -18,7 +18,8 @@
 // every search observes its row; searches that are done (or failed) leave.  A search never sees
 // another's inputs or RNG, so every search takes exactly the steps it takes alone: results equal
 // the sequential driver's whenever the black boxes answer a row the same in a batch and alone
-// (true of wrap(net) on the host; float rounding can differ on other devices).
+// (per-sample callables, the thrust device kernels; the host GEMM behind wrap(net) sums larger
+// layers in another order from 3 rows on, so there results agree only up to float rounding).
 //
 // Failures: an exception from propose or observe fails that search only.  A black box that throws
 // on a batch gets the round again seed by seed (f's batch failed: f then g per seed; only g's:
