@@ -94,6 +94,5 @@ BENCHMARK_CAPTURE(bm_lines, acasxu/par, par, 0)->Apply(sizes);
 BENCHMARK_CAPTURE(bm_lines, acasxu/thrust, thr, 256)->Apply(sizes);
 BENCHMARK_CAPTURE(bm_lines, acasxu/thrust_b64, thr, 64)->Arg(10000)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(bm_lines, acasxu/thrust_b1024, thr, 1024)->Arg(10000)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(bm_lines, acasxu/thrust_b10000, thr, 10000)->Arg(10000)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

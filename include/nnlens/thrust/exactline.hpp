@@ -246,9 +246,10 @@ class engine {
         ++i;
         continue;
       }
-      if (L.k == kind::relu) refine(tk::relu_proposer<S, R>{d_}, i);
+      bool done = false;  // a ReLU's forward pass fused into the refinement's copies
+      if (L.k == kind::relu) done = refine(tk::relu_proposer<S, R>{d_}, i, !opt_.reanchor);
       if (L.k == kind::pool) refine(tk::pool_proposer<S, R>{L.pool, false, S(0)}, i);
-      apply(i);
+      if (!done) apply(i);
       push_points();
     }
 
@@ -297,16 +298,18 @@ class engine {
     d_ = dout;
   }
 
+  /// Inserts the breaks prop proposes; with relu_out the copies apply max(., 0) too (returns
+  /// whether they did: only when new rows were made).
   template <class P>
-  void refine(const P& prop, idx layer) {
+  bool refine(const P& prop, idx layer, bool relu_out = false) {
     const idx n = n_, d = d_;
-    if (n < 2) return;
+    if (n < 2) return false;
     cnt_.reserve(n);
     coff_.reserve(n);
     tk::launch(n, tk::count_pairs<S, R, P>{raw(seg_), raw(v_), n, d, prop, raw(cnt_)});
     ::thrust::exclusive_scan(::thrust::device, raw(cnt_), raw(cnt_) + n, raw(coff_));
     const idx total = coff_.at(n - 1);  // cnt[n - 1] == 0
-    if (total == 0) return;
+    if (total == 0) return false;
     s_.reserve(total);
     pair_.reserve(total);
     tk::launch(n, tk::fill_pairs<S, R, P>{raw(cnt_), raw(coff_), raw(v_), d, prop, raw(s_), raw(pair_)});
@@ -347,10 +350,11 @@ class engine {
       t2_.reserve(n + K);
       v2_.reserve((n + K) * d);
       if (opt_.reanchor) fresh_.reserve(K);
-      tk::launch(n, tk::scatter_old<S, R>{raw(seg_), raw(t_), raw(v_), raw(koff_), d, raw(seg2_), raw(t2_), raw(v2_)});
+      tk::launch(n, tk::scatter_old<S, R>{raw(seg_), raw(t_), raw(v_), raw(koff_), d, raw(seg2_), raw(t2_), raw(v2_),
+                                          relu_out});
       tk::launch(total, tk::scatter_new<S, R>{raw(seg_), raw(t_), raw(v_), raw(pair_), raw(s_), raw(keep_), raw(gpos_), d,
                                                raw(seg2_), raw(t2_), raw(v2_),
-                                               opt_.reanchor ? raw(fresh_) : static_cast<idx*>(nullptr)});
+                                               opt_.reanchor ? raw(fresh_) : static_cast<idx*>(nullptr), relu_out});
       seg_.swap(seg2_);
       t_.swap(t2_);
       v_.swap(v2_);
@@ -360,6 +364,7 @@ class engine {
       if (opt_.reanchor) reanchor(K, layer);
     }
     if (failed) compact();
+    return K > 0 && relu_out;
   }
 
   void check_caps(idx points, idx d, idx layer) const {

@@ -179,12 +179,12 @@ NNLENS_HD void sort_small(R* x, idx n) {
   }
 }
 
-/// y[n, O] = x[n, I] W + b for ExactLine's many narrow rows: tiles of 4 rows x 8 outputs on weights
+/// y[n, O] = x[n, I] W + b for ExactLine's many narrow rows: tiles of 8 rows x 8 outputs on weights
 /// padded to Op = O rounded up to 8 (Wp [I][Op], bp [Op], zeros past O), so every tile runs the
 /// fixed-trip inner loop; rows past N read the last row and are not stored.  Sums in input order.
 template <class T>
 struct dense_pad_tile {
-  static constexpr idx MB = 4, NB = 8;
+  static constexpr idx MB = 8, NB = 8;
   const T* x;
   const T* Wp;
   const T* bp;
@@ -199,7 +199,8 @@ struct dense_pad_tile {
     for (idx m = 0; m < MB; ++m)
       for (idx k = 0; k < NB; ++k) acc[m][k] = T(0);
     for (idx i = 0; i < I; ++i) {
-      const T* w = Wp + i * Op + o0;
+      T w[NB];  // in registers: loaded once for the MB rows
+      for (idx k = 0; k < NB; ++k) w[k] = Wp[i * Op + o0 + k];
       for (idx m = 0; m < MB; ++m) {
         const T xv = xr[m][i];
         NNLENS_THRUST_SIMD
@@ -301,13 +302,17 @@ struct scatter_old {
   idx* seg2;
   R* t2;
   T* v2;
+  bool relu;  // write max(v, 0): the ReLU layer's forward pass fused into the copy
   NNLENS_HD void operator()(idx r) const {
     const idx nr = r + koff[r];
     seg2[nr] = seg[r];
     t2[nr] = t[r];
     const T* src = v + r * d;
     T* dst = v2 + nr * d;
-    for (idx i = 0; i < d; ++i) dst[i] = src[i];
+    if (relu)
+      for (idx i = 0; i < d; ++i) dst[i] = src[i] > T(0) ? src[i] : T(0);
+    else
+      for (idx i = 0; i < d; ++i) dst[i] = src[i];
   }
 };
 
@@ -326,6 +331,7 @@ struct scatter_new {
   R* t2;
   T* v2;
   idx* fresh;  // may be null: fresh[g[e]] = the new row (reanchor)
+  bool relu;   // as scatter_old
   NNLENS_HD void operator()(idx e) const {
     if (!keep[e]) return;
     const idx r = pair[e], row = r + 1 + g[e];
@@ -336,7 +342,10 @@ struct scatter_new {
     const T* va = v + r * d;
     const T* vb = va + d;
     T* dst = v2 + row * d;
-    for (idx i = 0; i < d; ++i) dst[i] = va[i] + a * (vb[i] - va[i]);
+    for (idx i = 0; i < d; ++i) {
+      const T x = va[i] + a * (vb[i] - va[i]);
+      dst[i] = relu && !(x > T(0)) ? T(0) : x;
+    }
     if (fresh) fresh[g[e]] = row;
   }
 };
