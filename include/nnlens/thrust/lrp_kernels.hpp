@@ -6,27 +6,30 @@
 //           relevance is double, [batch, tensor size] row-major.
 // ensures:  each launcher is one thrust::for_each over an index range with an NNLENS_HD functor
 //           (no xtensor, exceptions or std:: algorithms: compiles as CUDA).  Every output element
-//           is written by exactly one work item (gathers, no atomics), so results do not depend
-//           on the number of threads.
+//           is written by exactly one work item (no atomics), so results do not depend on the
+//           number of threads.
 //
 // An affine layer (Dense, Conv2D) runs in two kernels:
 //   *_factors   one work item per output k of a sample: from R_k, z_k, b_k and (zplus, alpha_beta)
 //               the sums of z+_jk / z-_jk, the per-output factors fp_k, fn_k and the bias share bs_k
-//   *_gather    one work item per input j of a sample:
-//               R_j = sum over the outputs k reading j of (z_jk > 0 ? z_jk fp_k : z_jk fn_k) + bs_k
-//               with z_jk = x_j w_jk in double; that is the host's rules rewritten per input:
+//   then        R_j = sum over the outputs k reading j of (z_jk > 0 ? z_jk fp_k : z_jk fn_k) + bs_k,
+//               z_jk = x_j w_jk in double, outputs with zero factors skipped, in output order (as
+//               the host): Dense one work item per input j of a sample (a gather); Conv2D one per
+//               input plane (sample, channel), which scatters its group's outputs into the plane
+//   fn may be null when it equals fp (epsilon), bs when there are no bias shares.
+//   This is the host's rules (core/relevance.hpp) rewritten per output:
 //     epsilon     fp = fn = R_k / (z_k + eps sign z_k) (0 if not finite), bs = b_k / J_k * fp when
 //                 bias_redistribution (J_k: inputs k reads, padding excluded)
 //     zplus       fp = R_k / sum_i z+_ik (0 when the sum is 0), fn = 0
 //     alpha_beta  fp = alpha R_k / (b+_k + sum z+), fn = beta R_k / (b-_k + sum z-) (0 when 0)
-// Max pooling: pool_factors finds each window's maximum and its number of ties (fp = R_k / ties,
-// fn = the maximum), pool_gather hands fp_k to each input equal to its window's maximum.
+// Max pooling: one work item per plane; each output with R_k != 0 hands R_k / ties to the inputs
+// equal to its window's maximum.
 //
 //   lrp_start(n, O, z, cls, R)              R = one_hot(c) z_c per sample (c = cls[n], or the
 //                                           first maximum of z when cls is null)
 //   lrp_dense_factors / lrp_dense_gather    Dense: W [I, O]
 //   lrp_conv_factors / lrp_conv_gather      Conv2D: W [O, C/groups, kh, kw], any geometry
-//   lrp_pool_factors / lrp_pool_gather      MaxPool2D, any geometry (padding never wins)
+//   lrp_max_pool(n, dims, x, R, R_in)       MaxPool2D, any geometry (padding never wins)
 //   lrp_channel_sums(n, C, hw, R, out)      out[n, c] = sum of R[n, c, 0..hw) (importance)
 //   coverage_neuron_values(n, C, hw, x, out, ld, off)  out[n * ld + off + c] = mean of x[n, c, 0..hw)
 //                                           (hw = 1: the elements), double: coverage neurons
@@ -71,6 +74,13 @@ NNLENS_HD inline void lrp_coefficients(const lrp_params& p, double rk, double zk
   }
 }
 
+/// Stores one output's factors; fn null: fn = fp (epsilon), bs null: no bias shares.
+NNLENS_HD inline void lrp_store(double* fp, double* fn, double* bs, idx t, double a, double b, double s) {
+  fp[t] = a;
+  if (fn) fn[t] = b;
+  if (bs) bs[t] = s;
+}
+
 NNLENS_HD inline double lrp_term(double z, double fp, double fn) { return z > 0 ? z * fp : z < 0 ? z * fn : 0.0; }
 
 /// R_out [n, O] -> per-output factors; x [n, I], z [n, O].
@@ -97,10 +107,14 @@ struct lrp_dense_factor {
         else zn += zj;
       }
     }
-    lrp_coefficients(p, R[t], double(z[t]), bk, zp, zn, I, fp[t], fn[t], bs[t]);
+    double a, c, e;
+    lrp_coefficients(p, R[t], double(z[t]), bk, zp, zn, I, a, c, e);
+    lrp_store(fp, fn, bs, t, a, c, e);
   }
 };
 
+/// R_j = x_j sum_k w_jk (z_jk > 0 ? fp_k : fn_k) + sum_k bs_k: the sign of z_jk = x_j w_jk is the
+/// sign of w_jk (x_j > 0) or its opposite (x_j < 0); x_j = 0 gets the bias shares only.
 template <class T>
 struct lrp_dense_gather_op {
   const T* x;
@@ -112,10 +126,24 @@ struct lrp_dense_gather_op {
     const idx n = t / I, j = t % I;
     const double xj = double(x[t]);
     const T* w = W + j * O;
-    const double *f1 = fp + n * O, *f2 = fn + n * O, *f3 = bs + n * O;
-    double acc = 0;
-    for (idx k = 0; k < O; ++k) acc += lrp_term(xj * double(w[k]), f1[k], f2[k]) + f3[k];
-    Rin[t] = acc;
+    const double *f1 = fp + n * O, *f2 = fn ? fn + n * O : f1;
+    double acc = 0, b = 0;
+    if (bs)
+      for (idx k = 0; k < O; ++k) b += bs[n * O + k];
+    if (xj > 0) {
+      NNLENS_THRUST_SIMD
+      for (idx k = 0; k < O; ++k) {
+        const double wk = double(w[k]);
+        acc += wk * (wk > 0 ? f1[k] : f2[k]);
+      }
+    } else if (xj < 0) {
+      NNLENS_THRUST_SIMD
+      for (idx k = 0; k < O; ++k) {
+        const double wk = double(w[k]);
+        acc += wk * (wk < 0 ? f1[k] : f2[k]);
+      }
+    }
+    Rin[t] = xj * acc + b;
   }
 };
 
@@ -145,66 +173,87 @@ struct lrp_conv_factor {
   window_dims d;
   lrp_params p;
   NNLENS_HD void operator()(idx t) const {
+    if (R[t] == 0) {
+      lrp_store(fp, fn, bs, t, 0, 0, 0);
+      return;
+    }
     const idx P = d.OH * d.OW, ow = t % d.OW, oh = (t / d.OW) % d.OH, o = (t / P) % d.O, n = t / (P * d.O);
     const idx cg = d.C / d.groups, og = d.O / d.groups, grp = o / og, K = d.kh * d.kw;
     const double bk = double(b[o]);
-    const bool sums = p.rule != 0 && R[t] != 0;
     double zp = 0, zn = 0;
-    if (sums && p.rule == 2) zp = bk > 0 ? bk : 0.0, zn = bk < 0 ? bk : 0.0;
-    idx J = 0;
-    const T* w = W + o * cg * K;
-    for (idx ci = 0; ci < cg; ++ci) {
-      const T* xp = x + (n * d.C + grp * cg + ci) * d.H * d.W;
-      for (idx u = 0; u < d.kh; ++u) {
-        const sidx ih = sidx(oh * d.sh + u * d.dh) - sidx(d.pt);
-        if (ih < 0 || ih >= sidx(d.H)) continue;
-        for (idx v = 0; v < d.kw; ++v) {
-          const sidx iw = sidx(ow * d.sw + v * d.dw) - sidx(d.pl);
-          if (iw < 0 || iw >= sidx(d.W)) continue;
-          ++J;
-          if (!sums) continue;
-          const double zj = double(xp[idx(ih) * d.W + idx(iw)]) * double(w[ci * K + u * d.kw + v]);
-          if (zj > 0) zp += zj;
-          else zn += zj;
+    if (p.rule == 2) zp = bk > 0 ? bk : 0.0, zn = bk < 0 ? bk : 0.0;
+    idx ru = 0, rv = 0;  // taps inside the input: J = cg * ru * rv
+    for (idx u = 0; u < d.kh; ++u) {
+      const sidx ih = sidx(oh * d.sh + u * d.dh) - sidx(d.pt);
+      if (ih >= 0 && ih < sidx(d.H)) ++ru;
+    }
+    for (idx v = 0; v < d.kw; ++v) {
+      const sidx iw = sidx(ow * d.sw + v * d.dw) - sidx(d.pl);
+      if (iw >= 0 && iw < sidx(d.W)) ++rv;
+    }
+    if (p.rule != 0) {
+      const T* w = W + o * cg * K;
+      for (idx ci = 0; ci < cg; ++ci) {
+        const T* xp = x + (n * d.C + grp * cg + ci) * d.H * d.W;
+        for (idx u = 0; u < d.kh; ++u) {
+          const sidx ih = sidx(oh * d.sh + u * d.dh) - sidx(d.pt);
+          if (ih < 0 || ih >= sidx(d.H)) continue;
+          for (idx v = 0; v < d.kw; ++v) {
+            const sidx iw = sidx(ow * d.sw + v * d.dw) - sidx(d.pl);
+            if (iw < 0 || iw >= sidx(d.W)) continue;
+            const double zj = double(xp[idx(ih) * d.W + idx(iw)]) * double(w[ci * K + u * d.kw + v]);
+            if (zj > 0) zp += zj;
+            else zn += zj;
+          }
         }
       }
     }
-    lrp_coefficients(p, R[t], double(z[t]), bk, zp, zn, J, fp[t], fn[t], bs[t]);
+    double a, c, e;
+    lrp_coefficients(p, R[t], double(z[t]), bk, zp, zn, cg * ru * rv, a, c, e);
+    lrp_store(fp, fn, bs, t, a, c, e);
   }
 };
 
-/// Conv2D gather: one work item per input (n, c, h, w); the outputs reading it in its group.
+/// Conv2D relevance of one input plane (sample n, channel c): the outputs of its group with a
+/// non-zero factor, in output order (as the host), scattered into the plane this item owns.
 template <class T>
-struct lrp_conv_gather_op {
+struct lrp_conv_plane {
   const T* x;
   const T* W;
   const double *fp, *fn, *bs;
   double* Rin;
   window_dims d;
   NNLENS_HD void operator()(idx t) const {
-    const idx HW = d.H * d.W, w = t % d.W, h = (t / d.W) % d.H, c = (t / HW) % d.C, n = t / (HW * d.C);
+    const idx HW = d.H * d.W, c = t % d.C, n = t / d.C;
     const idx cg = d.C / d.groups, og = d.O / d.groups, g = c / cg, ci = c % cg, K = d.kh * d.kw, P = d.OH * d.OW;
-    const double xj = double(x[t]);
-    double acc = 0;
+    const T* xp = x + t * HW;
+    double* r = Rin + t * HW;
+    for (idx i = 0; i < HW; ++i) r[i] = 0;
     for (idx o = g * og; o < (g + 1) * og; ++o) {
       const T* wo = W + (o * cg + ci) * K;
       const idx base = (n * d.O + o) * P;
-      for (idx u = 0; u < d.kh; ++u) {
-        const sidx th = sidx(h + d.pt) - sidx(u * d.dh);
-        if (th < 0 || th % sidx(d.sh) != 0) continue;
-        const idx oh = idx(th) / d.sh;
-        if (oh >= d.OH) continue;
-        for (idx v = 0; v < d.kw; ++v) {
-          const sidx tw = sidx(w + d.pl) - sidx(v * d.dw);
-          if (tw < 0 || tw % sidx(d.sw) != 0) continue;
-          const idx ow = idx(tw) / d.sw;
-          if (ow >= d.OW) continue;
+      for (idx oh = 0; oh < d.OH; ++oh)
+        for (idx ow = 0; ow < d.OW; ++ow) {
           const idx k = base + oh * d.OW + ow;
-          acc += lrp_term(xj * double(wo[u * d.kw + v]), fp[k], fn[k]) + bs[k];
+          const double a = fp[k], b = fn ? fn[k] : a, s = bs ? bs[k] : 0.0;
+          if (a == 0 && b == 0 && s == 0) continue;
+          const sidx ih0 = sidx(oh * d.sh) - sidx(d.pt), iw0 = sidx(ow * d.sw) - sidx(d.pl);
+          idx v0 = 0, v1 = d.kw;  // taps v with 0 <= iw0 + v dw < W
+          while (v0 < v1 && iw0 + sidx(v0 * d.dw) < 0) ++v0;
+          while (v1 > v0 && iw0 + sidx((v1 - 1) * d.dw) >= sidx(d.W)) --v1;
+          for (idx u = 0; u < d.kh; ++u) {
+            const sidx ih = ih0 + sidx(u * d.dh);
+            if (ih < 0 || ih >= sidx(d.H)) continue;
+            const T* wr = wo + u * d.kw;
+            const idx j0 = idx(ih) * d.W;
+            for (idx v = v0; v < v1; ++v) {
+              const idx j = j0 + idx(iw0 + sidx(v * d.dw));
+              const double z = double(xp[j]) * double(wr[v]);
+              r[j] += z * (z > 0 ? a : b) + s;
+            }
+          }
         }
-      }
     }
-    Rin[t] = acc;
   }
 };
 
@@ -215,76 +264,54 @@ void lrp_conv_factors(idx N, const window_dims& d, const T* x, const T* W, const
                      ::thrust::counting_iterator<idx>(N * d.O * d.OH * d.OW), lrp_conv_factor<T>{x, W, b, z, R, fp, fn, bs, d, p});
 }
 
+/// R_in of every input plane (one work item per sample and input channel).
 template <class T>
 void lrp_conv_gather(idx N, const window_dims& d, const T* x, const T* W, const double* fp, const double* fn, const double* bs,
                      double* Rin) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0),
-                     ::thrust::counting_iterator<idx>(N * d.C * d.H * d.W), lrp_conv_gather_op<T>{x, W, fp, fn, bs, Rin, d});
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * d.C),
+                     lrp_conv_plane<T>{x, W, fp, fn, bs, Rin, d});
 }
 
-/// Max pooling: per output, R / (number of inputs equal to the window's maximum) and the maximum.
+/// Max pooling, one work item per plane (sample, channel): each output with R != 0 hands R / ties
+/// to the inputs equal to its window's maximum (padding never wins), in output order.
 template <class T>
-struct lrp_pool_factor {
+struct lrp_pool_plane {
   const T* x;
   const double* R;
-  double *share, *best;
-  window_dims d;
-  NNLENS_HD void operator()(idx t) const {
-    const idx ow = t % d.OW, oh = (t / d.OW) % d.OH, pl = t / (d.OW * d.OH);
-    share[t] = 0, best[t] = 0;
-    if (R[t] == 0) return;
-    const sidx r0 = sidx(oh * d.sh) - sidx(d.pt), q0 = sidx(ow * d.sw) - sidx(d.pl);
-    const T* xp = x + pl * d.H * d.W;
-    idx ties = 0;
-    double m = 0;
-    for (sidx r = r0 < 0 ? 0 : r0; r < r0 + sidx(d.kh) && r < sidx(d.H); ++r)
-      for (sidx q = q0 < 0 ? 0 : q0; q < q0 + sidx(d.kw) && q < sidx(d.W); ++q) {
-        const double v = double(xp[idx(r) * d.W + idx(q)]);
-        if (ties == 0 || v > m) m = v, ties = 1;
-        else if (v == m) ++ties;
-      }
-    if (ties) share[t] = R[t] / double(ties), best[t] = m;
-  }
-};
-
-template <class T>
-struct lrp_pool_gather_op {
-  const T* x;
-  const double *share, *best;
   double* Rin;
   window_dims d;
-  NNLENS_HD void operator()(idx t) const {
-    const idx HW = d.H * d.W, w = t % d.W, h = (t / d.W) % d.H, pl = t / HW;
-    const double xj = double(x[t]);
-    double acc = 0;
-    for (idx u = 0; u < d.kh; ++u) {
-      const sidx th = sidx(h + d.pt) - sidx(u);
-      if (th < 0 || th % sidx(d.sh) != 0) continue;
-      const idx oh = idx(th) / d.sh;
-      if (oh >= d.OH) continue;
-      for (idx v = 0; v < d.kw; ++v) {
-        const sidx tw = sidx(w + d.pl) - sidx(v);
-        if (tw < 0 || tw % sidx(d.sw) != 0) continue;
-        const idx ow = idx(tw) / d.sw;
-        if (ow >= d.OW) continue;
-        const idx k = (pl * d.OH + oh) * d.OW + ow;
-        if (share[k] != 0 && xj == best[k]) acc += share[k];
+  NNLENS_HD void operator()(idx pl) const {
+    const T* xp = x + pl * d.H * d.W;
+    double* r = Rin + pl * d.H * d.W;
+    for (idx i = 0; i < d.H * d.W; ++i) r[i] = 0;
+    for (idx oh = 0; oh < d.OH; ++oh)
+      for (idx ow = 0; ow < d.OW; ++ow) {
+        const double rk = R[(pl * d.OH + oh) * d.OW + ow];
+        if (rk == 0) continue;
+        const sidx r0 = sidx(oh * d.sh) - sidx(d.pt), q0 = sidx(ow * d.sw) - sidx(d.pl);
+        const sidx r1 = r0 + sidx(d.kh) < sidx(d.H) ? r0 + sidx(d.kh) : sidx(d.H);
+        const sidx q1 = q0 + sidx(d.kw) < sidx(d.W) ? q0 + sidx(d.kw) : sidx(d.W);
+        idx ties = 0;
+        double m = 0;
+        for (sidx i = r0 < 0 ? 0 : r0; i < r1; ++i)
+          for (sidx q = q0 < 0 ? 0 : q0; q < q1; ++q) {
+            const double v = double(xp[idx(i) * d.W + idx(q)]);
+            if (ties == 0 || v > m) m = v, ties = 1;
+            else if (v == m) ++ties;
+          }
+        if (ties == 0) continue;
+        const double share = rk / double(ties);
+        for (sidx i = r0 < 0 ? 0 : r0; i < r1; ++i)
+          for (sidx q = q0 < 0 ? 0 : q0; q < q1; ++q)
+            if (double(xp[idx(i) * d.W + idx(q)]) == m) r[idx(i) * d.W + idx(q)] += share;
       }
-    }
-    Rin[t] = acc;
   }
 };
 
 template <class T>
-void lrp_pool_factors(idx N, const window_dims& d, const T* x, const double* R, double* share, double* best) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0),
-                     ::thrust::counting_iterator<idx>(N * d.C * d.OH * d.OW), lrp_pool_factor<T>{x, R, share, best, d});
-}
-
-template <class T>
-void lrp_pool_gather(idx N, const window_dims& d, const T* x, const double* share, const double* best, double* Rin) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0),
-                     ::thrust::counting_iterator<idx>(N * d.C * d.H * d.W), lrp_pool_gather_op<T>{x, share, best, Rin, d});
+void lrp_max_pool(idx N, const window_dims& d, const T* x, const double* R, double* Rin) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * d.C),
+                     lrp_pool_plane<T>{x, R, Rin, d});
 }
 
 /// The start of LRP: R[n] = one_hot(c) z[n, c].

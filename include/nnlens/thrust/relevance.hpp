@@ -55,7 +55,8 @@ struct thrust_lrp_layer;
 template <class L>
 concept ThrustLrpLayer = requires { thrust_lrp_layer<L>::supported; };
 
-/// Per-output factor buffers of one pass (thrust/lrp_kernels.hpp), [nb, layer output size].
+/// Per-output factor buffers of one pass (thrust/lrp_kernels.hpp), [nb, layer output size]; fn
+/// null for the epsilon rule (fn = fp), bs null without bias redistribution.
 struct thrust_lrp_scratch {
   double *fp = nullptr, *fn = nullptr, *bs = nullptr;
 };
@@ -104,13 +105,12 @@ struct thrust_lrp_layer<MaxPool2DG<G>> {
   static void upload(const L&, thrust_params<T>&) {}
   template <class T>
   static void backward(const L& l, const thrust_params<T>&, shape in, shape out, std::size_t nb, const T* x, const T*,
-                       const double* r_out, double* r_in, const thrust_lrp_scratch& s, const thrust_kernels::lrp_params&) {
+                       const double* r_out, double* r_in, const thrust_lrp_scratch&, const thrust_kernels::lrp_params&) {
     const pool_geometry g = layer_traits<L>::geometry_of(&l);
     thrust_kernels::window_dims d;
     d.C = in[0], d.H = in[1], d.W = in[2], d.O = out[0], d.OH = out[1], d.OW = out[2];
     d.kh = g.kh, d.kw = g.kw, d.sh = g.stride_h, d.sw = g.stride_w, d.pt = g.pad_top, d.pl = g.pad_left;
-    thrust_kernels::lrp_pool_factors<T>(nb, d, x, r_out, s.fp, s.fn);
-    thrust_kernels::lrp_pool_gather<T>(nb, d, x, s.fp, s.fn, r_in);
+    thrust_kernels::lrp_max_pool<T>(nb, d, x, r_out, r_in);
   }
 };
 
@@ -174,6 +174,7 @@ class device_lrp {
       if constexpr (ThrustLrpLayer<L>) {
         s.passthrough = thrust_lrp_layer<L>::passthrough;
         if constexpr (!thrust_lrp_layer<L>::passthrough) {
+          max_weighted_ = std::max(max_weighted_, out.size());
           auto p = std::make_shared<thrust_params<T>>();
           thrust_lrp_layer<L>::upload(l, *p);
           const L* lp = &l;
@@ -206,10 +207,13 @@ class device_lrp {
   const double* run(std::size_t nb, const T* x, std::size_t stop, const std::size_t* cls = nullptr) {
     dnet_.run(nb, x, bufs_);
     const std::size_t L = steps_.size();
-    for (auto* v : {&r_[0], &r_[1], &fp_, &fn_, &bs_})
+    const bool fn = rule_.rule != 0, bs = rule_.rule == 0 && rule_.bias_redistribution;
+    for (auto* v : {&r_[0], &r_[1]})
       if (v->size() < nb * max_act_) v->resize(nb * max_act_);
-    const thrust_lrp_scratch sc{::thrust::raw_pointer_cast(fp_.data()), ::thrust::raw_pointer_cast(fn_.data()),
-                                ::thrust::raw_pointer_cast(bs_.data())};
+    for (auto* v : {&fp_, fn ? &fn_ : nullptr, bs ? &bs_ : nullptr})
+      if (v && v->size() < nb * max_weighted_) v->resize(nb * max_weighted_);
+    const thrust_lrp_scratch sc{::thrust::raw_pointer_cast(fp_.data()), fn ? ::thrust::raw_pointer_cast(fn_.data()) : nullptr,
+                                bs ? ::thrust::raw_pointer_cast(bs_.data()) : nullptr};
     int cur = 0;
     thrust_kernels::lrp_start<T>(nb, acts_[L].size(), tensor(L), cls, ::thrust::raw_pointer_cast(r_[0].data()));
     for (std::size_t i = L; i-- > stop;) {  // layer i: tensor i -> tensor i + 1
@@ -230,7 +234,7 @@ class device_lrp {
   thrust_kernels::lrp_params rule_;
   std::vector<step> steps_;
   std::vector<shape> acts_;
-  std::size_t max_act_ = 0;
+  std::size_t max_act_ = 0, max_weighted_ = 0;  // largest tensor; largest output of a non-pass-through step
   std::vector<::thrust::device_vector<T>> bufs_;
   ::thrust::device_vector<double> r_[2], fp_, fn_, bs_;
 };
