@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -295,6 +296,13 @@ TEST_CASE("lockstep: a time budget stops every seed; on_seed and the progress ba
   o.on_seed = [&](const seed_result& r) { seen.push_back(r.index); };
   const auto r = dflare(f, f, seeds, 3, o);
   CHECK(seen.size() == 3);
+  // an exception from on_seed itself is the caller's: it leaves dflare (as in the sequential driver)
+  auto o2 = budget(300);
+  o2.on_seed = [](const seed_result&) { throw std::runtime_error("stop"); };
+  const auto g = brightness(120, "g");
+  CHECK_THROWS_WITH(dflare(f, g, seeds, 3, o2), "stop");
+  o2.lockstep = true;
+  CHECK_THROWS_WITH(dflare(f, g, seeds, 3, o2), "stop");
   for (const auto& sr : r.seeds) {
     CHECK(sr.status == seed_status::not_found);
     CHECK(sr.seconds >= 0.02);

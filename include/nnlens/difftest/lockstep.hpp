@@ -26,7 +26,8 @@
 // g per seed, f's batch answers kept), so only the seeds whose own query throws fail and the others
 // keep their results and go on; a black box with side effects per call (an external process) sees
 // the rows of such a round twice.  finished(i, error) is called once per search, in the order they
-// finish, on the calling thread (error null: the search ended normally).
+// finish, on the calling thread (error null: the search ended normally); an exception thrown by
+// finished itself (e.g. from options.on_seed) leaves run_lockstep.
 //
 // requires: f and g have the same input_size and classes as the searches expect; predict follows
 //           black_box's contract (n rows in, n rows out).
@@ -80,7 +81,17 @@ void run_lockstep(const black_box& f, const black_box& g, std::span<Search> sear
   std::vector<char> alive;
   std::vector<float> x(m * isz), pf(m * c), pg(m * c);
   auto row = [](std::vector<float>& v, std::size_t j, std::size_t w) { return std::span<float>(v.data() + j * w, w); };
-  // One model over the batch; if the batch throws, row by row: a throwing row fails its search.
+  // One model on row j alone; a throw fails row j's search.
+  auto one_row = [&](const black_box& b, std::vector<float>& out, std::size_t j) {
+    std::exception_ptr err;
+    try {
+      b.predict(row(x, j, isz), 1, row(out, j, c));
+    } catch (...) {
+      err = std::current_exception();
+    }
+    if (err) alive[j] = 0, finished(batch[j], err);
+  };
+  // One model over the batch; if the batch throws, row by row (one_row).
   auto query = [&](const black_box& b, std::vector<float>& out, std::size_t k, bool& retried) {
     try {
       b.predict(std::span<const float>(x.data(), k * isz), k, std::span<float>(out.data(), k * c));
@@ -88,27 +99,23 @@ void run_lockstep(const black_box& f, const black_box& g, std::span<Search> sear
     } catch (...) {
       retried = true;
     }
-    for (std::size_t j = 0; j < k; ++j) {
-      if (!alive[j]) continue;
-      try {
-        b.predict(row(x, j, isz), 1, row(out, j, c));
-      } catch (...) {
-        alive[j] = 0;
-        finished(batch[j], std::current_exception());
-      }
-    }
+    for (std::size_t j = 0; j < k; ++j)
+      if (alive[j]) one_row(b, out, j);
   };
   while (!active.empty()) {
     batch.clear();
     for (std::size_t i : active) {
+      bool proposed = false;
+      std::exception_ptr err;
       try {
-        if (searches[i].propose(row(x, batch.size(), isz)))
-          batch.push_back(i);
-        else
-          finished(i, std::exception_ptr{});
+        proposed = searches[i].propose(row(x, batch.size(), isz));
       } catch (...) {
-        finished(i, std::current_exception());
+        err = std::current_exception();
       }
+      if (proposed)
+        batch.push_back(i);
+      else
+        finished(i, err);  // outside the try: an exception of finished() itself propagates
     }
     const std::size_t k = batch.size();
     if (k == 0) break;
@@ -116,15 +123,8 @@ void run_lockstep(const black_box& f, const black_box& g, std::span<Search> sear
     bool retried = false;
     query(f, pf, k, retried);
     if (retried) {  // f's rows came one by one; g's come one by one too (only where f answered)
-      for (std::size_t j = 0; j < k; ++j) {
-        if (!alive[j]) continue;
-        try {
-          g.predict(row(x, j, isz), 1, row(pg, j, c));
-        } catch (...) {
-          alive[j] = 0;
-          finished(batch[j], std::current_exception());
-        }
-      }
+      for (std::size_t j = 0; j < k; ++j)
+        if (alive[j]) one_row(g, pg, j);
     } else {
       query(g, pg, k, retried);
     }
@@ -138,15 +138,18 @@ void run_lockstep(const black_box& f, const black_box& g, std::span<Search> sear
     for (std::size_t j = 0; j < k; ++j) {
       if (!alive[j]) continue;
       const std::size_t i = batch[j];
+      bool over = true;
+      std::exception_ptr err;
       try {
         searches[i].observe(row(pf, j, c), row(pg, j, c));
-        if (searches[i].done())
-          finished(i, std::exception_ptr{});
-        else
-          active.push_back(i);
+        over = searches[i].done();
       } catch (...) {
-        finished(i, std::current_exception());
+        err = std::current_exception();
       }
+      if (over)
+        finished(i, err);
+      else
+        active.push_back(i);
     }
   }
 }
