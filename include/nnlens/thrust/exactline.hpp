@@ -7,25 +7,28 @@
 // The same result type, options, statistics and errors as the host exact_lines(policy, ...)
 // (nnlens/exactline/line.hpp).  Algorithm: all segments of a pass at once, layer by layer.  The
 // points of every segment are rows of one device batch sorted by (segment, t), holding the ratio t
-// (R = double) and the tensor before the next layer (in S).  Affine layers (Dense, Conv2D, Flatten)
-// map all rows with the thrust kernels of nnlens/thrust/network.hpp.  At a split layer (ReLU,
-// MaxPool2D, or the two fused, as the host does with fuse_max_pool): per pair of consecutive points
-// of a segment the candidate ratios are counted, offset by an exclusive scan, written and sorted
-// in place (one work item per pair owns its run), and merged with the host's rules (exact repeats dropped, ratios within merge_tol of the
-// last kept point or of the pair's end counted in stats.merged); the new rows are interpolated from
-// the pair's ends (exact on an affine piece), or recomputed from the input with `reanchor`; then
-// the layer runs on every row (nnlens/thrust/exactline_kernels.hpp).  `validate` runs on the host
-// afterwards, as in line.hpp.
+// (R = double) and the tensor before the next layer (in S).  Affine layers map all rows: Dense with
+// thrust_kernels::line::dense_padded, Conv2D and Flatten with the kernels of thrust/network.hpp.
+// At a split layer (ReLU; MaxPool2D; the two fused, as the host does with fuse_max_pool) each pair
+// of consecutive points of a segment counts its candidate ratios, an exclusive scan gives the
+// offsets, each pair writes and sorts its run in place, and merges it with the host's rules (exact
+// repeats dropped; ratios within merge_tol of the last kept point or of the pair's end counted in
+// stats.merged).  New rows are interpolated from the pair's ends (exact on an affine piece), or
+// recomputed from the input with `reanchor`; then the layer runs on every row (a ReLU inside the
+// copies).  stats.points and stats.merged are those of the host; `validate` runs on the host
+// afterwards, as in line.hpp.  Kernels: nnlens/thrust/exactline_kernels.hpp.
 //
-// requires: every layer is Dense, Conv2D, Flatten, ReLU or MaxPool2D (for a Sequential a compile
-//           error names the layer: error_thrust_backend_has_no_kernel_for<L>; for a DynamicNetwork a
-//           logic_error naming it is thrown before any segment runs, also with keep_going); R = double.
-// ensures:  the same pieces as the host policy where the layers' values agree: the affine kernels
-//           sum in input-index order, the host GEMM in its own blocked order, so values differ by
-//           rounding (docs/scale.md: worst ratio difference on ACAS Xu); a segment with an error
-//           (shape_error, value_error, limit_error: the host's messages) is left out of the device
-//           batch; without keep_going the first failing segment's error is rethrown, prefixed
-//           "exact_lines: segment i: ", after all the others ran.
+// requires: every layer is Dense, Conv2D, Flatten, ReLU or MaxPool2D (a Sequential with another
+//           layer is a compile error naming it, error_thrust_backend_has_no_kernel_for<L>; a
+//           DynamicNetwork holding one gets logic_error naming it before any segment runs, also
+//           with keep_going); R = double (ratios never narrow; S = float or double).
+// ensures:  the host's pieces: the ratios are computed with the host's formulas from the same
+//           values; the Dense kernel sums in input-index order (on ACAS Xu and the test nets the
+//           results were bit-identical to execution::seq in double).  A segment with an error
+//           (shape_error, value_error, limit_error: the host's messages) leaves the device batch;
+//           without keep_going the lowest-numbered failing segment's error is rethrown, prefixed
+//           "exact_lines: segment i: ", after all the others ran.  Memory per pass: about
+//           2 x points x widest layer x sizeof(S) (policy.batch bounds the segments, not the points).
 #pragma once
 
 #include <cstddef>
@@ -189,7 +192,12 @@ T* raw(dbuf<T>& v) {
 template <class S, class R>
 class engine {
  public:
-  engine(const line_options& o, const std::vector<layer_run<S>>& runs) : opt_(o), runs_(runs) {}
+  engine() = default;
+  engine(const line_options& o, const std::vector<layer_run<S>>& runs) : opt_(&o), runs_(&runs) {}
+  void bind(const line_options& o, const std::vector<layer_run<S>>& runs) {
+    opt_ = &o;
+    runs_ = &runs;
+  }
 
   /// Runs segments A[ids[j]] -> B[ids[j]]; fills res[ids[j]] or eps[ids[j]].
   void run(const std::vector<std::vector<S>>& A, const std::vector<std::vector<S>>& B, const std::vector<idx>& ids,
@@ -212,7 +220,7 @@ class engine {
       t_.upload(t.data(), t.size());
       v_.upload(v.data(), v.size());
       n_ = 2 * G_;
-      if (opt_.reanchor) {
+      if (opt_->reanchor) {
         std::vector<S> p(G_ * di), q(G_ * di);
         for (idx j = 0; j < G_; ++j) {
           std::copy(A[ids[j]].begin(), A[ids[j]].end(), p.begin() + std::ptrdiff_t(j * di));
@@ -229,14 +237,14 @@ class engine {
     err_.assign(G_, nullptr);
     stats_.assign(G_, line_stats{});
 
-    const idx nl = runs_.size();
+    const idx nl = runs_->size();
     for (idx i = 0; i < nl; ++i) {
-      const auto& L = runs_[i];
-      const bool fusable = L.k != kind::affine && opt_.fuse_max_pool && i + 1 < nl &&
-                           ((L.k == kind::relu && runs_[i + 1].k == kind::pool) ||
-                            (L.k == kind::pool && runs_[i + 1].k == kind::relu));
+      const auto& L = (*runs_)[i];
+      const bool fusable = L.k != kind::affine && opt_->fuse_max_pool && i + 1 < nl &&
+                           ((L.k == kind::relu && (*runs_)[i + 1].k == kind::pool) ||
+                            (L.k == kind::pool && (*runs_)[i + 1].k == kind::relu));
       if (fusable) {
-        auto dm = L.k == kind::pool ? L.pool : runs_[i + 1].pool;
+        auto dm = L.k == kind::pool ? L.pool : (*runs_)[i + 1].pool;
         dm.C = L.in[0], dm.H = L.in[1], dm.W = L.in[2];
         refine(tk::pool_proposer<S, R>{dm, true, S(0)}, i);
         apply(i);
@@ -247,7 +255,7 @@ class engine {
         continue;
       }
       bool done = false;  // a ReLU's forward pass fused into the refinement's copies
-      if (L.k == kind::relu) done = refine(tk::relu_proposer<S, R>{d_}, i, !opt_.reanchor);
+      if (L.k == kind::relu) done = refine(tk::relu_proposer<S, R>{d_}, i, !opt_->reanchor);
       if (L.k == kind::pool) refine(tk::pool_proposer<S, R>{L.pool, false, S(0)}, i);
       if (!done) apply(i);
       push_points();
@@ -273,8 +281,8 @@ class engine {
   }
 
  private:
-  const line_options& opt_;
-  const std::vector<layer_run<S>>& runs_;
+  const line_options* opt_ = nullptr;
+  const std::vector<layer_run<S>>* runs_ = nullptr;
   idx G_ = 0, d_ = 0, n_ = 0;  // segments, row width, rows
   dbuf<idx> seg_, seg2_, doff_, doff2_, cnt_, coff_, pair_, keep_, kept_, koff_, merged_, gpos_, mseg_, pseg_, fresh_,
       live_d_, flag_, pos_;
@@ -291,9 +299,9 @@ class engine {
   }
 
   void apply(idx i) {
-    const idx n = n_, dout = runs_[i].out.size();
+    const idx n = n_, dout = (*runs_)[i].out.size();
     v2_.reserve(n * dout);
-    runs_[i].forward(n, raw(v_), raw(v2_));
+    (*runs_)[i].forward(n, raw(v_), raw(v2_));
     v_.swap(v2_);
     d_ = dout;
   }
@@ -316,7 +324,7 @@ class engine {
     keep_.reserve(total);
     kept_.reserve(n);
     merged_.reserve(n);
-    tk::launch(n, tk::merge_pairs<R>{raw(cnt_), raw(coff_), raw(t_), raw(s_), R(opt_.merge_tol), raw(keep_), raw(kept_),
+    tk::launch(n, tk::merge_pairs<R>{raw(cnt_), raw(coff_), raw(t_), raw(s_), R(opt_->merge_tol), raw(keep_), raw(kept_),
                                      raw(merged_)});
     koff_.reserve(n);
     ::thrust::exclusive_scan(::thrust::device, raw(kept_), raw(kept_) + n, raw(koff_));
@@ -349,44 +357,44 @@ class engine {
       seg2_.reserve(n + K);
       t2_.reserve(n + K);
       v2_.reserve((n + K) * d);
-      if (opt_.reanchor) fresh_.reserve(K);
+      if (opt_->reanchor) fresh_.reserve(K);
       tk::launch(n, tk::scatter_old<S, R>{raw(seg_), raw(t_), raw(v_), raw(koff_), d, raw(seg2_), raw(t2_), raw(v2_),
                                           relu_out});
       tk::launch(total, tk::scatter_new<S, R>{raw(seg_), raw(t_), raw(v_), raw(pair_), raw(s_), raw(keep_), raw(gpos_), d,
                                                raw(seg2_), raw(t2_), raw(v2_),
-                                               opt_.reanchor ? raw(fresh_) : static_cast<idx*>(nullptr), relu_out});
+                                               opt_->reanchor ? raw(fresh_) : static_cast<idx*>(nullptr), relu_out});
       seg_.swap(seg2_);
       t_.swap(t2_);
       v_.swap(v2_);
       n_ = n + K;
       off_ = off2;
       doff_.swap(doff2_);
-      if (opt_.reanchor) reanchor(K, layer);
+      if (opt_->reanchor) reanchor(K, layer);
     }
     if (failed) compact();
     return K > 0 && relu_out;
   }
 
   void check_caps(idx points, idx d, idx layer) const {
-    if (points - 1 > opt_.max_pieces)
+    if (points - 1 > opt_->max_pieces)
       throw limit_error(concat("exact_line: layer ", layer, " splits the segment into ", points - 1,
-                               " pieces, more than max_pieces = ", opt_.max_pieces));
+                               " pieces, more than max_pieces = ", opt_->max_pieces));
     const double bytes = double(points) * double(d) * double(sizeof(S)) * 2;
-    if (bytes > double(opt_.max_bytes))
+    if (bytes > double(opt_->max_bytes))
       throw limit_error(concat("exact_line: layer ", layer, " needs ", bytes / (1 << 20), " MiB for ", points,
-                               " points of width ", d, ", more than max_bytes = ", opt_.max_bytes / (1 << 20), " MiB"));
+                               " points of width ", d, ", more than max_bytes = ", opt_->max_bytes / (1 << 20), " MiB"));
   }
 
   /// The K new rows recomputed from P + t (Q - P) through the layers before `layer`.
   void reanchor(idx K, idx layer) {
-    const idx di = runs_.empty() ? d_ : runs_[0].in.size();
+    const idx di = runs_->empty() ? d_ : (*runs_)[0].in.size();
     x0_.reserve(K * di);
     tk::launch(K, tk::endpoints_at<S, R>{raw(fresh_), raw(seg_), raw(t_), raw(P_), raw(Q_), di, raw(x0_)});
     idx w = di;
     for (idx i = 0; i < layer; ++i) {
-      const idx dout = runs_[i].out.size();
+      const idx dout = (*runs_)[i].out.size();
       x1_.reserve(K * dout);
-      runs_[i].forward(K, raw(x0_), raw(x1_));
+      (*runs_)[i].forward(K, raw(x0_), raw(x1_));
       x0_.swap(x1_);
       w = dout;
     }
@@ -468,7 +476,14 @@ std::vector<line_result<S, R>> exact_lines(const execution::thrust_policy& polic
     }
   }
   const std::size_t pass = std::max<std::size_t>(1, policy.batch);
+#if THRUST_DEVICE_SYSTEM != THRUST_DEVICE_SYSTEM_CUDA
+  // CPU device systems: the buffers stay with the thread for the next call (fresh pages cost a
+  // page fault each: one pass of 256 ACAS Xu segments took 4x longer with new buffers)
+  static thread_local tl::engine<S, R> eng;
+  eng.bind(opt, runs);
+#else
   tl::engine<S, R> eng(opt, runs);
+#endif
   for (std::size_t b0 = 0; b0 < ok.size(); b0 += pass) {
     const std::vector<std::size_t> ids(ok.begin() + std::ptrdiff_t(b0),
                                        ok.begin() + std::ptrdiff_t(std::min(ok.size(), b0 + pass)));
