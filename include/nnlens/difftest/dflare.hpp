@@ -48,10 +48,12 @@
 //           callables, thrust/black_box.hpp's device kernels; not the host GEMM behind wrap(net)
 //           on larger layers, which from 3 rows on sums in another order than for 1 or 2: there
 //           the results agree up to rounding, ~1e-8 in a probability, which can flip an
-//           acceptance and so change a seed's path).  In lockstep, a batch that throws is retried seed by seed, so only
-//           the seeds whose own query throws fail (lockstep.hpp).  A black box that throws
-//           nnlens::error (or std::exception) for a seed marks that seed `failed` with the message;
-//           the other seeds still run.
+//           acceptance and so change a seed's path; the rounding then also depends on a row's
+//           place in its batch, so on the grouping: execution::par + lockstep splits the seeds
+//           into o.threads (else the pool's size) contiguous groups).  A black box that throws
+//           nnlens::error (or std::exception) for a seed marks that seed `failed` with the
+//           message; the other seeds still run (in lockstep, a batch that throws is retried seed
+//           by seed, so only the seeds whose own query throws fail: lockstep.hpp).
 #pragma once
 
 #include <algorithm>
