@@ -5,8 +5,9 @@
 //                                          fold off: 6 x 50 ReLU, normalised units, double), the
 //                                          first `segments` of 10,000 fixed segments
 //       policy = seq (one host thread) | par (the host pool: NNLENS_NUM_THREADS threads) |
-//                thrust (execution::thrust, policy.batch = 256 segments per pass; OMP_NUM_THREADS) |
-//                thrust_b<B> (policy.batch = B)
+//                thrust (execution::thrust: the default policy.batch, 256 on CPU systems, hence
+//                passes of 32 segments; OMP_NUM_THREADS threads) |
+//                thrust_b<S> (passes of S segments: policy.batch = 8 S)
 // Segments: both endpoints uniform in the normalised input box [(min - mean) / range,
 // (max - mean) / range] per input, std::mt19937_64 seeded 2026 (A[i], then B[i], for i = 0, 1, ...).
 // Counters: segments/s (wall clock), pieces/segment.
@@ -61,7 +62,7 @@ const data& acas() {
 
 enum pol { seq, par, thr };
 
-void bm_lines(benchmark::State& st, pol p, std::size_t batch) {
+void bm_lines(benchmark::State& st, pol p, std::size_t segments_per_pass) {
   const auto& d = acas();
   const std::size_t n = std::size_t(st.range(0));
   const rows A(d.A.begin(), d.A.begin() + std::ptrdiff_t(n)), B(d.B.begin(), d.B.begin() + std::ptrdiff_t(n));
@@ -73,7 +74,8 @@ void bm_lines(benchmark::State& st, pol p, std::size_t batch) {
     else if (p == par)
       r = exact_lines(execution::par, d.model.net, A, B);
     else
-      r = exact_lines(thrust_policy{.batch = batch}, d.model.net, A, B);
+      r = exact_lines(segments_per_pass ? thrust_policy{.batch = segments_per_pass * thrust_line_batch_divisor} : thrust_policy{},
+                      d.model.net, A, B);
     pieces = 0;
     for (const auto& x : r) pieces += x.pieces();
     benchmark::DoNotOptimize(r.data());
@@ -91,8 +93,12 @@ void sizes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK_CAPTURE(bm_lines, acasxu/seq, seq, 0)->Apply(sizes);
 BENCHMARK_CAPTURE(bm_lines, acasxu/par, par, 0)->Apply(sizes);
-BENCHMARK_CAPTURE(bm_lines, acasxu/thrust, thr, 256)->Apply(sizes);
+BENCHMARK_CAPTURE(bm_lines, acasxu/thrust, thr, 0)->Apply(sizes);
+BENCHMARK_CAPTURE(bm_lines, acasxu/thrust_b16, thr, 16)->Arg(10000)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(bm_lines, acasxu/thrust_b32, thr, 32)->Arg(10000)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(bm_lines, acasxu/thrust_b64, thr, 64)->Arg(10000)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(bm_lines, acasxu/thrust_b128, thr, 128)->Arg(10000)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(bm_lines, acasxu/thrust_b256, thr, 256)->Arg(10000)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(bm_lines, acasxu/thrust_b1024, thr, 1024)->Arg(10000)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();
