@@ -174,7 +174,6 @@ class device_lrp {
       if constexpr (ThrustLrpLayer<L>) {
         s.passthrough = thrust_lrp_layer<L>::passthrough;
         if constexpr (!thrust_lrp_layer<L>::passthrough) {
-          max_weighted_ = std::max(max_weighted_, out.size());
           auto p = std::make_shared<thrust_params<T>>();
           thrust_lrp_layer<L>::upload(l, *p);
           const L* lp = &l;
@@ -190,9 +189,7 @@ class device_lrp {
       }
       steps_.push_back(std::move(s));
       acts_.push_back(out);
-      max_act_ = std::max(max_act_, out.size());
     });
-    max_act_ = std::max(max_act_, acts_[0].size());
   }
 
   /// Tensor shapes: acts()[0] the input, acts()[i + 1] layer i's output.
@@ -208,10 +205,14 @@ class device_lrp {
     dnet_.run(nb, x, bufs_);
     const std::size_t L = steps_.size();
     const bool fn = rule_.rule != 0, bs = rule_.rule == 0 && rule_.bias_redistribution;
+    std::size_t need_r = 0, need_f = 0;  // only the tensors and steps at or above `stop`
+    for (std::size_t a = stop; a <= L; ++a) need_r = std::max(need_r, acts_[a].size());
+    for (std::size_t i = stop; i < L; ++i)
+      if (!steps_[i].passthrough) need_f = std::max(need_f, acts_[i + 1].size());
     for (auto* v : {&r_[0], &r_[1]})
-      if (v->size() < nb * max_act_) v->resize(nb * max_act_);
+      if (v->size() < nb * need_r) v->resize(nb * need_r);
     for (auto* v : {&fp_, fn ? &fn_ : nullptr, bs ? &bs_ : nullptr})
-      if (v && v->size() < nb * max_weighted_) v->resize(nb * max_weighted_);
+      if (v && v->size() < nb * need_f) v->resize(nb * need_f);
     const thrust_lrp_scratch sc{::thrust::raw_pointer_cast(fp_.data()), fn ? ::thrust::raw_pointer_cast(fn_.data()) : nullptr,
                                 bs ? ::thrust::raw_pointer_cast(bs_.data()) : nullptr};
     int cur = 0;
@@ -234,7 +235,6 @@ class device_lrp {
   thrust_kernels::lrp_params rule_;
   std::vector<step> steps_;
   std::vector<shape> acts_;
-  std::size_t max_act_ = 0, max_weighted_ = 0;  // largest tensor; largest output of a non-pass-through step
   std::vector<::thrust::device_vector<T>> bufs_;
   ::thrust::device_vector<double> r_[2], fp_, fn_, bs_;
 };
