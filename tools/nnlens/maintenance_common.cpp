@@ -30,15 +30,7 @@ std::string fmt(double v, const char* f) {
   return b;
 }
 
-namespace {
-
-std::string lower_extension(const std::string& path) {
-  std::string e = std::filesystem::path(path).extension().string();
-  for (auto& c : e) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return e;
-}
-
-// -- options (the same words and messages as `nnlens semslice`)
+// -- options shared with `nnlens semslice`
 
 metric parse_metric(const std::string& s) {
   if (s == "avg") return metric::avg;
@@ -54,6 +46,14 @@ similarity parse_similarity(const std::string& s) {
   if (s == "uncentered") return similarity::uncentered;
   if (s == "unbiased") return similarity::unbiased;
   throw value_error("--similarity: expected cka, uncentered or unbiased, got '" + s + "'");
+}
+
+namespace {
+
+std::string lower_extension(const std::string& path) {
+  std::string e = std::filesystem::path(path).extension().string();
+  for (auto& c : e) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return e;
 }
 
 }  // namespace

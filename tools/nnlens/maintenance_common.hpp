@@ -23,6 +23,7 @@
 #include <nnlens/core/tensor.hpp>
 #include <nnlens/network/dynamic_network.hpp>
 #include <nnlens/slicing/neuron_mask.hpp>
+#include <nnlens/slicing/semslice.hpp>
 
 #include "maintenance_cmd.hpp"
 
@@ -37,6 +38,9 @@ inline double seconds_since(clock_type::time_point t0) {
 std::string fmt(double v, const char* f);
 
 compress::pruning_method parse_pruner(const std::string& s);
+/// --metric and --similarity (the same words and messages in semslice and the maintenance commands).
+metric parse_metric(const std::string& s);
+similarity parse_similarity(const std::string& s);
 /// "0,1,4" -> {0, 1, 4}; each < classes, no repeats (value_error naming `option`).
 std::vector<std::size_t> parse_classes(const std::string& list, std::size_t classes, const char* option);
 

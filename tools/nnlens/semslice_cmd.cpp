@@ -19,6 +19,7 @@
 #include <nnlens/slicing/semslice.hpp>
 #include <nnlens/train/fit.hpp>
 
+#include "maintenance_common.hpp"
 #include "model.hpp"
 
 namespace nnlens::tool {
@@ -28,51 +29,10 @@ namespace {
 using nnlens::detail::concat;
 using json = nlohmann::ordered_json;  // keys in the documented order
 using clock_type = std::chrono::steady_clock;
-
-metric parse_metric(const std::string& s) {
-  if (s == "avg") return metric::avg;
-  if (s == "var") return metric::var;
-  if (s == "ens") return metric::ens;
-  if (s == "taylor") return metric::taylor;
-  if (s == "deeplift") return metric::deeplift;
-  throw value_error("--metric: expected avg, var, ens, taylor or deeplift, got '" + s + "'");
-}
-
-similarity parse_similarity(const std::string& s) {
-  if (s == "cka" || s == "linear_cka") return similarity::linear_cka;
-  if (s == "uncentered") return similarity::uncentered;
-  if (s == "unbiased") return similarity::unbiased;
-  throw value_error("--similarity: expected cka, uncentered or unbiased, got '" + s + "'");
-}
-
-std::vector<std::size_t> parse_categories(const std::string& list, std::size_t classes) {
-  std::vector<std::size_t> r;
-  std::size_t p = 0;
-  while (p <= list.size()) {
-    std::size_t q = list.find(',', p);
-    if (q == std::string::npos) q = list.size();
-    const std::string c = list.substr(p, q - p);
-    if (!c.empty()) {
-      if (c.find_first_not_of("0123456789") != std::string::npos || c.size() > 9)
-        throw value_error("--categories: '" + c + "' is not a class number");
-      const std::size_t v = std::stoul(c);
-      if (v >= classes)
-        throw value_error(concat("--categories: ", v, " is not an output class (the model has ", classes, ": 0-",
-                                 classes - 1, ")"));
-      if (std::find(r.begin(), r.end(), v) != r.end()) throw value_error(concat("--categories: ", v, " is listed twice"));
-      r.push_back(v);
-    }
-    p = q + 1;
-  }
-  if (r.empty()) throw value_error("--categories: no category given");
-  return r;
-}
-
-std::string fmt(double v, const char* f) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v + 0.0);
-  return b;
-}
+using maint::fmt;
+using maint::parse_classes;
+using maint::parse_metric;
+using maint::parse_similarity;
 
 std::vector<std::size_t> labels_for(const std::string& data, const std::string& given, const char* option,
                                     std::size_t n, std::size_t classes) {
@@ -122,7 +82,7 @@ int run_semslice(const semslice_cmd_options& o) {
     semslice_options so;
     so.metric = mt, so.theta = o.theta, so.similarity = sim, so.step = o.step;
     so.samples_per_category = o.samples, so.seed = o.seed, so.metric_samples = o.metric_samples;
-    if (!o.categories.empty()) so.categories = parse_categories(o.categories, classes);
+    if (!o.categories.empty()) so.categories = parse_classes(o.categories, classes, "--categories");
     // A category without samples: name it and the data file (the library names the option).
     {
       std::vector<std::size_t> count(classes, 0);
