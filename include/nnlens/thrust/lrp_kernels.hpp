@@ -10,24 +10,26 @@
 //           number of threads.
 //
 // An affine layer (Dense, Conv2D) runs in two kernels:
-//   *_factors   one work item per output k of a sample: from R_k, z_k, b_k and (zplus, alpha_beta)
-//               the sums of z+_jk / z-_jk, the per-output factors fp_k, fn_k and the bias share bs_k
-//   then        R_j = sum over the outputs k reading j of (z_jk > 0 ? z_jk fp_k : z_jk fn_k) + bs_k,
-//               z_jk = x_j w_jk in double, outputs with zero factors skipped, in output order (as
-//               the host): Dense one work item per input j of a sample (a gather); Conv2D one per
-//               input plane (sample, channel), which scatters its group's outputs into the plane
-//   fn may be null when it equals fp (epsilon), bs when there are no bias shares.
-//   This is the host's rules (core/relevance.hpp) rewritten per output:
-//     epsilon     fp = fn = R_k / (z_k + eps sign z_k) (0 if not finite), bs = b_k / J_k * fp when
-//                 bias_redistribution (J_k: inputs k reads, padding excluded)
-//     zplus       fp = R_k / sum_i z+_ik (0 when the sum is 0), fn = 0
-//     alpha_beta  fp = alpha R_k / (b+_k + sum z+), fn = beta R_k / (b-_k + sum z-) (0 when 0)
+//   *_factors   one work item per output k of a sample: from R_k, z_k, b_k the per-output values
+//               a_k, b_k (and the bias share sh_k) below
+//   then        R_j = sum over the outputs k reading j, R_k != 0, in output order, of the host's
+//               term (core/relevance.hpp) with z_jk = x_j w_jk in double, each added as the host
+//               adds it, so equal activations give bit-identical relevance:
+//     epsilon     a = R_k / (z_k + eps sign z_k) (0 if not finite): += z_jk a, then += sh_k
+//                 (bias_redistribution: sh = b_k / J_k * a, J_k the inputs k reads, padding excluded)
+//     zplus       a = sum_i z+_ik: += z_jk / a * R_k where z_jk > 0 and a > 0
+//     alpha_beta  a = b+_k + sum z+, b = b-_k + sum z-: += alpha z_jk / a * R_k (z_jk > 0, a > 0)
+//                 or beta z_jk / b * R_k (z_jk < 0, b < 0)
+//   Dense: one work item per 16 inputs of a sample (the weights transposed, [O, I], so the 16
+//   lanes read consecutive weights); Conv2D: one per input plane (sample, channel), scattering its
+//   group's outputs into the plane it owns.  fn may be null unless alpha_beta, bs unless epsilon
+//   with bias_redistribution.
 // Max pooling: one work item per plane; each output with R_k != 0 hands R_k / ties to the inputs
 // equal to its window's maximum.
 //
 //   lrp_start(n, O, z, cls, R)              R = one_hot(c) z_c per sample (c = cls[n], or the
 //                                           first maximum of z when cls is null)
-//   lrp_dense_factors / lrp_dense_gather    Dense: W [I, O]
+//   lrp_dense_factors / lrp_dense_gather    Dense: Wt [O, I] (the layer's W [I, O] transposed)
 //   lrp_conv_factors / lrp_conv_gather      Conv2D: W [O, C/groups, kh, kw], any geometry
 //   lrp_max_pool(n, dims, x, R, R_in)       MaxPool2D, any geometry (padding never wins)
 //   lrp_channel_sums(n, C, hw, R, out)      out[n, c] = sum of R[n, c, 0..hw) (importance)
@@ -55,35 +57,43 @@ struct lrp_params {
 
 NNLENS_HD inline bool lrp_finite(double v) { return v - v == 0.0; }
 
-/// The per-output factors of one output (see the header comment).  zp, zn: the sums of the
+/// The per-output values of one output (see the header comment).  zp, zn: the sums of the
 /// positive / negative z_jk (alpha_beta: started from b+ / b-); J: inputs read.
 NNLENS_HD inline void lrp_coefficients(const lrp_params& p, double rk, double zk, double bk, double zp, double zn, idx J,
-                                       double& fp, double& fn, double& bs) {
-  fp = fn = bs = 0;
+                                       double& fa, double& fb, double& sh) {
+  fa = fb = sh = 0;
   if (rk == 0) return;
   if (p.rule == 0) {
     const double s = rk / (zk + (zk >= 0 ? p.epsilon : -p.epsilon));
     if (!lrp_finite(s)) return;
-    fp = fn = s;
-    if (p.bias_redistribution && J > 0) bs = bk / double(J) * s;
-  } else if (p.rule == 1) {
-    if (zp > 0) fp = rk / zp;
+    fa = s;
+    if (p.bias_redistribution && J > 0) sh = bk / double(J) * s;
   } else {
-    if (zp > 0) fp = p.alpha * rk / zp;
-    if (zn < 0) fn = p.beta * rk / zn;
+    fa = zp, fb = zn;
   }
 }
 
-/// Stores one output's factors; fn null: fn = fp (epsilon), bs null: no bias shares.
+/// acc += the host's term of input j for output k (z = x_j w_jk), written as the host writes it
+/// (core/relevance.hpp), so that a compiler contracting multiply-adds treats both alike.
+NNLENS_HD inline void lrp_add(const lrp_params& p, double& acc, double z, double rk, double fa, double fb) {
+  if (p.rule == 0) {
+    acc += z * fa;
+  } else if (p.rule == 1) {
+    if (z > 0 && fa > 0) acc += z / fa * rk;
+  } else {
+    if (z > 0 && fa > 0) acc += p.alpha * z / fa * rk;
+    if (z < 0 && fb < 0) acc += p.beta * z / fb * rk;
+  }
+}
+
+/// Stores one output's values; fn, bs may be null (not needed by the rule).
 NNLENS_HD inline void lrp_store(double* fp, double* fn, double* bs, idx t, double a, double b, double s) {
   fp[t] = a;
   if (fn) fn[t] = b;
   if (bs) bs[t] = s;
 }
 
-NNLENS_HD inline double lrp_term(double z, double fp, double fn) { return z > 0 ? z * fp : z < 0 ? z * fn : 0.0; }
-
-/// R_out [n, O] -> per-output factors; x [n, I], z [n, O].
+/// R_out [n, O] -> per-output values; x [n, I], z [n, O], Wt [O, I].
 template <class T>
 struct lrp_dense_factor {
   const T* x;
@@ -101,10 +111,11 @@ struct lrp_dense_factor {
     if (p.rule != 0 && R[t] != 0) {
       if (p.rule == 2) zp = bk > 0 ? bk : 0.0, zn = bk < 0 ? bk : 0.0;
       const T* xs = x + n * I;
+      const T* w = W + k * I;
       for (idx j = 0; j < I; ++j) {
-        const double zj = double(xs[j]) * double(W[j * O + k]);
-        if (zj > 0) zp += zj;
-        else zn += zj;
+        const double zj = double(xs[j]) * double(w[j]);
+        zp += zj > 0 ? zj : 0.0;  // as the host: the product rounded, then added
+        zn += zj < 0 ? zj : 0.0;
       }
     }
     double a, c, e;
@@ -113,37 +124,44 @@ struct lrp_dense_factor {
   }
 };
 
-/// R_j = x_j sum_k w_jk (z_jk > 0 ? fp_k : fn_k) + sum_k bs_k: the sign of z_jk = x_j w_jk is the
-/// sign of w_jk (x_j > 0) or its opposite (x_j < 0); x_j = 0 gets the bias shares only.
+/// R of 16 consecutive inputs of a sample: per output k with R_k != 0 (in order), each lane adds
+/// the host's term for its input.
 template <class T>
 struct lrp_dense_gather_op {
+  static constexpr idx JB = 16;
   const T* x;
-  const T* W;
-  const double *fp, *fn, *bs;
+  const T* Wt;
+  const double *R, *fa, *fb, *sh;
   double* Rin;
-  idx I, O;
+  idx I, O, jblocks;
+  lrp_params p;
   NNLENS_HD void operator()(idx t) const {
-    const idx n = t / I, j = t % I;
-    const double xj = double(x[t]);
-    const T* w = W + j * O;
-    const double *f1 = fp + n * O, *f2 = fn ? fn + n * O : f1;
-    double acc = 0, b = 0;
-    if (bs)
-      for (idx k = 0; k < O; ++k) b += bs[n * O + k];
-    if (xj > 0) {
-      NNLENS_THRUST_SIMD
-      for (idx k = 0; k < O; ++k) {
-        const double wk = double(w[k]);
-        acc += wk * (wk > 0 ? f1[k] : f2[k]);
-      }
-    } else if (xj < 0) {
-      NNLENS_THRUST_SIMD
-      for (idx k = 0; k < O; ++k) {
-        const double wk = double(w[k]);
-        acc += wk * (wk < 0 ? f1[k] : f2[k]);
+    const idx n = t / jblocks, j0 = (t % jblocks) * JB, mj = min_(JB, I - j0);
+    double xv[JB], acc[JB];
+    for (idx q = 0; q < JB; ++q) xv[q] = q < mj ? double(x[n * I + j0 + q]) : 0.0, acc[q] = 0;
+    for (idx k = 0; k < O; ++k) {
+      const idx nk = n * O + k;
+      const double rk = R[nk];
+      if (rk == 0) continue;
+      const T* w = Wt + k * I + j0;
+      const double a = fa[nk];
+      if (p.rule == 0) {
+        NNLENS_THRUST_SIMD
+        for (idx q = 0; q < mj; ++q) {
+          const double z = xv[q] * double(w[q]);
+          acc[q] += z * a;
+        }
+        if (sh) {
+          const double s = sh[nk];
+          for (idx q = 0; q < mj; ++q) acc[q] += s;
+        }
+      } else {
+        const double b = fb ? fb[nk] : 0.0;
+        NNLENS_THRUST_SIMD
+        for (idx q = 0; q < mj; ++q) lrp_add(p, acc[q], xv[q] * double(w[q]), rk, a, b);
       }
     }
-    Rin[t] = xj * acc + b;
+    for (idx q = 0; q < mj; ++q) Rin[n * I + j0 + q] = acc[q];
   }
 };
 
@@ -155,10 +173,12 @@ void lrp_dense_factors(idx N, idx I, idx O, const T* x, const T* W, const T* b, 
 }
 
 template <class T>
-void lrp_dense_gather(idx N, idx I, idx O, const T* x, const T* W, const double* fp, const double* fn, const double* bs,
-                      double* Rin) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * I),
-                     lrp_dense_gather_op<T>{x, W, fp, fn, bs, Rin, I, O});
+void lrp_dense_gather(idx N, idx I, idx O, const T* x, const T* Wt, const double* R, const double* fa, const double* fb,
+                      const double* sh, double* Rin, const lrp_params& p) {
+  using F = lrp_dense_gather_op<T>;
+  const idx jb = (I + F::JB - 1) / F::JB;
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * jb),
+                     F{x, Wt, R, fa, fb, sh, Rin, I, O, jb, p});
 }
 
 /// Conv2D factors: one work item per output (n, o, oh, ow); taps walked as the host walks them.
@@ -202,8 +222,8 @@ struct lrp_conv_factor {
             const sidx iw = sidx(ow * d.sw + v * d.dw) - sidx(d.pl);
             if (iw < 0 || iw >= sidx(d.W)) continue;
             const double zj = double(xp[idx(ih) * d.W + idx(iw)]) * double(w[ci * K + u * d.kw + v]);
-            if (zj > 0) zp += zj;
-            else zn += zj;
+            zp += zj > 0 ? zj : 0.0;
+            zn += zj < 0 ? zj : 0.0;
           }
         }
       }
@@ -220,9 +240,10 @@ template <class T>
 struct lrp_conv_plane {
   const T* x;
   const T* W;
-  const double *fp, *fn, *bs;
+  const double *R, *fp, *fn, *bs;
   double* Rin;
   window_dims d;
+  lrp_params p;
   NNLENS_HD void operator()(idx t) const {
     const idx HW = d.H * d.W, c = t % d.C, n = t / d.C;
     const idx cg = d.C / d.groups, og = d.O / d.groups, g = c / cg, ci = c % cg, K = d.kh * d.kw, P = d.OH * d.OW;
@@ -235,8 +256,9 @@ struct lrp_conv_plane {
       for (idx oh = 0; oh < d.OH; ++oh)
         for (idx ow = 0; ow < d.OW; ++ow) {
           const idx k = base + oh * d.OW + ow;
-          const double a = fp[k], b = fn ? fn[k] : a, s = bs ? bs[k] : 0.0;
-          if (a == 0 && b == 0 && s == 0) continue;
+          const double rk = R[k];
+          if (rk == 0) continue;
+          const double a = fp[k], b = fn ? fn[k] : 0.0;
           const sidx ih0 = sidx(oh * d.sh) - sidx(d.pt), iw0 = sidx(ow * d.sw) - sidx(d.pl);
           idx v0 = 0, v1 = d.kw;  // taps v with 0 <= iw0 + v dw < W
           while (v0 < v1 && iw0 + sidx(v0 * d.dw) < 0) ++v0;
@@ -248,8 +270,8 @@ struct lrp_conv_plane {
             const idx j0 = idx(ih) * d.W;
             for (idx v = v0; v < v1; ++v) {
               const idx j = j0 + idx(iw0 + sidx(v * d.dw));
-              const double z = double(xp[j]) * double(wr[v]);
-              r[j] += z * (z > 0 ? a : b) + s;
+              lrp_add(p, r[j], double(xp[j]) * double(wr[v]), rk, a, b);
+              if (bs) r[j] += bs[k];
             }
           }
         }
@@ -266,10 +288,10 @@ void lrp_conv_factors(idx N, const window_dims& d, const T* x, const T* W, const
 
 /// R_in of every input plane (one work item per sample and input channel).
 template <class T>
-void lrp_conv_gather(idx N, const window_dims& d, const T* x, const T* W, const double* fp, const double* fn, const double* bs,
-                     double* Rin) {
+void lrp_conv_gather(idx N, const window_dims& d, const T* x, const T* W, const double* R, const double* fp, const double* fn,
+                     const double* bs, double* Rin, const lrp_params& p) {
   ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * d.C),
-                     lrp_conv_plane<T>{x, W, fp, fn, bs, Rin, d});
+                     lrp_conv_plane<T>{x, W, R, fp, fn, bs, Rin, d, p});
 }
 
 /// Max pooling, one work item per plane (sample, channel): each output with R != 0 hands R / ties

@@ -55,8 +55,8 @@ struct thrust_lrp_layer;
 template <class L>
 concept ThrustLrpLayer = requires { thrust_lrp_layer<L>::supported; };
 
-/// Per-output factor buffers of one pass (thrust/lrp_kernels.hpp), [nb, layer output size]; fn
-/// null for the epsilon rule (fn = fp), bs null without bias redistribution.
+/// Per-output value buffers of one pass (thrust/lrp_kernels.hpp), [nb, layer output size]; fn
+/// null unless alpha_beta, bs null unless epsilon with bias redistribution.
 struct thrust_lrp_scratch {
   double *fp = nullptr, *fn = nullptr, *bs = nullptr;
 };
@@ -64,8 +64,12 @@ struct thrust_lrp_scratch {
 template <std::size_t Out, class T>
 struct thrust_lrp_layer<Dense<Out, T>> {
   static constexpr bool supported = true, passthrough = false;
-  static void upload(const Dense<Out, T>& l, thrust_params<T>& p) {
-    p.W.assign(l.W.data(), l.W.data() + l.W.size());
+  static void upload(const Dense<Out, T>& l, thrust_params<T>& p) {  // W transposed: [O, I]
+    const std::size_t I = l.W.shape(0), O = l.W.shape(1);
+    std::vector<T> wt(I * O);
+    for (std::size_t j = 0; j < I; ++j)
+      for (std::size_t k = 0; k < O; ++k) wt[k * I + j] = l.W.data()[j * O + k];
+    p.W.assign(wt.begin(), wt.end());
     p.b.assign(l.b.data(), l.b.data() + l.b.size());
   }
   static void backward(const Dense<Out, T>&, const thrust_params<T>& p, shape in, shape out, std::size_t nb, const T* x,
@@ -75,7 +79,7 @@ struct thrust_lrp_layer<Dense<Out, T>> {
     const T* b = ::thrust::raw_pointer_cast(p.b.data());
     const std::size_t I = in.size(), O = out.size();
     thrust_kernels::lrp_dense_factors<T>(nb, I, O, x, W, b, z, r_out, s.fp, s.fn, s.bs, rule);
-    thrust_kernels::lrp_dense_gather<T>(nb, I, O, x, W, s.fp, s.fn, s.bs, r_in);
+    thrust_kernels::lrp_dense_gather<T>(nb, I, O, x, W, r_out, s.fp, s.fn, s.bs, r_in, rule);
   }
 };
 
@@ -93,7 +97,7 @@ struct thrust_lrp_layer<Conv2DG<Out, G, T>> {
     const T* W = ::thrust::raw_pointer_cast(p.W.data());
     const T* b = ::thrust::raw_pointer_cast(p.b.data());
     thrust_kernels::lrp_conv_factors<T>(nb, d, x, W, b, z, r_out, s.fp, s.fn, s.bs, rule);
-    thrust_kernels::lrp_conv_gather<T>(nb, d, x, W, s.fp, s.fn, s.bs, r_in);
+    thrust_kernels::lrp_conv_gather<T>(nb, d, x, W, r_out, s.fp, s.fn, s.bs, r_in, rule);
   }
 };
 
@@ -204,7 +208,7 @@ class device_lrp {
   const double* run(std::size_t nb, const T* x, std::size_t stop, const std::size_t* cls = nullptr) {
     dnet_.run(nb, x, bufs_);
     const std::size_t L = steps_.size();
-    const bool fn = rule_.rule != 0, bs = rule_.rule == 0 && rule_.bias_redistribution;
+    const bool fn = rule_.rule == 2, bs = rule_.rule == 0 && rule_.bias_redistribution;
     std::size_t need_r = 0, need_f = 0;  // only the tensors and steps at or above `stop`
     for (std::size_t a = stop; a <= L; ++a) need_r = std::max(need_r, acts_[a].size());
     for (std::size_t i = stop; i < L; ++i)
