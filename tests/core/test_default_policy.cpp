@@ -103,3 +103,25 @@ TEST_CASE("profile_network(net, X) runs where the default says") {
     for (std::size_t k = 0; k < p.sums[a].size(); ++k)
       CHECK(p.sums[a][k] == doctest::Approx(h.sums[a][k]).epsilon(1e-5).scale(1.0));
 }
+
+TEST_CASE("exact_lines(net, A, B) runs where the default says, with the host's pieces") {
+  using Mlp = Sequential<Input<3>, Dense<8>, ReLU, Dense<8>, ReLU, Dense<2>>;
+  Mlp net;
+  initialize(net, 21);
+  std::vector<std::vector<double>> A, B;
+  std::mt19937_64 r(5);
+  std::uniform_real_distribution<double> u(-2, 2);
+  for (int i = 0; i < 6; ++i) {
+    A.push_back({u(r), u(r), u(r)});
+    B.push_back({u(r), u(r), u(r)});
+  }
+  const std::size_t before = passes();
+  const auto lines = exact_lines(net, A, B);
+  CHECK((passes() > before) == thrust_default);
+  const auto host = exact_lines(execution::seq, net, A, B);
+  REQUIRE(lines.size() == host.size());
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    REQUIRE(lines[i].t.size() == host[i].t.size());
+    for (std::size_t j = 0; j < host[i].t.size(); ++j) CHECK(lines[i].t[j] == doctest::Approx(host[i].t[j]).epsilon(1e-12));
+  }
+}

@@ -273,7 +273,8 @@ TEST_CASE("process: a search survives a child that crashes mid-search (the seed 
   o.image = {1, 4, 4};
   o.max_queries = 20;  // 21 requests per seed (the seed's own query included)
   o.max_seconds = 0;
-  const auto r = dflare(f, g, seeds, 3, o);
+  // the sequential driver's request order (a lockstep run sends one request per round instead)
+  const auto r = dflare(nnlens::execution::seq, f, g, seeds, 3, o);
   CHECK(r.seeds[0].status == seed_status::not_found);  // g == f: no trigger
   CHECK(r.seeds[0].queries == 20);
   CHECK(r.seeds[1].status == seed_status::failed);     // request 31 = seed 1's 10th

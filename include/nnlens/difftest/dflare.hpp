@@ -554,10 +554,11 @@ dflare_result dflare(const Policy&, const black_box& f, const black_box& g, std:
                                    [&](std::span<const float> x, seed_result& r) { detail::dflare_one(f, g, x, o, r); });
 }
 
-/// Sequential DFlare over n seeds.
+/// DFlare over n seeds with the build's default policy (execution::seq; execution::thrust, i.e.
+/// lockstep, in the *_thrust test builds: core/execution.hpp, default_dispatch).
 inline dflare_result dflare(const black_box& f, const black_box& g, std::span<const float> seeds, std::size_t n,
                             const dflare_options& o) {
-  return dflare(execution::seq, f, g, seeds, n, o);
+  return execution::with_default_policy([&](const auto& pol) { return dflare(pol, f, g, seeds, n, o); });
 }
 
 }  // namespace nnlens::difftest

@@ -1,8 +1,11 @@
 // nnlens/thrust/all.hpp -- the whole thrust component (link nnlens::thrust): the policy, the
-// device network and its kernels, forward and profile_network on execution::thrust.
+// device network and its kernels; forward, profile_network, exact_lines and DFlare's black boxes
+// (difftest::wrap) on execution::thrust.
 #pragma once
 
 #include "nnlens/thrust/default.hpp"  // first: specialises execution::default_dispatch under NNLENS_DEFAULT_POLICY_THRUST
+#include "nnlens/thrust/black_box.hpp"
+#include "nnlens/thrust/exactline.hpp"
 #include "nnlens/thrust/forward.hpp"
 #include "nnlens/thrust/kernels.hpp"
 #include "nnlens/thrust/network.hpp"

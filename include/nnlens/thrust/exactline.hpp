@@ -495,6 +495,7 @@ std::vector<line_result<S, R>> exact_lines(const execution::thrust_policy& polic
     const std::vector<std::size_t> ids(ok.begin() + std::ptrdiff_t(b0),
                                        ok.begin() + std::ptrdiff_t(std::min(ok.size(), b0 + pass)));
     eng.run(A, B, ids, res, eps);
+    detail::thrust_pass_counter().fetch_add(1, std::memory_order_relaxed);  // thrust_device_passes()
   }
   for (std::size_t i : ok) {
     if (eps[i]) continue;
