@@ -1,0 +1,29 @@
+// Every analysis entry point of the thrust backend (forward, profile_network, relevance,
+// prepare_idc + measure, exact_lines, the device black box and DFlare's lockstep driver),
+// instantiated in one CUDA translation unit: the ctest thrust_cuda_compile_analyses compiles it with
+// nvcc for sm_80 and sm_90 (no GPU needed), so the analyses' device paths, not only the kernels,
+// build with the CUDA front end.  The function is never called.
+#include "nnlens/thrust/all.hpp"
+#include "nnlens/thrust/coverage.hpp"
+#include "nnlens/thrust/relevance.hpp"
+#include <nnlens/coverage/idc.hpp>
+#include <nnlens/coverage/neuron_coverage.hpp>
+#include <nnlens/difftest/dflare.hpp>
+
+using Net = nnlens::Sequential<nnlens::Input<1, 12, 12>, nnlens::Conv2D<16, 3>, nnlens::ReLU, nnlens::MaxPool2D<2>,
+                               nnlens::Flatten, nnlens::Dense<10>, nnlens::ReLU, nnlens::Dense<3>>;
+using Mlp = nnlens::Sequential<nnlens::Input<5>, nnlens::Dense<8>, nnlens::ReLU, nnlens::Dense<2>>;
+
+void instantiate(const Net& net, const Mlp& mlp, const xt::xarray<float>& X, const std::vector<std::size_t>& y,
+                 const std::vector<std::vector<double>>& A, std::span<const float> seeds) {
+  namespace ex = nnlens::execution;
+  auto out = nnlens::forward(ex::thrust, net, X);
+  auto p = nnlens::profile_network(ex::thrust, net, X);
+  auto r = nnlens::relevance(ex::thrust, net, X);
+  auto c = nnlens::prepare_idc(ex::thrust, net, X, y, {.m = 2});
+  nnlens::measure(ex::thrust, net, X, c);
+  auto lines = nnlens::exact_lines(ex::thrust, mlp, A, A);
+  auto f = nnlens::difftest::wrap(ex::thrust, net, "f");
+  auto res = nnlens::difftest::dflare(ex::thrust, f, f, seeds, 1, {});
+  (void)out; (void)p; (void)r; (void)lines; (void)res;
+}
