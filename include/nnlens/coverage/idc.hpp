@@ -176,7 +176,7 @@ idc prepare_idc(const Policy& pol, const Net& net, std::span<const network_scala
     throw value_error("prepare_idc: m = " + std::to_string(o.m) + " is larger than layer " + std::to_string(io.layer) + " (" +
                       std::to_string(width) + " neurons)");
   std::vector<double> acts;
-  const neuron_relevance rel = detail::importance_pass(pol, net, x, n, labels, io, &acts);
+  const neuron_relevance rel = detail::importance_backend<Policy>::run(pol, net, x, n, labels, io, &acts);
   const auto top = important_neurons(rel, o.m);
   const std::size_t rows = rel.samples;
   std::vector<std::vector<double>> cents(top.size());

@@ -186,6 +186,19 @@ neuron_relevance importance_pass(const Policy&, const Net& net, std::span<const 
   return res;
 }
 
+/// Where the importance pass runs for a policy: importance_pass above, unless a backend
+/// specialises this for its policy (thrust/coverage.hpp does for execution::thrust_policy).  A
+/// class template, so a backend header may come after this one: the specialisation is looked up
+/// when prepare_idc / neuron_relevance_of are instantiated, not when they are defined.
+template <class Policy>
+struct importance_backend {
+  template <class Net, class Labels>
+  static neuron_relevance run(const Policy& pol, const Net& net, std::span<const network_scalar_t<Net>> x, std::size_t n,
+                              const Labels& labels, const importance_options& o, std::vector<double>* acts) {
+    return importance_pass(pol, net, x, n, labels, o, acts);
+  }
+};
+
 }  // namespace detail
 
 /// Relevance totals of a layer's neurons over the correctly classified inputs of X (labels: any
@@ -194,7 +207,8 @@ template <class Policy, class Net, class A, class Labels>
   requires execution::is_execution_policy_v<Policy>
 neuron_relevance neuron_relevance_of(const Policy& pol, const Net& net, const A& X, const Labels& labels, const importance_options& o = {}) {
   const std::size_t n = X.dimension() ? X.shape()[0] : 0;
-  return detail::importance_pass(pol, net, std::span<const network_scalar_t<Net>>(X.data(), X.size()), n, labels, o, nullptr);
+  return detail::importance_backend<Policy>::run(pol, net, std::span<const network_scalar_t<Net>>(X.data(), X.size()), n, labels, o,
+                                                 nullptr);
 }
 
 template <class Net, class A, class Labels>

@@ -21,10 +21,8 @@
 //                                             (sum, mean_abs, count) on the host, in the host's
 //                                             chunk order
 // requires: every layer has thrust kernels (thrust/network.hpp) and a device LRP step
-//           (thrust/relevance.hpp).  INCLUDE THIS HEADER BEFORE nnlens/coverage/importance.hpp,
-//           idc.hpp or coverage.hpp: their calls are qualified (detail::importance_pass), so the
-//           thrust overload must be declared before their templates are defined; including it
-//           after them is a compile error here, never a silent fallback to the host.
+//           (thrust/relevance.hpp).  Any include order: importance_pass is reached through
+//           detail::importance_backend<Policy>, specialised below for thrust_policy.
 // ensures:  the host policy's results up to the float rounding of the forward pass (same
 //           important neurons, centroids and covered sets on the tests' data: see
 //           tests/thrust/test_thrust_coverage.cpp), the same errors.  A DynamicNetwork with a layer
@@ -50,27 +48,6 @@
 #include "nnlens/thrust/network.hpp"
 #include "nnlens/thrust/policy.hpp"
 #include "nnlens/thrust/relevance.hpp"
-
-namespace nnlens {
-struct neuron_relevance;
-struct importance_options;
-namespace detail {
-template <class T, class = void>
-inline constexpr bool thrust_type_complete = false;
-template <class T>
-inline constexpr bool thrust_type_complete<T, std::void_t<decltype(sizeof(T))>> = true;
-}  // namespace detail
-}  // namespace nnlens
-
-static_assert(!nnlens::detail::thrust_type_complete<nnlens::neuron_relevance>,
-              "include nnlens/thrust/coverage.hpp before nnlens/coverage/importance.hpp, idc.hpp or coverage.hpp: "
-              "their qualified calls to detail::importance_pass would otherwise never see the thrust overload");
-
-namespace nnlens::detail {
-template <class Net, class Labels>
-neuron_relevance importance_pass(const execution::thrust_policy& policy, const Net& net, std::span<const network_scalar_t<Net>> x,
-                                 std::size_t n, const Labels& labels, const importance_options& o, std::vector<double>* acts);
-}  // namespace nnlens::detail
 
 #include "nnlens/coverage/activations.hpp"
 #include "nnlens/coverage/criterion.hpp"
@@ -218,6 +195,15 @@ neuron_relevance importance_pass(const execution::thrust_policy& policy, const N
                      " training inputs is classified correctly (labels of another dataset?)");
   return res;
 }
+
+template <>
+struct importance_backend<execution::thrust_policy> {
+  template <class Net, class Labels>
+  static neuron_relevance run(const execution::thrust_policy& pol, const Net& net, std::span<const network_scalar_t<Net>> x,
+                              std::size_t n, const Labels& labels, const importance_options& o, std::vector<double>* acts) {
+    return importance_pass(pol, net, x, n, labels, o, acts);  // the overload above
+  }
+};
 
 }  // namespace detail
 }  // namespace nnlens
