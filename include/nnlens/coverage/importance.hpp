@@ -89,6 +89,31 @@ inline std::vector<std::size_t> important_neurons(const neuron_relevance& r, std
 
 namespace detail {
 
+/// Adds one sample's per-neuron relevance agg[0, width) to the totals P by o.aggregation (sum,
+/// mean_abs, or +1 for each of the count_m largest, ties to the lower index); order: scratch of
+/// width indices.  Shared by the host pass below and the thrust one (thrust/coverage.hpp).
+inline void add_importance(const importance_options& o, const double* agg, std::size_t width, std::vector<std::size_t>& order,
+                           double* P) {
+  switch (o.aggregation) {
+    case importance_aggregation::sum:
+      for (std::size_t q = 0; q < width; ++q) P[q] += agg[q];
+      break;
+    case importance_aggregation::mean_abs:
+      for (std::size_t q = 0; q < width; ++q) P[q] += std::abs(agg[q]);
+      break;
+    case importance_aggregation::count: {
+      order.resize(width);
+      std::iota(order.begin(), order.end(), std::size_t(0));
+      const std::size_t m = std::min(o.count_m, width);
+      std::partial_sort(order.begin(), order.begin() + std::ptrdiff_t(m), order.end(), [&](std::size_t a, std::size_t b) {
+        return agg[a] > agg[b] || (agg[a] == agg[b] && a < b);
+      });
+      for (std::size_t q = 0; q < m; ++q) P[order[q]] += 1;
+      break;
+    }
+  }
+}
+
 /// One pass over X: relevance totals of `layer`'s neurons over T' and, when `acts` is given, the
 /// neuron values (channel means) of the T' rows, row-major [|T'|, width], in input order.
 template <class Policy, class Net, class Labels>
@@ -146,24 +171,7 @@ neuron_relevance importance_pass(const Policy&, const Net& net, std::span<const 
           for (std::size_t p = q * per; p < (q + 1) * per; ++p) s += R[p];
           agg[q] = s;
         }
-        auto& P = part[c];
-        switch (o.aggregation) {
-          case importance_aggregation::sum:
-            for (std::size_t q = 0; q < width; ++q) P[q] += agg[q];
-            break;
-          case importance_aggregation::mean_abs:
-            for (std::size_t q = 0; q < width; ++q) P[q] += std::abs(agg[q]);
-            break;
-          case importance_aggregation::count: {
-            std::iota(order.begin(), order.end(), std::size_t(0));
-            const std::size_t m = std::min(o.count_m, width);
-            std::partial_sort(order.begin(), order.begin() + std::ptrdiff_t(m), order.end(), [&](std::size_t a, std::size_t b) {
-              return agg[a] > agg[b] || (agg[a] == agg[b] && a < b);
-            });
-            for (std::size_t q = 0; q < m; ++q) P[order[q]] += 1;
-            break;
-          }
-        }
+        add_importance(o, agg.data(), width, order, part[c].data());
       }
     }
   };

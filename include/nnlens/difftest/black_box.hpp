@@ -140,6 +140,16 @@ black_box wrap_shared(std::shared_ptr<const Net> net, std::string name, normaliz
   return b;
 }
 
+/// The network a wrap() keeps: an lvalue is referenced (non-owning), an rvalue moved in.
+template <class Net>
+std::shared_ptr<const std::remove_cvref_t<Net>> hold_network(Net&& net) {
+  using N = std::remove_cvref_t<Net>;
+  if constexpr (std::is_lvalue_reference_v<Net>)
+    return std::shared_ptr<const N>(std::shared_ptr<const N>{}, &net);  // non-owning
+  else
+    return std::make_shared<const N>(std::move(net));
+}
+
 }  // namespace detail
 
 /// A network (Sequential or DynamicNetwork) as a black box: softmax of its logits on the
@@ -149,12 +159,7 @@ template <class Net>
   requires requires(const std::remove_cvref_t<Net>& n) { output_shape_of(n); }
 black_box wrap(Net&& net, std::string name = {}, normalization norm = {}) {
   using N = std::remove_cvref_t<Net>;
-  std::shared_ptr<const N> p;
-  if constexpr (std::is_lvalue_reference_v<Net>)
-    p = std::shared_ptr<const N>(std::shared_ptr<const N>{}, &net);  // non-owning
-  else
-    p = std::make_shared<const N>(std::move(net));
-  return detail::wrap_shared<N>(std::move(p), std::move(name), std::move(norm));
+  return detail::wrap_shared<N>(detail::hold_network(std::forward<Net>(net)), std::move(name), std::move(norm));
 }
 
 /// Any callable as a black box.  `f` is either batched, f(span<const float> x, size_t n,

@@ -151,12 +151,7 @@ template <class Net>
   requires requires(const std::remove_cvref_t<Net>& n) { output_shape_of(n); }
 black_box wrap(const execution::thrust_policy& policy, Net&& net, std::string name = {}, normalization norm = {}) {
   using N = std::remove_cvref_t<Net>;
-  std::shared_ptr<const N> p;
-  if constexpr (std::is_lvalue_reference_v<Net>)
-    p = std::shared_ptr<const N>(std::shared_ptr<const N>{}, &net);  // non-owning
-  else
-    p = std::make_shared<const N>(std::move(net));
-  return detail::wrap_thrust<N>(policy, std::move(p), std::move(name), norm);
+  return detail::wrap_thrust<N>(policy, detail::hold_network(std::forward<Net>(net)), std::move(name), norm);
 }
 
 }  // namespace nnlens::difftest

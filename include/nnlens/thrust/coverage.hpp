@@ -170,23 +170,7 @@ neuron_relevance importance_pass(const execution::thrust_policy& policy, const N
       ++res.samples;
       const double* a = agg.data() + r0 * width;
       if (acts) acts->insert(acts->end(), vals.begin() + std::ptrdiff_t(r0 * width), vals.begin() + std::ptrdiff_t((r0 + 1) * width));
-      switch (o.aggregation) {
-        case importance_aggregation::sum:
-          for (std::size_t q = 0; q < width; ++q) part[q] += a[q];
-          break;
-        case importance_aggregation::mean_abs:
-          for (std::size_t q = 0; q < width; ++q) part[q] += std::abs(a[q]);
-          break;
-        case importance_aggregation::count: {
-          std::iota(order.begin(), order.end(), std::size_t(0));
-          const std::size_t m = std::min(o.count_m, width);
-          std::partial_sort(order.begin(), order.begin() + std::ptrdiff_t(m), order.end(), [&](std::size_t p, std::size_t q) {
-            return a[p] > a[q] || (a[p] == a[q] && p < q);
-          });
-          for (std::size_t q = 0; q < m; ++q) part[order[q]] += 1;
-          break;
-        }
-      }
+      add_importance(o, a, width, order, part.data());
     }
   }
   flush();
