@@ -7,6 +7,8 @@
 #include <nnlens/difftest/dflare.hpp>
 #include <nnlens/nnlens.hpp>
 
+#include "dflare_checks.hpp"
+
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -16,6 +18,8 @@ using namespace nnlens;
 using namespace nnlens::difftest;
 
 namespace {
+
+using nnlens_test::check_identical;
 using MLP = Sequential<Input<5>, Dense<7>, ReLU, Dense<3>>;
 }  // namespace
 
@@ -236,18 +240,6 @@ dflare_options small_budget(std::size_t q = 300) {
   return o;
 }
 
-void check_same(const dflare_result& a, const dflare_result& b) {
-  REQUIRE(a.seeds.size() == b.seeds.size());
-  for (std::size_t i = 0; i < a.seeds.size(); ++i) {
-    CAPTURE(i);
-    CHECK(a.seeds[i].index == b.seeds[i].index);
-    CHECK(a.seeds[i].status == b.seeds[i].status);
-    CHECK(a.seeds[i].queries == b.seeds[i].queries);
-    CHECK(a.seeds[i].accepted == b.seeds[i].accepted);
-    CHECK(a.seeds[i].input == b.seeds[i].input);
-    CHECK(a.seeds[i].error == b.seeds[i].error);
-  }
-}
 }  // namespace
 
 TEST_CASE("dflare: a pair that differs by construction (mean in (100,120)) is found within a small budget") {
@@ -319,18 +311,18 @@ TEST_CASE("dflare: the same seed gives the same result; parallel seeds == sequen
   auto o = small_budget(400);
   const auto a = dflare(f, g, seeds, 6, o);
   const auto b = dflare(f, g, seeds, 6, o);
-  check_same(a, b);
+  check_identical(a, b);
   o.threads = 2;
   const auto p = dflare(execution::par, f, g, seeds, 6, o);
-  check_same(a, p);
+  check_identical(a, p);
   const auto pd = dflare(execution::par, f, g, seeds, 6, small_budget(400));  // the process-wide pool
-  check_same(a, pd);
+  check_identical(a, pd);
   // two parts with first_index, merged in either order
   auto o1 = small_budget(400), o2 = small_budget(400);
   o2.first_index = 2;
   const auto r1 = dflare(f, g, std::span<const float>(seeds).first(2 * img.size()), 2, o1);
   const auto r2 = dflare(f, g, std::span<const float>(seeds).subspan(2 * img.size()), 4, o2);
-  check_same(a, merge(r2, r1));
+  check_identical(a, merge(r2, r1));
   // another RNG seed gives another search
   auto o3 = small_budget(400);
   o3.seed = 8;

@@ -8,6 +8,8 @@
 #include <nnlens/difftest/lockstep.hpp>
 #include <nnlens/nnlens.hpp>
 
+#include "dflare_checks.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -22,6 +24,8 @@ using namespace nnlens;
 using namespace nnlens::difftest;
 
 namespace {
+
+using nnlens_test::check_identical;
 
 const image_shape img{1, 4, 4};
 
@@ -63,32 +67,6 @@ dflare_options budget(std::size_t q) {
   return o;
 }
 
-/// Every field but the wall-clock seconds.
-void check_identical(const dflare_result& a, const dflare_result& b) {
-  REQUIRE(a.seeds.size() == b.seeds.size());
-  for (std::size_t i = 0; i < a.seeds.size(); ++i) {
-    CAPTURE(i);
-    const seed_result &x = a.seeds[i], &y = b.seeds[i];
-    CHECK(x.index == y.index);
-    CHECK(x.status == y.status);
-    CHECK(x.queries == y.queries);
-    CHECK(x.seed_label == y.seed_label);
-    CHECK(x.label_f == y.label_f);
-    CHECK(x.label_g == y.label_g);
-    CHECK(x.input == y.input);
-    CHECK(x.probs_f == y.probs_f);
-    CHECK(x.probs_g == y.probs_g);
-    CHECK(x.accepted == y.accepted);
-    CHECK(x.corpus == y.corpus);
-    CHECK(x.error == y.error);
-  }
-  const auto s = a.summary(), t = b.summary();
-  CHECK(s.found == t.found);
-  CHECK(s.already_triggering == t.already_triggering);
-  CHECK(s.failed == t.failed);
-  CHECK(s.total_queries == t.total_queries);
-  CHECK(s.mean_queries == t.mean_queries);
-}
 
 /// Counts the calls and rows a black box receives.
 struct counter {

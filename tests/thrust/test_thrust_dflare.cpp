@@ -21,10 +21,14 @@
 #include <nnlens/network/parameters.hpp>
 #include <nnlens/thrust/black_box.hpp>
 
+#include "../difftest/dflare_checks.hpp"
+
 using namespace nnlens;
 using namespace nnlens::difftest;
 
 namespace {
+
+using nnlens_test::check_identical;
 
 using LeNet5 = Sequential<Input<1, 28, 28>, Conv2D<6, 5, 1, 2>, ReLU, MaxPool2D<2>, Conv2D<16, 5>, ReLU, MaxPool2D<2>,
                           Flatten, Dense<120>, ReLU, Dense<84>, ReLU, Dense<10>>;
@@ -79,19 +83,6 @@ void near_classes_01(Net& f, std::span<const float> seeds, std::size_t n, const 
   last.b(1) += shift;
 }
 
-void check_identical(const dflare_result& a, const dflare_result& b) {
-  REQUIRE(a.seeds.size() == b.seeds.size());
-  for (std::size_t i = 0; i < a.seeds.size(); ++i) {
-    CAPTURE(i);
-    CHECK(a.seeds[i].status == b.seeds[i].status);
-    CHECK(a.seeds[i].queries == b.seeds[i].queries);
-    CHECK(a.seeds[i].accepted == b.seeds[i].accepted);
-    CHECK(a.seeds[i].corpus == b.seeds[i].corpus);
-    CHECK(a.seeds[i].input == b.seeds[i].input);
-    CHECK(a.seeds[i].probs_f == b.seeds[i].probs_f);
-    CHECK(a.seeds[i].probs_g == b.seeds[i].probs_g);
-  }
-}
 
 }  // namespace
 
