@@ -160,6 +160,28 @@ struct neuron_block {
   std::size_t neurons(std::size_t k) const { return offsets[k + 1] - offsets[k]; }
 };
 
+namespace detail {
+/// stream_neurons' checks and block layout, shared by every backend: x must hold n samples, every
+/// layer index must exist; returns the block's offsets and width, and the layers' output shapes.
+template <class Net>
+neuron_block neuron_block_layout(const Net& net, std::span<const network_scalar_t<Net>> x, std::size_t n,
+                                 std::span<const std::size_t> layers, std::vector<shape>& shapes) {
+  const shape in = input_shape_of(net);
+  if (x.size() != n * in.size())
+    throw shape_error("stream_neurons: " + std::to_string(x.size()) + " input values for " + std::to_string(n) +
+                      " samples of shape " + in.str() + " (expected " + std::to_string(n * in.size()) + ")");
+  for (std::size_t l : layers) check_layer_index(net, l, "stream_neurons");
+  neuron_block blk;
+  blk.offsets.push_back(0);
+  shapes.clear();
+  for (std::size_t l : layers) {
+    shapes.push_back(shape_at(net, l + 1));
+    blk.offsets.push_back(blk.offsets.back() + coverage_neurons(shapes.back()));
+  }
+  blk.width = blk.offsets.back();
+  return blk;
+}
+}  // namespace detail
 
 /// Streams the neurons of `layers` for the n samples at x (n * input size scalars).
 template <class Policy, class Net, class F>
@@ -168,19 +190,9 @@ void stream_neurons(const Policy&, const Net& net, std::span<const network_scala
                     std::span<const std::size_t> layers, F&& f, std::size_t chunk = 1024) {
   using T = network_scalar_t<Net>;
   const shape in = input_shape_of(net);
-  if (x.size() != n * in.size())
-    throw shape_error("stream_neurons: " + std::to_string(x.size()) + " input values for " + std::to_string(n) +
-                      " samples of shape " + in.str() + " (expected " + std::to_string(n * in.size()) + ")");
-  for (std::size_t l : layers) check_layer_index(net, l, "stream_neurons");
-  if (chunk == 0) chunk = 1024;
-  neuron_block blk;
-  blk.offsets.push_back(0);
   std::vector<shape> shapes;
-  for (std::size_t l : layers) {
-    shapes.push_back(shape_at(net, l + 1));
-    blk.offsets.push_back(blk.offsets.back() + coverage_neurons(shapes.back()));
-  }
-  blk.width = blk.offsets.back();
+  neuron_block blk = detail::neuron_block_layout(net, x, n, layers, shapes);
+  if (chunk == 0) chunk = 1024;
   std::vector<double> buf;
   constexpr bool parallel = std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>;
   auto& pool = detail::default_pool();

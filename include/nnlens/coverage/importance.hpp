@@ -114,17 +114,38 @@ inline void add_importance(const importance_options& o, const double* agg, std::
   }
 }
 
+/// The checks every importance pass starts with (n > 0, one label per input, the layer exists);
+/// returns the subject layer.  Shared by the host pass below and the thrust one.
+template <class Net, class Labels>
+std::size_t importance_layer(const Net& net, std::size_t n, const Labels& labels, const importance_options& o) {
+  if (n == 0) throw data_error("neuron_relevance: the training set is empty");
+  if (std::size_t(labels.size()) != n)
+    throw shape_error("neuron_relevance: " + std::to_string(labels.size()) + " labels for " + std::to_string(n) + " inputs");
+  const std::size_t layer = o.layer == std::size_t(-1) ? subject_layer(net) : o.layer;
+  check_layer_index(net, layer, "neuron_relevance");
+  return layer;
+}
+
+/// The result of a pass over n inputs before any total is added.
+template <class Net>
+neuron_relevance empty_relevance(const Net& net, std::size_t layer, const importance_options& o, std::size_t width,
+                                 std::size_t n) {
+  neuron_relevance res;
+  res.layer = layer;
+  res.aggregation = o.aggregation;
+  res.fingerprint = model_fingerprint(net);
+  res.total.assign(width, 0.0);
+  res.seen = n;
+  return res;
+}
+
 /// One pass over X: relevance totals of `layer`'s neurons over T' and, when `acts` is given, the
 /// neuron values (channel means) of the T' rows, row-major [|T'|, width], in input order.
 template <class Policy, class Net, class Labels>
 neuron_relevance importance_pass(const Policy&, const Net& net, std::span<const network_scalar_t<Net>> x, std::size_t n,
                                  const Labels& labels, const importance_options& o, std::vector<double>* acts) {
   using T = network_scalar_t<Net>;
-  if (n == 0) throw data_error("neuron_relevance: the training set is empty");
-  if (std::size_t(labels.size()) != n)
-    throw shape_error("neuron_relevance: " + std::to_string(labels.size()) + " labels for " + std::to_string(n) + " inputs");
-  const std::size_t layer = o.layer == std::size_t(-1) ? subject_layer(net) : o.layer;
-  check_layer_index(net, layer, "neuron_relevance");
+  const std::size_t layer = importance_layer(net, n, labels, o);
   const lrp_graph<T> g(net);
   const shape in = g.acts()[0];
   if (x.size() != n * in.size()) throw shape_error("neuron_relevance: input is not [N, " + in.str() + "]");
@@ -132,12 +153,7 @@ neuron_relevance importance_pass(const Policy&, const Net& net, std::span<const 
   const std::size_t stop = g.layer_tensor(layer);
   const shape st = g.acts()[stop];
   const std::size_t width = coverage_neurons(st), per = st.size() / width;
-  neuron_relevance res;
-  res.layer = layer;
-  res.aggregation = o.aggregation;
-  res.fingerprint = model_fingerprint(net);
-  res.total.assign(width, 0.0);
-  res.seen = n;
+  neuron_relevance res = empty_relevance(net, layer, o, width, n);
   constexpr std::size_t chunk = 256;
   const std::size_t chunks = (n + chunk - 1) / chunk;
   std::vector<std::vector<double>> part(chunks, std::vector<double>(width, 0.0));

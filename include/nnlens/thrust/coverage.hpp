@@ -63,21 +63,11 @@ void stream_neurons(const execution::thrust_policy& policy, const Net& net, std:
                     std::size_t n, std::span<const std::size_t> layers, F&& f, std::size_t chunk = 1024) {
   using T = network_scalar_t<Net>;
   const shape in = input_shape_of(net);
-  if (x.size() != n * in.size())
-    throw shape_error("stream_neurons: " + std::to_string(x.size()) + " input values for " + std::to_string(n) +
-                      " samples of shape " + in.str() + " (expected " + std::to_string(n * in.size()) + ")");
-  for (std::size_t l : layers) check_layer_index(net, l, "stream_neurons");
+  std::vector<shape> shapes;
+  neuron_block blk = detail::neuron_block_layout(net, x, n, layers, shapes);
   if (chunk == 0) chunk = 1024;
   check_shapes(net);
   const device_network<Net> dnet(net);  // logic_error for a layer without thrust kernels
-  neuron_block blk;
-  blk.offsets.push_back(0);
-  std::vector<shape> shapes;
-  for (std::size_t l : layers) {
-    shapes.push_back(shape_at(net, l + 1));
-    blk.offsets.push_back(blk.offsets.back() + coverage_neurons(shapes.back()));
-  }
-  blk.width = blk.offsets.back();
   if (n == 0) return;
   const std::size_t cap = std::min(chunk, n), pass = std::max<std::size_t>(1, std::min(policy.batch, cap));
   ::thrust::device_vector<T> dx(pass * in.size());
@@ -115,11 +105,7 @@ template <class Net, class Labels>
 neuron_relevance importance_pass(const execution::thrust_policy& policy, const Net& net, std::span<const network_scalar_t<Net>> x,
                                  std::size_t n, const Labels& labels, const importance_options& o, std::vector<double>* acts) {
   using T = network_scalar_t<Net>;
-  if (n == 0) throw data_error("neuron_relevance: the training set is empty");
-  if (std::size_t(labels.size()) != n)
-    throw shape_error("neuron_relevance: " + std::to_string(labels.size()) + " labels for " + std::to_string(n) + " inputs");
-  const std::size_t layer = o.layer == std::size_t(-1) ? subject_layer(net) : o.layer;
-  check_layer_index(net, layer, "neuron_relevance");
+  const std::size_t layer = importance_layer(net, n, labels, o);
   check_shapes(net);
   device_lrp<Net> d(net, o.lrp);
   const shape in = d.acts()[0];
@@ -128,12 +114,7 @@ neuron_relevance importance_pass(const execution::thrust_policy& policy, const N
   const std::size_t stop = layer + 1, nc = d.acts().back().size();
   const shape st = d.acts()[stop];
   const std::size_t width = coverage_neurons(st), per = st.size() / width;
-  neuron_relevance res;
-  res.layer = layer;
-  res.aggregation = o.aggregation;
-  res.fingerprint = model_fingerprint(net);
-  res.total.assign(width, 0.0);
-  res.seen = n;
+  neuron_relevance res = empty_relevance(net, layer, o, width, n);
   constexpr std::size_t chunk = 256;  // the host's chunks: partial sums added in chunk order
   std::vector<double> part(width, 0.0), agg, vals;
   std::vector<std::size_t> order(width);
