@@ -1,11 +1,20 @@
-// Shared by the DFlare tests (test_dflare, test_lockstep, test_thrust_dflare): two DFlare results
-// are the same search, every field but the wall-clock seconds.
+// Shared by the DFlare tests (test_dflare, test_lockstep, test_thrust_dflare): check_identical (two
+// DFlare results are the same search, every field but the wall-clock seconds) and the brightness
+// pair on 4x4 images (a pair of black boxes that differ by construction where the mean is between
+// their thresholds).
 #pragma once
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstddef>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include <nnlens/difftest/black_box.hpp>
 #include <nnlens/difftest/dflare.hpp>
 
 namespace nnlens_test {
@@ -34,6 +43,31 @@ inline void check_identical(const nnlens::difftest::dflare_result& a, const nnle
   CHECK(s.failed == t.failed);
   CHECK(s.total_queries == t.total_queries);
   CHECK(s.mean_queries == t.mean_queries);
+}
+
+/// The images of the brightness pair.
+inline const nnlens::difftest::image_shape brightness_img{1, 4, 4};
+
+inline double mean_of(std::span<const float> x) {
+  double s = 0;
+  for (float v : x) s += v;
+  return s / double(x.size());
+}
+
+/// Class 0 iff the mean brightness is above `threshold` (a soft step of width 10), batched.
+inline nnlens::difftest::black_box brightness(double threshold, std::string name) {
+  return nnlens::difftest::wrap([threshold](std::span<const float> x, std::span<float> p) {
+    const double t = 1.0 / (1.0 + std::exp(-(mean_of(x) - threshold) / 10.0));
+    p[0] = float(t);
+    p[1] = float(1 - t);
+  }, brightness_img.size(), 2, std::move(name));
+}
+
+/// One brightness_img per value, every pixel that value.
+inline std::vector<float> constant_seeds(std::initializer_list<float> values) {
+  std::vector<float> s;
+  for (float v : values) s.insert(s.end(), brightness_img.size(), v);
+  return s;
 }
 
 }  // namespace nnlens_test

@@ -27,28 +27,10 @@ namespace {
 
 using nnlens_test::check_identical;
 
-const image_shape img{1, 4, 4};
-
-double mean_of(std::span<const float> x) {
-  double s = 0;
-  for (float v : x) s += v;
-  return s / double(x.size());
-}
-
-/// Class 0 iff the mean brightness is above `threshold` (a soft step of width 10), batched.
-black_box brightness(double threshold, std::string name) {
-  return wrap([threshold](std::span<const float> x, std::span<float> p) {
-    const double t = 1.0 / (1.0 + std::exp(-(mean_of(x) - threshold) / 10.0));
-    p[0] = float(t);
-    p[1] = float(1 - t);
-  }, img.size(), 2, std::move(name));
-}
-
-std::vector<float> constant_seeds(std::initializer_list<float> values) {
-  std::vector<float> s;
-  for (float v : values) s.insert(s.end(), img.size(), v);
-  return s;
-}
+const image_shape img = nnlens_test::brightness_img;
+using nnlens_test::brightness;
+using nnlens_test::constant_seeds;
+using nnlens_test::mean_of;
 
 std::vector<float> random_seeds(std::size_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
