@@ -63,6 +63,16 @@ inline nnlens::difftest::black_box brightness(double threshold, std::string name
   }, brightness_img.size(), 2, std::move(name));
 }
 
+/// Options for the brightness pair: a query budget of q per seed, no time budget, RNG seed 7.
+inline nnlens::difftest::dflare_options brightness_budget(std::size_t q) {
+  nnlens::difftest::dflare_options o;
+  o.image = brightness_img;
+  o.max_queries = q;
+  o.max_seconds = 0;
+  o.seed = 7;
+  return o;
+}
+
 /// One brightness_img per value, every pixel that value.
 inline std::vector<float> constant_seeds(std::initializer_list<float> values) {
   std::vector<float> s;

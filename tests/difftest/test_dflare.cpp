@@ -212,14 +212,7 @@ using nnlens_test::brightness;
 using nnlens_test::constant_seeds;
 using nnlens_test::mean_of;
 
-dflare_options small_budget(std::size_t q = 300) {
-  dflare_options o;
-  o.image = img;
-  o.max_queries = q;
-  o.max_seconds = 0;
-  o.seed = 7;
-  return o;
-}
+dflare_options small_budget(std::size_t q = 300) { return nnlens_test::brightness_budget(q); }
 
 }  // namespace
 

@@ -40,14 +40,7 @@ std::vector<float> random_seeds(std::size_t n, std::uint64_t seed) {
   return s;
 }
 
-dflare_options budget(std::size_t q) {
-  dflare_options o;
-  o.image = img;
-  o.max_queries = q;
-  o.max_seconds = 0;
-  o.seed = 7;
-  return o;
-}
+dflare_options budget(std::size_t q) { return nnlens_test::brightness_budget(q); }
 
 
 /// Counts the calls and rows a black box receives.
