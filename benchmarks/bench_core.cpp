@@ -22,6 +22,17 @@ using namespace nnlens;
 
 namespace {
 
+/// Two untimed calls before the timing loop.  Google Benchmark times the first iteration with the
+/// rest, and that one is cold (first touch of the result and scratch buffers, pool start-up: 10x a
+/// warm step for train_step/lenet5/64).  On a loaded machine its wall time alone can exceed
+/// --benchmark_min_time, and the "measurement" was then one cold iteration (seen: 200 instead of
+/// 4,500 samples/s).  The PyTorch side (compare_pytorch.py) warms up the same way.
+template <class F>
+void warm_up(F&& run) {
+  run();
+  run();
+}
+
 template <class Net>
 xt::xarray<float> random_batch(std::size_t batch, std::uint64_t seed) {
   std::mt19937_64 r(seed);
@@ -37,10 +48,12 @@ void bm_forward(benchmark::State& st) {
   Net net;
   initialize(net, 1);
   const auto x = random_batch<Net>(batch, 2);
-  for (auto _ : st) {
+  const auto run = [&] {
     auto y = batch == 1 ? forward(execution::seq, net, x) : forward(execution::par, net, x);
     benchmark::DoNotOptimize(y.data());
-  }
+  };
+  warm_up(run);
+  for (auto _ : st) run();
   st.counters["samples/s"] = benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
 }
 
@@ -52,10 +65,12 @@ void bm_forward_into(benchmark::State& st) {
   const auto x = random_batch<Net>(batch, 2);
   std::vector<float> y(batch * Net::output_shape.size());
   std::vector<float> ws(inference_workspace_size(net, batch));
-  for (auto _ : st) {
+  const auto run = [&] {
     forward_into(net, batch, x.data(), y.data(), std::span<float>(ws));
     benchmark::DoNotOptimize(y.data());
-  }
+  };
+  warm_up(run);
+  for (auto _ : st) run();
   st.counters["samples/s"] = benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
 }
 
@@ -72,10 +87,12 @@ void bm_train_step(benchmark::State& st) {
   auto& pool = nnlens::detail::default_pool();
   train::trainer<Net> trainer(net, pool.size(), &pool);
   train::sgd opt(net, {.lr = 0.01, .momentum = 0.9});
-  for (auto _ : st) {
+  const auto run = [&] {
     auto r = trainer.step(net, opt, x.data(), std::span<const std::uint8_t>(y), nullptr);
     benchmark::DoNotOptimize(r.loss);
-  }
+  };
+  warm_up(run);
+  for (auto _ : st) run();
   st.counters["samples/s"] = benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
 }
 
