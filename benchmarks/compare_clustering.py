@@ -10,8 +10,8 @@ the best k.
   nnlens:       kmeans1d_dump (cluster_neuron: exact DP k-means + exact O(N log N) silhouette)
 
 Protocol (docs/benchmarks.md, "Protocol for peer ratios"): --pairs interleaved pairs (at least 5);
-pair i runs nnlens (one kmeans1d_dump process: its wall time, and the median of --inner-repeat
-calls of cluster_neuron inside it) and scikit-learn (the three KMeans fits at every thread
+pair i runs nnlens (a kmeans1d_dump process with one call of cluster_neuron, timed whole, then one
+with --inner-repeat calls, whose median is cluster_neuron alone) and scikit-learn (the three KMeans fits at every thread
 setting of --threads, applied with threadpoolctl, then, unless --no-silhouette, the three
 silhouette_score calls), nnlens first in even pairs and scikit-learn first in odd ones.
 scikit-learn's thread setting for the fits is the one with the lower median over the pairs; the
@@ -86,10 +86,13 @@ def calibrate_silhouette_threads(X, labels, threads, n=6000, rounds=2):
 
 
 def nnlens_once(dump, path, inner_repeat):
+    """Two kmeans1d_dump processes: one call of cluster_neuron, timed as a whole process (start, parse,
+    cluster, print), then --repeat inner_repeat calls, whose median is cluster_neuron alone."""
     t0 = time.perf_counter()
+    subprocess.run([dump, path], check=True, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
     out = subprocess.run([dump, "--repeat", str(inner_repeat), path], check=True, capture_output=True,
                          text=True).stdout
-    wall = time.perf_counter() - t0
     res = json.loads(out)
     return wall, res["seconds"], res
 
@@ -147,7 +150,10 @@ def main():
 
             for step in ((ours, theirs) if i % 2 == 0 else (theirs, ours)):
                 step()
-            print(f"# pair {i + 1}/{a.pairs} done, load {os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
+            print(f"# pair {i + 1}/{a.pairs}: nnlens {ours_wall[-1]:.4f} s / {ours_inner[-1] * 1e3:.3f} ms, fits "
+                  + ", ".join(f"{t}t {v[-1]:.3f} s" for t, v in fits.items())
+                  + (f", silhouettes {sils[-1]:.2f} s" if sils else "") + f"; load {os.getloadavg()[0]:.2f}",
+                  file=sys.stderr, flush=True)
     finally:
         os.unlink(path)
     load_after = "{:.2f}, {:.2f}, {:.2f}".format(*os.getloadavg())
