@@ -262,3 +262,59 @@ TEST_CASE("lockstep: a time budget stops every seed; on_seed and the progress ba
     CHECK(sr.queries > 0);
   }
 }
+
+// skip_repeats (dflare.hpp, beyond the spec): a mutant equal to x_max or to a mutant queried since
+// x_max last changed is not queried.  On constant seeds every blur returns x_max, so the spec's
+// search queries copies of x_max (and the paper's >= credits the blur for them).
+TEST_CASE("skip_repeats: no query repeats the one before it; fewer queries, the same seeds found; lockstep == seq") {
+  const auto f = brightness(100, "f"), g0 = brightness(104, "g");
+  // the rows g answers, one seed at a time (sequential driver: one row per call, in order)
+  auto rows = std::make_shared<std::vector<std::vector<float>>>();
+  black_box g = g0;
+  g.predict = [p = g0.predict, rows](std::span<const float> x, std::size_t n, std::span<float> probs) {
+    for (std::size_t i = 0; i < n; ++i) rows->emplace_back(x.begin() + std::ptrdiff_t(i * img.size()), x.begin() + std::ptrdiff_t((i + 1) * img.size()));
+    p(x, n, probs);
+  };
+  const auto seeds = constant_seeds({200, 180, 60, 230, 20, 150});
+  for (acceptance a : {acceptance::paper, acceptance::reference}) {
+    CAPTURE(int(a));
+    std::size_t queries[2] = {0, 0}, found[2] = {0, 0}, repeats[2] = {0, 0};
+    for (bool skip : {false, true}) {
+      auto o = budget(2000);
+      o.accept = a;
+      o.selection = a == acceptance::paper ? selection_rule::paper : selection_rule::reference;
+      o.skip_repeats = skip;
+      for (std::size_t i = 0; i < 6; ++i) {
+        rows->clear();
+        o.first_index = i;
+        const auto r = dflare(execution::seq, f, g, std::span<const float>(seeds).subspan(i * img.size(), img.size()), 1, o);
+        REQUIRE(rows->size() == r.seeds[0].queries + 1);  // the seed's query and one row per query
+        for (std::size_t q = 1; q < rows->size(); ++q) repeats[skip] += (*rows)[q] == (*rows)[q - 1];
+        queries[skip] += r.seeds[0].queries;
+        found[skip] += r.seeds[0].found();
+      }
+      o.first_index = 0;
+      const auto all = dflare(f, g0, seeds, 6, o);  // the seeds together: the same searches
+      CHECK(all.summary().total_queries == queries[skip]);
+      check_identical(all, lockstep_run(f, g0, seeds, 6, o));
+    }
+    MESSAGE("acceptance ", int(a), ": ", queries[0], " queries (", repeats[0], " repeats) without skip_repeats, ", queries[1],
+            " with it; found ", found[0], " / ", found[1]);
+    CHECK(repeats[0] > 0);   // the spec's search does query repeats here...
+    CHECK(repeats[1] == 0);  // ...skip_repeats never does
+    CHECK(found[1] == 6);
+    CHECK(found[1] >= found[0]);
+    CHECK(queries[1] < queries[0]);
+  }
+}
+
+TEST_CASE("skip_repeats: a search no operator can move still ends by its query budget") {
+  // a constant black image and only blurs: every mutant is x_max; the guard queries after 1000 skips
+  const auto f = brightness(100, "f"), g = brightness(104, "g");
+  auto o = budget(3);
+  o.pool = {mutation::average_blur, mutation::median_blur};
+  o.skip_repeats = true;
+  const auto r = dflare(f, g, constant_seeds({0}), 1, o);
+  CHECK(r.seeds[0].status == seed_status::not_found);
+  CHECK(r.seeds[0].queries == 3);
+}

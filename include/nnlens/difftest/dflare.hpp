@@ -26,6 +26,17 @@
 //              seed's record is (D = 0, O = 0))
 //   no_novelty DFlare_D (ablation, code mode "c"): H = D, accept iff D(x) > D(x_max) strictly,
 //              the seed's record is D = -1 (the first mutant is always accepted); no corpus
+// Beyond the spec (off by default): skip_repeats never queries a mutant whose answer is already
+// known: one equal to x_max or to a mutant already queried since x_max last changed (the blurs are
+// deterministic for a size, and a size-1 blur, a 0-pixel change or noise on black pixels returns
+// x_max itself).  Such a mutant cannot trigger (its twin did not) and no rule moves x_max to it
+// (reference: |ΔD| = 0 or <= delta and not novel any more; paper: equal to x_max, or rejected
+// before with O at least as large), so the queries are pure waste -- except that the paper's >=
+// "accepts" a copy of x_max and credits its operator, which steers the selection to no-op
+// operators.  A skipped mutant counts as a selection of its operator without success, and the
+// next operator is drawn as after a rejection; it is not a query.  Mutants are compared by a
+// 64-bit hash of their pixels (x_max also exactly); after max_repeat_skips skips in a row the
+// mutant is queried anyway, so a search that no operator can move still ends by its budget.
 // An accepted x becomes x_max and counts as a success of its operator; the next operator comes
 // from operator_selector (selection.hpp): for selection_rule::paper prev is the operator of this
 // iteration, for `reference` and `last_accepted` the operator of the last accepted mutant.  Operator statistics and
@@ -62,6 +73,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -72,6 +84,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_set>
 #include <vector>
 
 #include "nnlens/core/error.hpp"
@@ -208,6 +221,9 @@ struct dflare_options {
   std::size_t threads = 0;           // execution::par: 0 = the process-wide pool
   bool lockstep = false;             // advance all seeds together, one batch of queries per round
                                      // (lockstep.hpp); always so under a batching policy
+  bool skip_repeats = false;         // beyond the spec: do not query a mutant equal to x_max or to a
+                                     // mutant queried since x_max last changed (header comment)
+  std::size_t max_repeat_skips = 1000;  // skip_repeats: query anyway after this many skips in a row
   bool keep_inputs = true;           // store each triggering input in its seed_result
   bool progress = false;             // a progress bar on stderr
   std::function<void(const seed_result&)> on_seed;  // called after each seed (any thread, serialised)
@@ -260,6 +276,18 @@ inline std::uint64_t splitmix64(std::uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
+}
+
+/// A 64-bit hash of an image's values (their bit patterns; +0 and -0 alike): skip_repeats' key.
+inline std::uint64_t image_hash(std::span<const float> x) {
+  std::uint64_t h = 0x243f6a8885a308d3ULL ^ x.size();
+  for (float v : x) {
+    std::uint32_t b = 0;
+    const float w = v == 0.f ? 0.f : v;
+    std::memcpy(&b, &w, sizeof b);
+    h = splitmix64(h ^ b);
+  }
+  return h;
 }
 
 inline void check_dflare(const black_box& f, const black_box& g, std::size_t seed_floats, std::size_t n,
@@ -318,9 +346,15 @@ class dflare_search {
       finish();
       return false;
     }
-    sel_.record_selection(op_);
-    x_.assign(x_max_.begin(), x_max_.end());
-    mutate(o_->pool[op_], x_, o_->image, rng_, o_->mutations);
+    for (std::size_t skips = 0;; ++skips) {
+      sel_.record_selection(op_);
+      x_.assign(x_max_.begin(), x_max_.end());
+      mutate(o_->pool[op_], x_, o_->image, rng_, o_->mutations);
+      if (!o_->skip_repeats) break;
+      hash_ = image_hash(x_);
+      if (skips >= o_->max_repeat_skips || (!seen_.contains(hash_) && x_ != x_max_)) break;
+      op_ = next_operator();  // a known answer: as after a rejection, without a query
+    }
     std::copy(x_.begin(), x_.end(), x.begin());
     return true;
   }
@@ -344,6 +378,7 @@ class dflare_search {
       if (o_->accept == acceptance::paper) best_ = {output_distance(pf, pg), false};
       if (o_->accept == acceptance::no_novelty) best_ = {-1.0, false};
       x_max_.assign(x_s_.begin(), x_s_.end());
+      if (o_->skip_repeats) seen_ = {image_hash(x_max_)};
       op_ = std::uniform_int_distribution<std::size_t>(0, o_->pool.size() - 1)(rng_);
       r.status = seed_status::not_found;
       phase_ = phase::search;
@@ -364,7 +399,8 @@ class dflare_search {
       return;
     }
     const fitness_record rec{output_distance(pf, pg), use_novelty() && corpus_.test_and_insert(pf, pg)};
-    if (accepts(o_->accept, rec, best_, o_->delta)) {
+    const bool accepted = accepts(o_->accept, rec, best_, o_->delta);
+    if (accepted) {
       x_max_.swap(x_);
       best_ = rec;
       sel_.record_success(op_);
@@ -373,14 +409,22 @@ class dflare_search {
       r.label_f = top1(pf);
       r.label_g = top1(pg);
     }
-    const bool by_acceptance = o_->selection == selection_rule::reference || o_->selection == selection_rule::last_accepted;
-    op_ = sel_.select(by_acceptance ? last_accepted_ : std::optional<std::size_t>(op_), rng_);
+    if (o_->skip_repeats) {
+      if (accepted) seen_.clear();
+      seen_.insert(hash_);
+    }
+    op_ = next_operator();
   }
 
  private:
   using clock = std::chrono::steady_clock;
   enum class phase : std::uint8_t { seed, search, over };
   bool use_novelty() const { return o_->accept != acceptance::no_novelty; }
+  /// SELECT(prev) (selection.hpp): prev = this iteration's operator (paper) or the last accepted one.
+  std::size_t next_operator() {
+    const bool by_acceptance = o_->selection == selection_rule::reference || o_->selection == selection_rule::last_accepted;
+    return sel_.select(by_acceptance ? last_accepted_ : std::optional<std::size_t>(op_), rng_);
+  }
   double elapsed() const { return std::chrono::duration<double>(clock::now() - t0_).count(); }
   void finish() {
     r_->seconds = elapsed();
@@ -400,6 +444,8 @@ class dflare_search {
   fitness_record best_;
   std::optional<std::size_t> last_accepted_;
   std::size_t op_ = 0;
+  std::uint64_t hash_ = 0;                 // skip_repeats: the hash of the mutant last proposed
+  std::unordered_set<std::uint64_t> seen_;  // skip_repeats: x_max and the mutants queried since it changed
   clock::time_point t0_{};
   phase phase_ = phase::seed;
 };
