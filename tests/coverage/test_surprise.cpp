@@ -382,3 +382,63 @@ TEST_CASE("DSA: ties go to the earlier training input; a DynamicNetwork gives th
   CHECK(lsa_values(dnet, md, qs) == lsa_values(net, ms, qs));
   CHECK(dsa_values(dnet, md, qs) == dsa_values(net, ms, qs));
 }
+
+TEST_CASE("LSC: range() counts the inputs below, inside and above the range; the reference code's range") {
+  const auto net = net2();
+  const auto m = std::make_shared<const surprise_model>(prepare_surprise(net, train2(), 0));
+  const auto qs = rows_of({{4, 1}, {3, 2.5}, {0, 1}, {1, 1}});
+  auto lv = lsa_values(net, *m, qs);
+  std::vector<double> s = lv;
+  std::sort(s.begin(), s.end());
+  REQUIRE(s[0] < s[1]);
+  REQUIRE(s[1] < s[2]);
+  REQUIRE(s[2] < s[3]);
+  // [between the 1st and 2nd, between the 3rd and 4th]: 1 below, 2 inside, 1 above
+  lsc_criterion c(m, {.buckets = 10, .lower = (s[0] + s[1]) / 2, .upper = (s[2] + s[3]) / 2});
+  CHECK(c.range().inputs == 0);
+  CHECK(c.range().in_range_fraction() == 0.0);
+  const auto r = measure(net, qs, c);
+  CHECK(c.range().inputs == 4);
+  CHECK(c.range().below == 1);
+  CHECK(c.range().in_range == 2);
+  CHECK(c.range().above == 1);
+  CHECK(c.range().nan == 0);
+  CHECK(c.range().in_range_fraction() == 0.5);
+  CHECK(r.covered >= 1);
+  CHECK(r.covered <= 2);
+  lsc_criterion d = c;
+  d.merge(c);
+  CHECK(d.range().inputs == 8);
+  CHECK(d.range().in_range == 4);
+  d.reset();
+  CHECK(d.range().inputs == 0);
+  CHECK(d.result().covered == 0);
+
+  // the default range [0, 2000] ignores negative LSA (a density above 1) -- and says so
+  lsc_criterion def(m);
+  measure(net, qs, def);
+  std::size_t negative = 0;
+  for (double v : lv) negative += v < 0;
+  CHECK(def.range().below == negative);
+  CHECK(def.range().in_range == 4 - negative);
+  CHECK(def.result().covered <= 4 - negative);
+
+  // the reference code's reading: lower = the minimum LSA of the target set, so every input counts
+  const auto ro = reference_surprise_range(lv, surprise_kind::lsa);
+  CHECK(ro.lower == s[0]);
+  CHECK(ro.upper == 2000);
+  CHECK(ro.buckets == 1000);
+  lsc_criterion ref(m, ro);
+  measure(net, qs, ref);
+  CHECK(ref.range().in_range == 4);
+  CHECK(ref.range().in_range_fraction() == 1.0);
+  CHECK(ref.covered().test(0));  // the minimum opens the first bucket
+  CHECK(ref.result().covered >= 1);  // (wider buckets: not necessarily more than the default's)
+  lv.push_back(std::numeric_limits<double>::infinity());  // non-finite values are ignored
+  CHECK(reference_surprise_range(lv, surprise_kind::lsa, 100, 50).lower == s[0]);
+  CHECK(reference_surprise_range(lv, surprise_kind::lsa, 100, 50).upper == 100);
+  CHECK(reference_surprise_range(std::vector<double>{0.5, 0.25}, surprise_kind::dsa).upper == 2);
+  CHECK_THROWS_AS(reference_surprise_range(std::vector<double>{}, surprise_kind::lsa), value_error);
+  CHECK_THROWS_AS(reference_surprise_range(std::vector<double>{NAN, INFINITY}, surprise_kind::lsa), value_error);
+  CHECK_THROWS_AS(reference_surprise_range(std::vector<double>{3000}, surprise_kind::lsa), value_error);
+}
