@@ -16,6 +16,7 @@
 #include <array>
 #include <cstddef>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "nnlens/core/execution.hpp"
@@ -116,6 +117,26 @@ std::vector<T>& thread_workspace() {
   return ws;
 }
 
+/// Whether E is a row-major xtensor container of T (xt::xarray<T>, xt::xtensor<T, N>).
+template <class T, class E>
+struct is_row_major_container : std::false_type {};
+template <class T>
+struct is_row_major_container<T, xt::xarray<T>> : std::true_type {};
+template <class T, std::size_t N>
+struct is_row_major_container<T, xt::xtensor<T, N>> : std::true_type {};
+
+/// x as a contiguous row-major array of T: x itself when it already is one, else a copy.
+/// forward() reads its input through this: a copy of a large batch is fresh memory on every call
+/// (glibc mmaps blocks over 32 MB and unmaps them at free), and page-faulting it in cost LeNet-5
+/// 1.6x its forward time at batch 16,384 (docs/scale.md, "The batch-4096 cliff").
+template <class T, class E>
+decltype(auto) row_major_input(const E& x) {
+  if constexpr (is_row_major_container<T, E>::value)
+    return static_cast<const E&>(x);
+  else
+    return xt::xarray<T>(x);
+}
+
 /// Checks that x is [batch, in...]; returns batch.
 template <class E>
 std::size_t check_batch_input(const E& x, shape in, const char* what) {
@@ -158,7 +179,7 @@ auto forward(const Policy& policy, const Net& net, const E& xin) {
   const shape in = input_shape_of(net), out = output_shape_of(net);
   const std::size_t batch = detail::check_batch_input(xin, in, "forward");
   check_shapes(net);
-  const xt::xarray<T> x = xin;  // contiguous row-major copy in the network's scalar type
+  const auto& x = detail::row_major_input<T>(xin);  // xin itself, or a row-major copy in T
   require_finite(std::span<const T>(x.data(), x.size()), in.size(), "forward: input");
   xt::xarray<T> y = xt::xarray<T>::from_shape(out.with_batch(batch));
   if (batch == 0) return y;
