@@ -82,19 +82,43 @@ for n in $sizes; do
 done
 
 # The library alone (benchmarks/bench_mpi.cpp, compiled here with mpicxx): each rank's profiling in
-# wall clock and in CPU time of its thread, and the reduction; best of REPEAT.
+# wall clock and in CPU time of its thread, and the reduction.  Measured interleaved (docs/benchmarks.md,
+# "Protocol for peer ratios"): PAIRS pairs of one 1-rank and one 2-rank run (one repetition each),
+# the 1-rank run first in odd pairs and second in even ones; the speed-ups are the medians of the
+# per-pair ratios, with their range.  The table gives the medians of each column.
 bench=$work/bench_mpi
+pairs=${PAIRS:-5}
+[ "$pairs" -ge 5 ] || { echo "run_mpi_bench: PAIRS must be at least 5" >&2; exit 1; }
 mpicxx -std=c++20 -O3 -march=native -mprefer-vector-width=256 -DNNLENS_HAS_ZLIB -DOMPI_SKIP_MPICXX -Iinclude \
   benchmarks/bench_mpi.cpp -lz -o "$bench"
-echo
-echo "| mpi::profile_network, 60000 images | total wall s | slowest rank: wall s | slowest rank: CPU s | reduce_merge s |"
-echo "|---|---:|---:|---:|---:|"
-declare -A cpu
-for np in 1 2; do
-  line=$(${NICE:+nice -n "$NICE"} "${mpirun[@]}" -np "$np" "$bench" "$data" 60000 "$repeat")
-  read -r _ _ _ _ _ total _ wall _ c _ red <<<"$line"
-  cpu[$np]=$c
-  echo "| $np rank(s) | $total | $wall | $c | $red |"
+: >"$work/mpi_pairs"
+echo "# load average before the library pairs: $(cut -d' ' -f1-3 /proc/loadavg)"
+for i in $(seq "$pairs"); do
+  order="1 2"; [ $((i % 2)) -eq 0 ] && order="2 1"
+  declare -A total=() wall=() cpu=() red=()
+  for np in $order; do
+    line=$(${NICE:+nice -n "$NICE"} "${mpirun[@]}" -np "$np" "$bench" "$data" 60000 1)
+    read -r _ _ _ _ _ t _ w _ c _ r <<<"$line"
+    total[$np]=$t wall[$np]=$w cpu[$np]=$c red[$np]=$r
+  done
+  echo "${total[1]} ${wall[1]} ${cpu[1]} ${red[1]} ${total[2]} ${wall[2]} ${cpu[2]} ${red[2]}" >>"$work/mpi_pairs"
 done
+echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "CPU-time speed-up of 2 ranks (what 2 idle cores give): $(awk -v a="${cpu[1]}" -v b="${cpu[2]}" 'BEGIN { printf "%.2f", a / b }')x"
+/usr/bin/python3 - "$work/mpi_pairs" <<'PY'
+import statistics, sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+med = lambda i: statistics.median(r[i] for r in rows)
+def ratio(num, den):
+    v = [r[num] / r[den] for r in rows]
+    return f"{statistics.median(v):.2f}x ({min(v):.2f}-{max(v):.2f})"
+print(f"| mpi::profile_network, 60000 images, {len(rows)} interleaved pairs (medians) | total wall s | slowest rank: wall s | slowest rank: CPU s | reduce_merge s |")
+print("|---|---:|---:|---:|---:|")
+for name, o in (("1 rank", 0), ("2 ranks", 4)):
+    print(f"| {name} | {med(o):.3f} | {med(o + 1):.3f} | {med(o + 2):.3f} | {med(o + 3):.5f} |")
+print()
+print(f"2 ranks vs 1, wall clock (per-pair ratio, median and range): {ratio(0, 4)}")
+# CPU time of the profiling (what 2 idle cores give; the reduction's wall time, which includes
+# waiting for the slower rank, is left out)
+print(f"2 ranks vs 1, CPU time of the slowest rank's profiling: {ratio(2, 6)}")
+PY
