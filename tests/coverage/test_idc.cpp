@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -122,6 +123,56 @@ TEST_CASE("large INCC: tuples instead of a 64-bit code") {
   c.add(block_of({std::vector<double>(40, 0.1), std::vector<double>(40, 2.9), std::vector<double>(40, 0.2)}, s));
   CHECK(c.covered() == 2);
   CHECK(c.result().percent > 0);
+}
+
+TEST_CASE("|INCC| of 2^63, 2^64 and 2^65 (m = 63, 64, 65 neurons of 2 clusters): a capped total says so") {
+  // Before: `incc <= double(SIZE_MAX) ? size_t(incc) : SIZE_MAX` converted 2^64 to size_t (undefined;
+  // 0 on x86-64, caught by -fsanitize=float-cast-overflow), and a capped total looked like a count.
+  auto make = [](std::size_t m) {
+    std::vector<std::size_t> neurons(m);
+    std::iota(neurons.begin(), neurons.end(), std::size_t(0));
+    return idc(0, 65, neurons, std::vector<std::vector<double>>(m, {0.0, 1.0}));
+  };
+  std::vector<double> s;
+  const std::vector<double> low(65, 0.1), high(65, 0.9);
+  {
+    idc c = make(63);
+    c.add(block_of({low, high}, s));
+    const coverage_result r = c.result();
+    CHECK(r.total == std::size_t(1) << 63);
+    CHECK_FALSE(c.total_capped());
+    CHECK(c.incc_exact() == "9223372036854775808");
+    CHECK(r.covered == 2);
+    CHECK(r.percent == doctest::Approx(100.0 * 2 / std::pow(2.0, 63)));
+  }
+  {
+    idc c = make(64);
+    c.add(block_of({low, high}, s));
+    const coverage_result r = c.result();
+    CHECK(r.total == std::numeric_limits<std::size_t>::max());  // the cap, never 0
+    CHECK(c.total_capped());
+    CHECK(c.incc_exact() == "18446744073709551616");
+    CHECK(r.covered == 2);
+    CHECK(r.percent == doctest::Approx(100.0 * 2 / std::pow(2.0, 64)));
+  }
+  {
+    idc c = make(65);
+    c.add(block_of({low}, s));
+    const coverage_result r = c.result();
+    CHECK(r.total == std::numeric_limits<std::size_t>::max());
+    CHECK(c.total_capped());
+    CHECK(c.incc_exact() == "36893488147419103232");
+    CHECK(r.covered == 1);
+  }
+  // a mixed radix: 3^41 = 36472996377170786403 (> 2^64), 10^9 limbs carried
+  std::vector<std::size_t> n41(41);
+  std::iota(n41.begin(), n41.end(), std::size_t(0));
+  idc t(0, 41, n41, std::vector<std::vector<double>>(41, {0.0, 1.0, 2.0}));
+  CHECK(t.incc_exact() == "36472996377170786403");
+  CHECK(t.total_capped());
+  idc one(0, 1, {0}, {{0.0, 1.0, 2.0}});
+  CHECK(one.incc_exact() == "3");
+  CHECK(one.result().total == 3);
 }
 
 TEST_CASE("important neurons: top m by relevance, ties to the lower index; aggregations") {

@@ -13,7 +13,9 @@
 // INCC = Π_n centroids_n; an input maps to the INCC element nearest to its vector of important
 // activations (Euclidean), which, the distance being separable, is the nearest centroid of each
 // neuron on its own (ties to the lower centroid, §2.4).  A combination is a mixed-radix integer
-// while |INCC| fits in 64 bits, else a tuple.  IDC = |covered| / |INCC| × 100.
+// while |INCC| fits in 64 bits, else a tuple.  IDC = |covered| / |INCC| × 100.  result().total is
+// |INCC| up to 2^64 - 1; past that it is SIZE_MAX and total_capped() is true (incc_exact() gives
+// the count as a decimal string).
 // Errors: value_error for m = 0 or m larger than the layer, a layer out of range; data_error for an
 // empty training set, merging states of different preparations, a state file of another model,
 // and a malformed state file (naming the line).
@@ -80,7 +82,9 @@ class idc {
   coverage_result result() const {
     coverage_result r;
     r.covered = covered();
-    r.total = incc_ <= double(std::numeric_limits<std::size_t>::max()) ? std::size_t(incc_) : std::numeric_limits<std::size_t>::max();
+    // |INCC| >= 2^64 does not fit: total is then SIZE_MAX and total_capped() says so.  (`<`, not `<=`:
+    // double(SIZE_MAX) rounds up to 2^64, and converting 2^64 to size_t is undefined.)
+    r.total = total_capped() ? std::numeric_limits<std::size_t>::max() : std::size_t(incc_);
     r.percent = incc_ > 0 ? 100.0 * double(r.covered) / incc_ : 0.0;
     return r;
   }
@@ -99,6 +103,34 @@ class idc {
   const std::vector<std::vector<double>>& centroids() const { return centroids_; }
   /// |INCC| (a double: it can exceed 2^64 for large m).
   double incc_size() const { return incc_; }
+  /// Whether |INCC| >= 2^64, so that result().total (SIZE_MAX) is a cap, not the count.
+  bool total_capped() const { return !(incc_ < double(std::numeric_limits<std::size_t>::max())); }
+  /// |INCC| exactly, in decimal ("18446744073709551616" for 64 neurons of 2 clusters); past 400
+  /// digits, "about 1.2e+500" from the sum of the logarithms.
+  std::string incc_exact() const {
+    std::vector<std::uint32_t> limbs{1};  // base 1e9, least significant first
+    double log10_sum = 0;
+    for (const auto& c : centroids_) log10_sum += std::log10(double(c.size()));
+    if (centroids_.empty()) return "0";
+    if (log10_sum > 400) {
+      const double e = std::floor(log10_sum);
+      return detail::concat("about ", std::pow(10.0, log10_sum - e), "e+", std::uint64_t(e));
+    }
+    for (const auto& c : centroids_) {
+      std::uint64_t carry = 0;
+      for (auto& l : limbs) {
+        const std::uint64_t v = std::uint64_t(l) * c.size() + carry;
+        l = std::uint32_t(v % 1000000000u), carry = v / 1000000000u;
+      }
+      if (carry) limbs.push_back(std::uint32_t(carry));
+    }
+    std::string s = std::to_string(limbs.back());
+    for (std::size_t i = limbs.size() - 1; i-- > 0;) {
+      const std::string d = std::to_string(limbs[i]);
+      s += std::string(9 - d.size(), '0') + d;
+    }
+    return s;
+  }
   std::size_t covered() const { return small_ ? codes_.size() : tuples_.size(); }
   std::uint64_t fingerprint() const { return fingerprint_; }
   /// Relevance scores of every neuron of the layer (from preparation; empty for a hand-made idc).
