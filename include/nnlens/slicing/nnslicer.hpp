@@ -61,6 +61,9 @@ struct slice_options {
 
 /// The criterion's output neurons: the predicted class of each sample (the paper's detection
 /// criterion), one target class, or an explicit list (the same for every sample).
+/// predicted(): the output neuron of largest value, at the profile's granularity -- for a rank-3
+/// output at channel granularity the channel of largest spatial mean (its neurons are channels,
+/// §2.1); at element granularity, or for a vector output, the largest element.  Ties: the first.
 struct criterion {
   enum class kind { predicted, fixed } k = kind::predicted;
   std::vector<std::size_t> outputs;
@@ -198,10 +201,14 @@ class slicer_engine {
     // the criterion's outputs
     const std::size_t out = g_.output(), nout = C_[out].size();
     if (cr.k == criterion::kind::predicted) {
+      // the predicted class is the output neuron of largest value: at channel granularity a
+      // rank-3 output's neurons are its channels, valued by their spatial means (nv_), so the
+      // argmax runs over the channel means, never over raw elements (specs/nnslicer.md §2.1)
+      const auto& yo = nv_[out];
       std::size_t best = 0;
       for (std::size_t k = 1; k < nout; ++k)
-        if (x_[out][k] > x_[out][best]) best = k;
-      C_[out][el_ || acts[out].rank != 3 ? best : 0] = 1;
+        if (yo[k] > yo[best]) best = k;
+      C_[out][best] = 1;
     } else {
       for (std::size_t o : cr.outputs) C_[out][o] = 1;
     }
