@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 using namespace slicetest;
@@ -440,6 +441,53 @@ TEST_CASE("oracle 10: pruning with apply_slice (keep = 1 - r)") {
   }
 }
 
+TEST_CASE("pruning: ratios inexact in binary (0.1, 0.2, 0.45) prune exactly floor(r S) per layer") {
+  // keep = 1 - r, then 1 - keep, is just below r for r = 0.1, 0.2, 0.45: floor((1 - keep) S)
+  // pruned one synapse fewer than floor(r S) whenever r S is a whole number (fixed in 3efe331).
+  // The layers have S = 100, 60, 120 synapses: r S is whole for all three ratios and every layer,
+  // so the old formula would fail every check below.  The expected count is integer arithmetic.
+  using Net = Sequential<Input<10>, Dense<10, double>, ReLU, Dense<6, double>, ReLU, Dense<20, double>>;
+  Net net;
+  initialize(net, 17);
+  const auto p = profile_network(net, random_batch(50, shape(10), 91));
+  const auto t = nnslicer(net, p, random_batch(25, shape(10), 92), criterion::predicted());
+  const op_graph<double> g(net);
+  std::vector<std::size_t> sizes;
+  for (const auto& syn : t.synapses)
+    if (!syn.empty()) sizes.push_back(syn.size());
+  REQUIRE(sizes == std::vector<std::size_t>{100, 60, 120});
+  for (int percent : {10, 20, 45}) {
+    const double r = percent / 100.0;
+    // the caller's keep (1 - r, computed) and the literal keep (0.9, 0.8, 0.55): both round the same
+    for (double keep : {1.0 - r, (100 - percent) / 100.0}) {
+      CAPTURE(percent);
+      CAPTURE(keep);
+      CHECK(1.0 - keep < r);  // the inexactness the formula has to absorb is really there
+      const auto m = synapse_mask(net, t, keep);
+      const auto pruned_net = apply_slice(net, t, keep);
+      const op_graph<double> gp(pruned_net);
+      for (std::size_t k = 0; k < g.nodes().size(); ++k) {
+        const std::size_t S = t.synapses[k].size();
+        if (!S) continue;
+        CAPTURE(S);
+        const std::size_t pruned = std::size_t(std::count(m[k].begin(), m[k].end(), std::uint8_t(0)));
+        CHECK(pruned == std::size_t(percent) * S / 100);
+        std::size_t differ = 0;  // apply_slice zeroes exactly the mask's pruned synapses
+        for (std::size_t i = 0; i < S; ++i)
+          differ += gp.nodes()[k].weights[i] != (m[k][i] ? g.nodes()[k].weights[i] : 0.0);
+        CHECK(differ == 0);
+        std::int64_t max_pruned = -1, min_kept = std::numeric_limits<std::int64_t>::max();
+        for (std::size_t i = 0; i < S; ++i) {
+          const auto a = std::llabs(t.synapses[k][i]);
+          if (m[k][i]) min_kept = std::min<std::int64_t>(min_kept, a);
+          else max_pruned = std::max<std::int64_t>(max_pruned, a);
+        }
+        CHECK(max_pruned <= min_kept);
+      }
+    }
+  }
+}
+
 TEST_CASE("pruning: ties in |CONTRIB| are broken by |w|, the larger kept") {
   ConvNet net;
   initialize(net, 31);
@@ -485,4 +533,73 @@ TEST_CASE("oracle 11: the output neurons in O get +1 per sample; nothing reaches
     ++expect[b];
   }
   CHECK(nnslicer(net, p, I, criterion::predicted()).neurons.back() == expect);
+}
+
+TEST_CASE("predicted() on a rank-3 output at channel granularity: the channel of largest mean") {
+  // A 1x1 identity convolution: the output is the input, 3 channels of 2x2.  Sample 0's channel 1
+  // holds the largest element (10) but a negative mean; channel 2 has the largest mean (2), and
+  // channel 0 is neither.  The predicted class at channel granularity is channel 2: not channel 0,
+  // and not the channel of the largest raw element (specs/nnslicer.md §2.1: a conv neuron's value
+  // is its spatial mean).
+  using Net = Sequential<Input<3, 2, 2>, Conv2D<3, 1, 1, 0, 1, 1, double>>;
+  Net net;
+  auto& c = std::get<0>(net.layers);
+  c.W = xt::zeros<double>({3, 3, 1, 1});
+  for (std::size_t k = 0; k < 3; ++k) c.W(k, k, 0, 0) = 1.0;
+  c.b = xt::zeros<double>({3});
+  const auto x = batch({{0, 0, 0, 0, /**/ 10, -10, -10, 0, /**/ 2, 2, 2, 2},
+                        {3, 3, 3, -1, /**/ 9, 0, 0, 0, /**/ -5, 0, 0, 0},  // means 2, 2.25, -1.25; max element 9 (ch 1)
+                        {0, 0, 0, 8, /**/ 1, 1, 1, 1, /**/ 1.5, 1.5, 1.5, 1.5}},  // means 2, 1, 1.5; max 8 (ch 0)
+                       shape(3, 2, 2));
+  const auto p = profile_network(net, random_batch(20, shape(3, 2, 2), 5));
+  const auto t = nnslicer(net, p, x, criterion::predicted());
+  // sample 0 -> channel 2, sample 1 -> channel 1, sample 2 -> channel 0
+  CHECK(t.neurons.back() == I64{1, 1, 1});
+  for (std::size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    const auto ti = nnslicer(net, p, rows_of(x, i, i + 1), criterion::predicted());
+    I64 want(3, 0);
+    want[2 - i] = 1;
+    CHECK(ti.neurons.back() == want);
+    CHECK(tables_equal(ti, nnslicer(net, p, rows_of(x, i, i + 1), criterion::target(2 - i))));
+  }
+  // at element granularity the neurons are the elements: the largest element is predicted
+  const auto pe = profile_network(net, random_batch(20, shape(3, 2, 2), 5), {.grain = granularity::element});
+  const auto te = nnslicer(net, pe, rows_of(x, 0, 1), criterion::predicted());
+  I64 want_e(12, 0);
+  want_e[4] = 1;  // channel 1, position (0, 0): 10
+  CHECK(te.neurons.back() == want_e);
+}
+
+TEST_CASE("predicted() on a rank-3 output: one +1 per sample at the largest channel mean of forward()") {
+  // a random conv net ending in a convolution (no Flatten): the expected class of each sample is
+  // computed here from forward()'s output, independently of the slicer's graph
+  using Net = Sequential<Input<2, 6, 6>, Conv2D<4, 3, 1, 1, 1, 1, double>, ReLU, Conv2D<5, 3, 1, 0, 1, 1, double>>;
+  Net net;
+  initialize(net, 41);
+  const auto D = random_batch(40, shape(2, 6, 6), 81);
+  const auto I = random_batch(30, shape(2, 6, 6), 82);
+  const auto p = profile_network(net, D);
+  const auto y = forward(net, I);  // [30, 5, 4, 4]
+  I64 expect(5, 0);
+  std::size_t differ_from_raw = 0;
+  for (std::size_t i = 0; i < 30; ++i) {
+    std::size_t best = 0, raw = 0;
+    double best_mean = -1e300, raw_max = -1e300;
+    for (std::size_t k = 0; k < 5; ++k) {
+      double s = 0;
+      for (std::size_t h = 0; h < 4; ++h)
+        for (std::size_t w = 0; w < 4; ++w) {
+          s += y(i, k, h, w);
+          if (y(i, k, h, w) > raw_max) raw_max = y(i, k, h, w), raw = k;
+        }
+      if (s / 16 > best_mean) best_mean = s / 16, best = k;
+    }
+    ++expect[best];
+    differ_from_raw += best != raw;
+  }
+  CHECK(differ_from_raw > 0);              // the largest raw element is not always in the predicted channel
+  CHECK(expect[0] < 30);                   // and the predicted channel is not always 0
+  CHECK(nnslicer(net, p, I, criterion::predicted()).neurons.back() == expect);
+  CHECK(nnslicer(execution::par, net, p, I, criterion::predicted()).neurons.back() == expect);
 }
