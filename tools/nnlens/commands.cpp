@@ -42,11 +42,15 @@ std::size_t layer_params(const DynamicNetwork::layer_type& v) {
 }  // namespace
 
 int run_info(const info_options& o) {
-  const DynamicNetwork net = load_model(o.model);
+  const model<float> m = load_model<float>(o.model);
+  const DynamicNetwork& net = m.net;
   std::size_t total = 0;
   if (o.json) {
     nlohmann::ordered_json j;  // keys in the documented order
-    j["input_shape"] = dims(net.input_shape());
+    j["input_shape"] = m.in.declared_shape;  // per sample, as the file declares it
+    j["input"] = m.in.describe();
+    j["layout"] = io::layout_name(m.in.declared);
+    j["network_input_shape"] = dims(net.input_shape());  // NCHW, as the layers' shapes
     j["output_shape"] = dims(net.output_shape());
     j["layers"] = nlohmann::ordered_json::array();
     for (std::size_t i = 0; i < net.size(); ++i) {
@@ -63,7 +67,10 @@ int run_info(const info_options& o) {
     return 0;
   }
   std::cout << o.model << "\n";
-  std::cout << "  input " << net.input_shape().str() << "\n";
+  std::cout << "  input " << m.in.describe();
+  if (m.in.declared == io::data_layout::nhwc)
+    std::cout << ": data rows in NHWC order (h, w, c); the network computes in NCHW " << net.input_shape().str();
+  std::cout << "\n";
   std::printf("  %-5s %-14s %-14s %10s\n", "#", "layer", "output", "params");
   for (std::size_t i = 0; i < net.size(); ++i) {
     const std::size_t p = layer_params(net.layer(i));
@@ -74,9 +81,12 @@ int run_info(const info_options& o) {
   return 0;
 }
 
-int run_run(const run_options& o) {
-  const DynamicNetwork net = load_model(o.model);
-  const xt::xarray<float> x = io::read_csv<float>(o.input, net.input_shape());  // [rows, input shape...]
+namespace {
+template <class T>
+int run_run_as(const run_options& o) {
+  const model<T> m = load_model<T>(o.model, o.layout);
+  const auto& net = m.net;
+  const xt::xarray<T> x = read_samples<T>(o.input, m.in);  // [rows, input shape...] (NCHW inside)
   const std::size_t rows = x.shape()[0];
   const std::size_t in = net.input_shape().size();
   std::ofstream file;
@@ -90,10 +100,8 @@ int run_run(const run_options& o) {
   if (o.progress && rows > batch) bar.emplace("run", rows);
   for (std::size_t r0 = 0; r0 < rows; r0 += batch) {
     const std::size_t b = std::min(batch, rows - r0);
-    std::vector<std::size_t> sh{b};
-    for (auto d : dims(net.input_shape())) sh.push_back(d);
-    const auto xb = xt::adapt(x.data() + r0 * in, b * in, xt::no_ownership(), sh);
-    xt::xarray<float> y;
+    const auto xb = xt::adapt(x.data() + r0 * in, b * in, xt::no_ownership(), net.input_shape().with_batch(b));
+    xt::xarray<T> y;
     try {
       y = forward(execution::par, net, xb);
     } catch (const value_error& e) {
@@ -107,15 +115,24 @@ int run_run(const run_options& o) {
   if (!os) throw io_error((o.output.empty() ? std::string("stdout") : o.output) + ": write error");
   return 0;
 }
+}  // namespace
+
+int run_run(const run_options& o) {
+  return with_precision(parse_precision(o.precision), [&]<class T>() { return run_run_as<T>(o); });
+}
 
 int run_codegen(const codegen_cmd_options& o) {
-  const DynamicNetwork net = load_model(o.model);
-  io::codegen_options c;
-  c.name = o.name;
-  c.ns = o.ns;
-  c.source = std::filesystem::path(o.model).filename().string();
-  io::write_header(o.output, net, c);
-  return 0;
+  return with_precision(parse_precision(o.precision), [&]<class T>() {
+    const model<T> m = load_model<T>(o.model);
+    io::codegen_options c;
+    c.name = o.name;
+    c.ns = o.ns;
+    c.source = std::filesystem::path(o.model).filename().string();
+    if (m.in.declared == io::data_layout::nhwc)
+      c.source += " (input declared " + m.in.describe() + "; the generated network takes NCHW: io::to_nchw)";
+    io::write_header(o.output, m.net, c);
+    return 0;
+  });
 }
 
 }  // namespace nnlens::tool

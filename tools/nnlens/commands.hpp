@@ -1,8 +1,9 @@
 // tools/nnlens/commands.hpp -- the model subcommands of `nnlens`: info, run, codegen.
 //
-//   nnlens info MODEL [--json]
+//   nnlens info MODEL [--json]          the declared input ([N,32,32,3] (nhwc)), the layers
 //   nnlens run MODEL --input FILE.csv [--output FILE.csv] [--batch N] [--no-progress]
-//   nnlens codegen MODEL -o FILE.hpp [--name NAME] [--namespace NS]
+//              [--precision f32|f64] [--layout nchw|nhwc]   rows in the model's declared layout
+//   nnlens codegen MODEL -o FILE.hpp [--name NAME] [--namespace NS] [--precision f32|f64]
 // Each returns the process exit code and throws nnlens::error on bad input.
 #pragma once
 
@@ -19,6 +20,7 @@ int run_info(const info_options& o);
 
 struct run_options {
   std::string model, input, output;  // output "": stdout
+  std::string precision = "f32", layout;  // layout "": the model's declared layout
   std::size_t batch = 256;
   bool progress = true;
 };
@@ -26,6 +28,7 @@ int run_run(const run_options& o);
 
 struct codegen_cmd_options {
   std::string model, output, name = "model", ns;
+  std::string precision = "f32";  // f64: double weights (.nnet's float64 values kept)
 };
 int run_codegen(const codegen_cmd_options& o);
 

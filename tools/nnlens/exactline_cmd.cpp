@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
+#include <optional>
+#include <type_traits>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -33,56 +36,56 @@ namespace {
 using nnlens::detail::concat;
 using json = nlohmann::ordered_json;  // keys in the documented order
 
-/// The samples of a CSV file (in double) and the file line each one comes from.
+/// The samples of a CSV file (rows in the model's data layout, kept in the network's internal
+/// order) and the file line each one comes from.
+template <class T>
 struct csv_rows {
   std::string path;
-  xt::xarray<double> x;                    // [N, input shape...]
-  std::vector<std::vector<double>> rows;   // N flattened samples
-  std::vector<std::size_t> lines;          // the file line of each sample (1-based)
+  xt::xarray<T> x;                    // [N, input shape...] (internal order)
+  std::vector<std::vector<T>> rows;   // N flattened samples (internal order)
+  std::vector<std::size_t> lines;     // the file line of each sample (1-based)
   std::string where(std::size_t i) const { return concat(path, ":", lines[i]); }
 };
 
-/// The line numbers of the data rows, by the rules of io::read_csv (comments, blank lines, a
-/// detected header); called after read_csv has accepted the file.
-std::vector<std::size_t> data_lines(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::vector<std::size_t> out;
-  std::string l;
-  bool first = true;
-  for (std::size_t no = 1; std::getline(f, l); ++no) {
-    std::string_view s(l);
-    if (const auto h = s.find('#'); h != std::string_view::npos) s = s.substr(0, h);
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-    if (s.empty()) continue;
-    if (first) {
-      first = false;
-      io::csv_options o;
-      o.header = io::csv_header::absent;
-      try {
-        (void)io::parse_csv<double>(s, shape(), path, o);
-      } catch (const error&) {
-        continue;  // not numbers: the header
-      }
-    }
-    out.push_back(no);
-  }
-  return out;
-}
-
-csv_rows read_rows(const std::string& path, shape in) {
-  csv_rows r;
+template <class T>
+csv_rows<T> read_rows(const std::string& path, const input_layout& in) {
+  csv_rows<T> r;
   r.path = path;
-  r.x = io::read_csv<double>(path, in);
-  const std::size_t n = r.x.shape()[0], d = in.size();
+  r.x = read_samples<T>(path, in, &r.lines);
+  const std::size_t n = r.x.shape()[0], d = in.net_input.size();
   r.rows.resize(n);
   for (std::size_t i = 0; i < n; ++i) r.rows[i].assign(r.x.data() + i * d, r.x.data() + (i + 1) * d);
-  r.lines = data_lines(path);
-  if (r.lines.size() != n) {  // cannot happen when the rules above match read_csv's; stay usable
-    r.lines.resize(n);
-    for (std::size_t i = 0; i < n; ++i) r.lines[i] = i + 1;
-  }
   return r;
+}
+
+/// A per-input-element vector in the internal order -> the data layout's order.
+template <class T>
+std::vector<T> in_data_order(const std::vector<T>& v, const input_layout& in) {
+  xt::xarray<T> x = xt::adapt(v, std::vector<std::size_t>{1, v.size()});
+  const xt::xarray<T> y = to_data_layout<T>(x, in);
+  return std::vector<T>(y.begin(), y.end());
+}
+
+/// The tolerance of --validate, and what "resolved" means for endpoints at precision T: relative
+/// deviations up to this are rounding (float: ~1000 ulp; double: 1e-9, the library's default).
+template <class T>
+constexpr double resolution_tol = std::is_same_v<T, float> ? 1e-4 : 1e-9;
+
+/// How far the segment P -> Q reaches outside the declared input range: max_i of
+/// max(|P_i - c_i|, |Q_i - c_i|) / h_i (c_i the range's centre, h_i its half-width; <= 1 inside);
+/// the element reaching furthest in `at`.  0 when no range is declared.
+template <class T>
+double range_excess(const std::vector<T>& P, const std::vector<T>& Q, const input_layout& in, std::size_t& at) {
+  double worst = 0;
+  at = 0;
+  if (in.range_min.size() != P.size()) return 0;
+  for (std::size_t i = 0; i < P.size(); ++i) {
+    const double c = 0.5 * (in.range_min[i] + in.range_max[i]), h = 0.5 * (in.range_max[i] - in.range_min[i]);
+    if (!(h > 0)) continue;
+    const double e = std::max(std::abs(double(P[i]) - c), std::abs(double(Q[i]) - c)) / h;
+    if (e > worst) worst = e, at = i;
+  }
+  return worst;
 }
 
 std::string fmt(double v, const char* f = "%.9g") {
@@ -108,7 +111,8 @@ std::string xml_escape(std::string_view s) {
 using intervals = std::vector<class_interval<double>>;
 
 /// One strip per segment: a coloured band per class interval, a tick at every break, a legend.
-void write_svg(const std::string& path, const std::vector<line_result<double>>& res, const std::vector<intervals>& cls,
+template <class T>
+void write_svg(const std::string& path, const std::vector<line_result<T>>& res, const std::vector<intervals>& cls,
                const std::vector<std::string>& names, const std::vector<std::string>& labels_of, const std::string& title) {
   static constexpr std::array<const char*, 10> palette{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                                        "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
@@ -173,9 +177,34 @@ void write_svg(const std::string& path, const std::vector<line_result<double>>& 
   if (!f) throw io_error(path + ": write error");
 }
 
-}  // namespace
+/// The range and resolution checks of the endpoints (see exactline_cmd.hpp): a segment that
+/// reaches beyond what T resolves fails before it runs; one that leaves the declared range only
+/// gets a warning (the network clamps it).
+template <class T>
+void check_endpoints(const csv_rows<T>& A, const csv_rows<T>& B, const input_layout& in, precision prec,
+                     std::vector<std::string>& errors, std::vector<std::string>& warnings) {
+  const double eps = std::numeric_limits<T>::epsilon();
+  const double limit = resolution_tol<T> / (2 * eps);  // 2 s eps <= tol: breaks placed within tol of the range
+  for (std::size_t i = 0; i < A.rows.size(); ++i) {
+    std::size_t at = 0;
+    const double e = range_excess(A.rows[i], B.rows[i], in, at);
+    if (e <= 1) continue;
+    const std::string elem = concat("input ", at, " (declared range [", fmt(in.range_min[at]), ", ", fmt(in.range_max[at]),
+                                    "])");
+    if (e > limit)
+      errors[i] = concat("the segment reaches ", fmt(e, "%.3g"), " half-widths from the centre of ", elem,
+                         "; beyond ", fmt(limit, "%.3g"), " ", precision_name(prec),
+                         " cannot place the breaks inside the range to ", fmt(resolution_tol<T>, "%g"),
+                         " (the pieces would not be exact)",
+                         prec == precision::f32 ? "; use --precision f64 or shorter segments" : "; use shorter segments");
+    else
+      warnings[i] = concat("outside the declared input range: ", elem, " reaches ", fmt(e, "%.3g"),
+                           " half-widths from its centre (the network clamps it)");
+  }
+}
 
-int run_exact_line(const exact_line_options& o) {
+template <class T>
+int exact_line_as(const exact_line_options& o, precision prec) {
   class_rule rule;
   if (o.classes == "argmax")
     rule = class_rule::argmax;
@@ -183,40 +212,61 @@ int run_exact_line(const exact_line_options& o) {
     rule = class_rule::argmin;
   else
     throw value_error("--classes: expected argmax or argmin, got '" + o.classes + "'");
-  if (!(o.merge_tol >= 0)) throw value_error(concat("--merge-tol: expected a number >= 0, got ", o.merge_tol));
-  const DynamicNetwork net = load_model(o.model);
-  const auto dnet = network_cast<double>(net);
-  const csv_rows A = read_rows(o.from, net.input_shape()), B = read_rows(o.to, net.input_shape());
+  if (!(o.merge_tol >= 0 && o.merge_tol <= 1))
+    throw value_error(concat("--merge-tol: expected a distance in t between 0 and 1, got ", fmt(o.merge_tol, "%.6g")));
+  const model<T> m = load_model<T>(o.model, o.layout);
+  const csv_rows<T> A = read_rows<T>(o.from, m.in), B = read_rows<T>(o.to, m.in);
   if (A.rows.size() != B.rows.size())
     throw shape_error(concat(o.from, " has ", A.rows.size(), " samples but ", o.to, " has ", B.rows.size(),
                              ": line i of each gives segment i"));
+  const std::size_t n = A.rows.size();
+  std::vector<std::string> pre_errors(n), warnings(n);
+  check_endpoints(A, B, m.in, prec, pre_errors, warnings);
   line_options lo;
   lo.merge_tol = o.merge_tol;
   lo.max_pieces = o.max_pieces;
   lo.validate = o.validate;
+  lo.validate_tol = resolution_tol<T>;
   lo.keep_going = true;
   const auto t0 = std::chrono::steady_clock::now();
-  auto res = exact_lines<double>(execution::par, dnet, A.rows, B.rows, lo);
-  std::vector<intervals> cls(res.size());
-  for (std::size_t i = 0; i < res.size(); ++i)
+  std::vector<std::vector<T>> As, Bs;  // the segments that pass the checks
+  for (std::size_t i = 0; i < n; ++i)
+    if (pre_errors[i].empty()) As.push_back(A.rows[i]), Bs.push_back(B.rows[i]);
+  auto ran = exact_lines<T>(execution::par, m.net, As, Bs, lo);
+  std::vector<line_result<T>> res(n);
+  for (std::size_t i = 0, k = 0; i < n; ++i) {
+    if (pre_errors[i].empty())
+      res[i] = std::move(ran[k++]);
+    else
+      res[i].error = pre_errors[i];
+  }
+  std::vector<intervals> cls(n);
+  for (std::size_t i = 0; i < n; ++i)
     if (res[i].error.empty()) cls[i] = classify_line(res[i], rule);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  std::vector<std::string> names(res.size()), raw_errors(res.size());
-  std::size_t failed = 0, first_failed = 0;
-  for (std::size_t i = 0; i < res.size(); ++i) {
+  std::vector<std::string> names(n), raw_errors(n);
+  std::size_t failed = 0, first_failed = 0, invalid = 0, first_invalid = 0, violations = 0;
+  for (std::size_t i = 0; i < n; ++i) {
     names[i] = concat("segment ", i + 1, " (", A.where(i), " -> ", B.where(i), ")");
     if (!res[i].error.empty()) {
       raw_errors[i] = res[i].error;
       res[i].error = concat(A.where(i), " -> ", B.where(i), ": ", res[i].error);
       if (failed++ == 0) first_failed = i;
+    } else if (o.validate && res[i].stats.violations) {
+      violations += res[i].stats.violations;
+      if (invalid++ == 0) first_invalid = i;
     }
+    if (!warnings[i].empty()) std::cerr << "nnlens: warning: " << A.where(i) << " -> " << B.where(i) << ": " << warnings[i] << "\n";
   }
 
   if (o.json) {
     json j;
+    j["precision"] = precision_name(prec);
+    j["input"] = m.in.describe();
+    j["layout"] = io::layout_name(m.in.data);
     j["lines"] = json::array();
-    for (std::size_t i = 0; i < res.size(); ++i) {
+    for (std::size_t i = 0; i < n; ++i) {
       const auto& r = res[i];
       json l;
       l["t"] = r.t;
@@ -231,16 +281,20 @@ int run_exact_line(const exact_line_options& o) {
       if (o.validate && r.error.empty())
         l["validation"] = json{{"pieces", r.stats.validated_pieces},
                                {"violations", r.stats.violations},
-                               {"max_deviation", r.stats.max_deviation}};
+                               {"max_deviation", r.stats.max_deviation},
+                               {"tolerance", resolution_tol<T>},
+                               {"valid", r.stats.violations == 0}};
+      if (!warnings[i].empty()) l["warning"] = warnings[i];
       if (!r.error.empty()) l["error"] = r.error;
       j["lines"].push_back(std::move(l));
     }
+    if (o.validate) j["valid"] = invalid == 0 && failed == 0;
     j["seconds"] = seconds;
     std::cout << j.dump() << "\n";
   } else {
-    std::cout << o.model << ": " << res.size() << " segment" << (res.size() == 1 ? "" : "s") << ", classes by "
-              << o.classes << ", " << fmt(seconds, "%.3g") << " s\n";
-    for (std::size_t i = 0; i < res.size(); ++i) {
+    std::cout << o.model << ": " << n << " segment" << (n == 1 ? "" : "s") << ", classes by " << o.classes << ", "
+              << precision_name(prec) << ", " << fmt(seconds, "%.3g") << " s\n";
+    for (std::size_t i = 0; i < n; ++i) {
       const auto& r = res[i];
       std::cout << names[i] << ": ";
       if (!r.error.empty()) {
@@ -249,9 +303,11 @@ int run_exact_line(const exact_line_options& o) {
       }
       std::cout << r.pieces() << " piece" << (r.pieces() == 1 ? "" : "s") << ", " << cls[i].size() << " class interval"
                 << (cls[i].size() == 1 ? "" : "s") << "\n";
+      if (!warnings[i].empty()) std::cout << "  warning: " << warnings[i] << "\n";
       if (o.validate)
         std::cout << "  validated " << r.stats.validated_pieces << " pieces: " << r.stats.violations
-                  << " violations, max deviation " << fmt(r.stats.max_deviation, "%.3g") << "\n";
+                  << " violations, max deviation " << fmt(r.stats.max_deviation, "%.3g") << " (tolerance "
+                  << fmt(resolution_tol<T>, "%g") << ")" << (r.stats.violations ? ": NOT VALID" : "") << "\n";
       std::printf("  %-16s %-16s %s\n", "from t", "to t", "class");
       std::fflush(stdout);
       for (const auto& c : cls[i]) std::printf("  %-16s %-16s %zu\n", fmt(c.from).c_str(), fmt(c.to).c_str(), c.label);
@@ -261,8 +317,8 @@ int run_exact_line(const exact_line_options& o) {
   std::cout.flush();
   if (!o.svg.empty()) {
     auto base = [](const std::string& p) { return std::filesystem::path(p).filename().string(); };
-    std::vector<std::string> short_names(res.size());
-    for (std::size_t i = 0; i < res.size(); ++i)
+    std::vector<std::string> short_names(n);
+    for (std::size_t i = 0; i < n; ++i)
       short_names[i] = concat(base(A.path), ":", A.lines[i], " -> ", base(B.path), ":", B.lines[i]);
     write_svg(o.svg, res, cls, names, short_names,
               concat("ExactLine: ", base(o.model), " (classes by ", o.classes, ")"));
@@ -270,14 +326,20 @@ int run_exact_line(const exact_line_options& o) {
   if (failed)
     throw value_error(concat(res[first_failed].error,
                              failed > 1 ? concat(" (and ", failed - 1, " more failed segments)") : std::string()));
+  if (invalid)
+    throw value_error(concat("validation failed: ", violations, " piece", violations == 1 ? "" : "s", " on ", invalid,
+                             " segment", invalid == 1 ? "" : "s", " deviate from the network by more than ",
+                             fmt(resolution_tol<T>, "%g"), " (first: ", names[first_invalid], ", max deviation ",
+                             fmt(res[first_invalid].stats.max_deviation, "%.3g"), ")"));
   return 0;
 }
 
-int run_ig(const ig_options& o) {
+template <class T>
+int ig_as(const ig_options& o, precision prec) {
   if (o.m == 0) throw value_error("--m: expected at least 1 partition");
-  const DynamicNetwork net = load_model(o.model);
-  const auto dnet = network_cast<double>(net);
-  const csv_rows X = read_rows(o.input, net.input_shape()), B = read_rows(o.baseline, net.input_shape());
+  const model<T> md = load_model<T>(o.model, o.layout);
+  const auto& net = md.net;
+  const csv_rows<T> X = read_rows<T>(o.input, md.in), B = read_rows<T>(o.baseline, md.in);
   if (B.rows.size() != 1 && B.rows.size() != X.rows.size())
     throw shape_error(concat(o.baseline, " has ", B.rows.size(), " samples; expected 1 (one baseline for every input)",
                              X.rows.size() > 1 ? concat(" or ", X.rows.size(), " (one per line of ", o.input, ")")
@@ -285,7 +347,7 @@ int run_ig(const ig_options& o) {
   const std::size_t dout = net.output_shape().size();
   if (o.output_index && *o.output_index >= dout)
     throw value_error(concat("--output-index ", *o.output_index, ": the model has ", dout, " outputs"));
-  const xt::xarray<double> y = forward(dnet, X.x);  // [N, out...]: the default output index
+  const xt::xarray<T> y = forward(net, X.x);  // [N, out...]: the default output index
   constexpr std::array<riemann_rule, 3> rules{riemann_rule::left, riemann_rule::right, riemann_rule::trapezoid};
 
   json all = json::array();
@@ -296,23 +358,24 @@ int run_ig(const ig_options& o) {
     if (o.output_index) {
       k = *o.output_index;
     } else {
-      const double* yi = y.data() + i * dout;
+      const T* yi = y.data() + i * dout;
       k = std::size_t(std::max_element(yi, yi + dout) - yi);
     }
-    ig_result<double> ig;
+    ig_result<T> ig;
     try {
-      ig = exact_ig<double>(dnet, X.rows[i], B.rows[bi], k);
+      ig = exact_ig<T>(net, X.rows[i], B.rows[bi], k);
     } catch (const error& e) {
       throw value_error(concat(where, ": ", e.what()));
     }
+    const std::vector<T> exact = in_data_order(ig.attributions, md.in);  // per input element, data layout
     json r;
     r["output_index"] = k;
-    r["exact"] = ig.attributions;
+    r["exact"] = exact;
     r["pieces"] = ig.pieces();
     r["delta"] = ig.delta;
     r["riemann"] = json::object();
     r["samples_for_5pct"] = json::object();
-    std::array<std::vector<double>, 3> approx;
+    std::array<std::vector<T>, 3> approx;
     std::array<double, 3> rel{};
     std::array<std::optional<std::size_t>, 3> need;
     for (std::size_t q = 0; q < rules.size(); ++q) {
@@ -320,6 +383,7 @@ int run_ig(const ig_options& o) {
       approx[q] = riemann_from_pieces(ig, o.m, rules[q]);
       rel[q] = ig_relative_error(approx[q], ig.attributions);
       need[q] = samples_to_reach(ig, rules[q], 0.05);
+      approx[q] = in_data_order(approx[q], md.in);
       r["riemann"][name] = json{{"m", o.m}, {"ig", approx[q]}, {"rel_error", rel[q]}};
       r["samples_for_5pct"][name] = need[q] ? json(*need[q]) : json(nullptr);
     }
@@ -328,32 +392,47 @@ int run_ig(const ig_options& o) {
       continue;
     }
     if (i) std::cout << "\n";
-    std::cout << where << ": output " << k << ", " << ig.pieces() << " pieces, delta = F(x) - F(x') = " << fmt(ig.delta)
-              << ", sum of exact IG = " << fmt(ig.sum) << "\n";
+    std::cout << where << ": output " << k << ", " << ig.pieces() << " pieces, delta = F(x) - F(x') = " << fmt(double(ig.delta))
+              << ", sum of exact IG = " << fmt(double(ig.sum)) << " (" << precision_name(prec) << ")\n";
     std::printf("  %-9s %-16s %-16s %-16s %s\n", "feature", "exact", concat("left m=", o.m).c_str(),
                 concat("right m=", o.m).c_str(), concat("trapezoid m=", o.m).c_str());
-    for (std::size_t f = 0; f < ig.attributions.size(); ++f)
-      std::printf("  %-9zu %-16s %-16s %-16s %s\n", f, fmt(ig.attributions[f]).c_str(), fmt(approx[0][f]).c_str(),
-                  fmt(approx[1][f]).c_str(), fmt(approx[2][f]).c_str());
+    for (std::size_t f = 0; f < exact.size(); ++f)
+      std::printf("  %-9zu %-16s %-16s %-16s %s\n", f, fmt(double(exact[f])).c_str(), fmt(double(approx[0][f])).c_str(),
+                  fmt(double(approx[1][f])).c_str(), fmt(double(approx[2][f])).c_str());
     std::printf("  %-9s %-16s %-16s %-16s %s\n", "rel_error", "", fmt(rel[0], "%.4g").c_str(), fmt(rel[1], "%.4g").c_str(),
                 fmt(rel[2], "%.4g").c_str());
-    auto n = [](const std::optional<std::size_t>& v) { return v ? std::to_string(*v) : std::string("> 1006 partitions"); };
-    std::printf("  samples for 5%% error: left %s, right %s, trapezoid %s\n", n(need[0]).c_str(), n(need[1]).c_str(),
-                n(need[2]).c_str());
+    auto nn = [](const std::optional<std::size_t>& v) { return v ? std::to_string(*v) : std::string("> 1006 partitions"); };
+    std::printf("  samples for 5%% error: left %s, right %s, trapezoid %s\n", nn(need[0]).c_str(), nn(need[1]).c_str(),
+                nn(need[2]).c_str());
     std::fflush(stdout);
   }
   if (o.json) {
-    if (all.size() == 1)
+    if (all.size() == 1) {
+      all[0]["precision"] = precision_name(prec);
+      all[0]["layout"] = io::layout_name(md.in.data);
       std::cout << all[0].dump() << "\n";
-    else
-    {
+    } else {
       json j;
+      j["precision"] = precision_name(prec);
+      j["layout"] = io::layout_name(md.in.data);
       j["inputs"] = std::move(all);
       std::cout << j.dump() << "\n";
     }
   }
   std::cout.flush();
   return 0;
+}
+
+}  // namespace
+
+int run_exact_line(const exact_line_options& o) {
+  const precision p = parse_precision(o.precision);
+  return with_precision(p, [&]<class T>() { return exact_line_as<T>(o, p); });
+}
+
+int run_ig(const ig_options& o) {
+  const precision p = parse_precision(o.precision);
+  return with_precision(p, [&]<class T>() { return ig_as<T>(o, p); });
 }
 
 }  // namespace nnlens::tool

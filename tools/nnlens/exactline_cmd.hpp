@@ -22,6 +22,7 @@ namespace nnlens::tool {
 
 struct exact_line_options {
   std::string model, from, to;
+  std::string precision = "f64", layout;  // layout "": the model's declared layout
   bool json = false;
   std::string classes = "argmax";  // or "argmin" (ACAS Xu: the advisory is the minimal score)
   double merge_tol = 0;
@@ -33,6 +34,7 @@ int run_exact_line(const exact_line_options& o);
 
 struct ig_options {
   std::string model, input, baseline;
+  std::string precision = "f64", layout;  // layout "": the model's declared layout
   std::optional<std::size_t> output_index;  // default: argmax of the output at the input
   bool json = false;
   std::size_t m = 50;

@@ -70,6 +70,24 @@
 #include "semslice_cmd.hpp"
 #include "slice_cmd.hpp"
 
+namespace {
+
+/// --precision f32|f64 and --layout nchw|nhwc for a subcommand that loads a model and reads its data.
+void add_model_options(CLI::App* cmd, std::string& precision, std::string& layout, const char* default_precision) {
+  precision = default_precision;
+  cmd->add_option("--precision", precision,
+                  "Scalar type of the model and the analysis: f32 (float) or f64 (double; .nnet files keep their "
+                  "float64 weights)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "f64"}));
+  cmd->add_option("--layout", layout,
+                  "Layout of the data files' rows: nchw or nhwc (default: what the model file declares, see "
+                  "`nnlens info`; flat for .nnet and undeclared inputs)")
+      ->check(CLI::IsMember({"nchw", "nhwc"}));
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"nnlens: analysis of piecewise-linear neural networks"};
   app.name("nnlens");
@@ -92,16 +110,23 @@ int main(int argc, char** argv) {
   nnlens::tool::info_options info;
   auto* info_cmd = app.add_subcommand("info", "Print the layers, their output shapes and parameter counts");
   info_cmd->add_option("MODEL", info.model, formats)->required();
-  info_cmd->add_flag("--json", info.json, "One JSON object: input_shape, output_shape, layers[{type, output_shape, params}], params");
+  info_cmd->add_flag("--json", info.json,
+                     "One JSON object: input_shape (per sample, as the file declares it), input (\"[N,32,32,3] (nhwc)\"), "
+                     "layout (nchw, nhwc or none), network_input_shape (NCHW), output_shape, "
+                     "layers[{type, output_shape, params}], params");
 
   nnlens::tool::run_options run;
   auto* run_cmd = app.add_subcommand("run", "Run a model on CSV samples; one CSV output line per sample");
   run_cmd->add_option("MODEL", run.model, formats)->required();
-  run_cmd->add_option("--input,-i", run.input, "CSV file: one sample per line, flattened row-major (NCHW)")->required();
+  run_cmd->add_option("--input,-i", run.input,
+                      "CSV file: one sample per line, flattened row-major in the model's declared layout (NHWC for "
+                      "an [N,H,W,C] input, see `nnlens info`; --layout overrides)")
+      ->required();
   run_cmd->add_option("--output,-o", run.output, "CSV file for the outputs (default: standard output)");
   run_cmd->add_option("--batch", run.batch, "Samples per forward pass")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   bool no_progress = false;
   run_cmd->add_flag("--no-progress", no_progress, "No progress bar on standard error");
+  add_model_options(run_cmd, run.precision, run.layout, "f32");
 
   nnlens::tool::codegen_cmd_options cg;
   auto* cg_cmd = app.add_subcommand("codegen", "Write a C++ header with the static network type and its weights");
@@ -109,36 +134,48 @@ int main(int argc, char** argv) {
   cg_cmd->add_option("--output,-o", cg.output, "The header to write")->required();
   cg_cmd->add_option("--name", cg.name, "Type alias (make_NAME() returns the network)")->capture_default_str();
   cg_cmd->add_option("--namespace", cg.ns, "Enclosing namespace, e.g. fw::models (default: none)");
+  cg_cmd->add_option("--precision", cg.precision, "Scalar type of the generated network: f32 (float) or f64 (double)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "f64"}));
 
   nnlens::tool::exact_line_options el;
   std::size_t el_threads = 0;
   auto* el_cmd = app.add_subcommand("exact-line", "ExactLine: the exact pieces and class intervals of the network on segments");
   el_cmd->add_option("MODEL", el.model, formats)->required();
-  el_cmd->add_option("--from", el.from, "CSV file of segment starts: one sample per line, as `run` reads them")->required();
+  el_cmd->add_option("--from", el.from,
+                     "CSV file of segment starts: one sample per line in the model's declared layout, as `run` reads them")
+      ->required();
   el_cmd->add_option("--to", el.to, "CSV file of segment ends: line i of --from -> line i of --to is segment i")->required();
-  el_cmd->add_flag("--json", el.json, "One JSON object: lines[{t, outputs, pieces, classes[{from, to, label}], error?}], seconds");
+  el_cmd->add_flag("--json", el.json,
+                   "One JSON object: precision, input, layout, lines[{t, outputs, pieces, classes[{from, to, label}], "
+                   "validation?{pieces, violations, max_deviation, tolerance, valid}, warning?, error?}], valid?, seconds");
   el_cmd->add_option("--classes", el.classes, "Winning class: argmax (classifiers) or argmin (ACAS Xu advisories)")
       ->capture_default_str()
       ->check(CLI::IsMember({"argmax", "argmin"}));
   el_cmd->add_option("--threads", el_threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
-  el_cmd->add_option("--merge-tol", el.merge_tol, "Merge breaks closer than this in t")->capture_default_str()->check(
-      CLI::NonNegativeNumber);
+  el_cmd->add_option("--merge-tol", el.merge_tol, "Merge breaks closer than this in t (0 to 1)")->capture_default_str();
   el_cmd->add_option("--max-pieces", el.max_pieces, "Fail a segment with more pieces than this")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  el_cmd->add_flag("--validate", el.validate, "Check every piece at 1/4, 1/2, 3/4 of its length against the network");
+  el_cmd->add_flag("--validate", el.validate,
+                   "Check every piece at 1/4, 1/2, 3/4 of its length against the network (tolerance 1e-9 in f64, 1e-4 in "
+                   "f32); a violation fails the command (exit 1)");
   el_cmd->add_option("--svg", el.svg, "Write an SVG strip chart (a band per class interval, a tick per break)");
+  add_model_options(el_cmd, el.precision, el.layout, "f64");
 
   nnlens::tool::ig_options ig;
   std::size_t ig_index = 0;
   auto* ig_cmd = app.add_subcommand("ig", "Exact integrated gradients, and the Riemann sums' errors against them");
   ig_cmd->add_option("MODEL", ig.model, formats)->required();
-  ig_cmd->add_option("--input,-i", ig.input, "CSV file: the inputs x, one per line")->required();
+  ig_cmd->add_option("--input,-i", ig.input, "CSV file: the inputs x, one per line in the model's declared layout")->required();
   ig_cmd->add_option("--baseline,-b", ig.baseline, "CSV file: the baselines x' (one line per input, or one for all)")
       ->required();
   auto* ig_index_opt = ig_cmd->add_option("--output-index,-k", ig_index, "The output k (default: the argmax at x)");
-  ig_cmd->add_flag("--json", ig.json, "JSON: {output_index, exact, pieces, delta, riemann, samples_for_5pct} per input");
+  ig_cmd->add_flag("--json", ig.json,
+                   "JSON: {output_index, exact, pieces, delta, riemann, samples_for_5pct} per input (attributions in the "
+                   "data layout), precision, layout");
   ig_cmd->add_option("--m", ig.m, "Partitions of the Riemann sums")->capture_default_str()->check(CLI::Range(1, 1 << 24));
+  add_model_options(ig_cmd, ig.precision, ig.layout, "f64");
 
   nnlens::tool::profile_cmd_options pr;
   std::size_t pr_threads = 0;

@@ -6,9 +6,12 @@
 
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string_view>
+#include <type_traits>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -18,6 +21,7 @@
 #include <nnlens/io/csv.hpp>
 #include <nnlens/io/idx.hpp>
 #include <nnlens/io/weights.hpp>
+#include <nnlens/network/cast.hpp>
 
 #include "lenet5_recipe.hpp"
 
@@ -44,10 +48,32 @@ std::string supported_model_formats() {
   return s + ".nnlw (the demo's LeNet-5 weights)";
 }
 
-DynamicNetwork load_model(const std::string& path) {
+precision parse_precision(const std::string& s) {
+  if (s == "f32") return precision::f32;
+  if (s == "f64") return precision::f64;
+  throw io_error("--precision: expected f32 or f64, got '" + s + "'");
+}
+
+const char* precision_name(precision p) { return p == precision::f64 ? "f64" : "f32"; }
+
+std::vector<std::size_t> input_layout::data_shape() const { return io::declared_sample_shape(net_input, data); }
+
+std::string input_layout::describe() const {
+  std::string s = "[";
+  if (batch_axis) s += "N";
+  for (std::size_t i = 0; i < declared_shape.size(); ++i) s += (i || batch_axis ? "," : "") + std::to_string(declared_shape[i]);
+  s += "]";
+  if (declared != io::data_layout::none) s += std::string(" (") + io::layout_name(declared) + ")";
+  return s;
+}
+
+template <class T>
+model<T> load_model(const std::string& path, const std::string& layout_override) {
   const std::string ext = extension_of(path);
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw io_error(path + ": no such file");
+  model<T> m;
+  bool known = false;
   if (ext == ".nnlw") {
     const auto meta = io::read_weights_metadata(path);
     const auto it = meta.find("model");
@@ -55,14 +81,45 @@ DynamicNetwork load_model(const std::string& path) {
     if (it != meta.end() && it->second != "lenet5" && it->second != "LeNet-5")
       throw io_error(path + ": a weights file of model '" + it->second +
                      "'; only the demo's LeNet-5 architecture is known to the tool");
-    return to_dynamic(io::load_weights<demo::LeNet5>(path));
+    m.net = network_cast<T>(to_dynamic(io::load_weights<demo::LeNet5>(path)));  // float weights: exact in double
+    known = true;
   }
 #if defined(NNLENS_TOOL_HAS_ONNX)
-  if (ext == ".onnx") return io::load_onnx(path);
+  if (ext == ".onnx") {
+    io::onnx_info info;
+    m.net = network_cast<T>(io::load_onnx(path, info));  // float weights: exact in double
+    m.in.declared = info.layout;
+    m.in.batch_axis = info.batch_axis;
+    for (std::size_t i = info.batch_axis ? 1 : 0; i < info.input_dims.size(); ++i)
+      m.in.declared_shape.push_back(std::size_t(info.input_dims[i]));  // fixed: the importer checked them
+    known = true;
+  }
 #endif
-  if (ext == ".nnet") return io::load_nnet(path).net;  // raw units: input clamp and scaling folded in
-  throw io_error(path + ": unsupported model format '" + ext + "' (this build reads " + supported_model_formats() + ")");
+  if (ext == ".nnet") {
+    auto nm = io::load_nnet<T>(path);  // raw units: input clamp and scaling folded in; parsed at T's precision
+    m.net = std::move(nm.net);
+    m.in.range_min = nm.norm.input_min;
+    m.in.range_max = nm.norm.input_max;
+    known = true;
+  }
+  if (!known)
+    throw io_error(path + ": unsupported model format '" + ext + "' (this build reads " + supported_model_formats() + ")");
+  m.in.net_input = m.net.input_shape();
+  if (m.in.declared_shape.empty()) m.in.declared_shape = io::declared_sample_shape(m.in.net_input, m.in.declared);
+  m.in.data = m.in.declared;
+  if (!layout_override.empty()) {
+    m.in.data = io::parse_layout(layout_override, "--layout");
+    if (m.in.data == io::data_layout::nhwc && m.in.net_input.rank != 3)
+      throw shape_error(path + ": --layout nhwc needs an image input [N,H,W,C]; the model's input is " + m.in.describe());
+    if (m.in.data == io::data_layout::none) m.in.data = io::data_layout::nchw;
+  }
+  return m;
 }
+
+template model<float> load_model<float>(const std::string&, const std::string&);
+template model<double> load_model<double>(const std::string&, const std::string&);
+
+DynamicNetwork load_model(const std::string& path) { return load_model<float>(path).net; }
 
 bool is_idx_name(const std::string& path) {
   std::string n = std::filesystem::path(path).filename().string();
@@ -72,19 +129,74 @@ bool is_idx_name(const std::string& path) {
   return ends(".idx") || ends("-ubyte");
 }
 
-xt::xarray<float> read_samples(const std::string& path, shape in) {
-  if (!is_idx_name(path)) return io::read_csv<float>(path, in);  // io_error FILE:LINE:COLUMN, or "no samples"
-  xt::xarray<float> x = io::read_idx_images<float>(path);      // [N, C, rows, cols]
+namespace {
+
+/// IDX images scaled to [0, 1], as [N, in...] (their bytes in the file's order).
+template <class T>
+xt::xarray<T> read_idx_as(const std::string& path, shape in) {
+  xt::xarray<T> x = io::read_idx_images<T>(path);  // [N, C, rows, cols]
   const std::size_t n = x.shape()[0];
   if (n == 0) throw io_error(path + ": no samples (the IDX file holds 0 images)");
   const std::size_t per = x.size() / n;
   if (per != in.size()) {
     const auto& s = x.shape();
-    throw shape_error(detail::concat(path, ": images of shape [", s[1], ",", s[2], ",", s[3], "] (", per,
-                                     " values), the model's input is ", in.str(), " (", in.size(), " values)"));
+    throw shape_error(nnlens::detail::concat(path, ": images of shape [", s[1], ",", s[2], ",", s[3], "] (", per,
+                                             " values), the model's input is ", in.str(), " (", in.size(), " values)"));
   }
   x.reshape(in.with_batch(n));
   return x;
+}
+
+shape to_shape(const std::vector<std::size_t>& d) {
+  if (d.size() == 3) return shape(d[0], d[1], d[2]);
+  std::size_t n = 1;
+  for (auto v : d) n *= v;
+  return shape(n);
+}
+
+}  // namespace
+
+template <class T>
+xt::xarray<T> read_samples(const std::string& path, const input_layout& in, std::vector<std::size_t>* lines) {
+  const shape data = to_shape(in.data_shape());
+  xt::xarray<T> x;
+  if (is_idx_name(path)) {
+    x = read_idx_as<T>(path, data);
+    if (lines) {
+      lines->resize(x.shape()[0]);
+      for (std::size_t i = 0; i < lines->size(); ++i) (*lines)[i] = i + 1;
+    }
+  } else {
+    auto r = io::read_csv_rows<T>(path, data);  // io_error FILE:LINE:COLUMN (e.g. "out of float range"), or "no samples"
+    x = std::move(r.x);
+    if (lines) *lines = std::move(r.lines);
+  }
+  return from_data_layout<T>(x, in);
+}
+
+template xt::xarray<float> read_samples<float>(const std::string&, const input_layout&, std::vector<std::size_t>*);
+template xt::xarray<double> read_samples<double>(const std::string&, const input_layout&, std::vector<std::size_t>*);
+
+template <class T>
+xt::xarray<T> to_data_layout(const xt::xarray<T>& x, const input_layout& in) {
+  if (in.data != io::data_layout::nhwc || in.net_input.rank != 3) return x;
+  return io::from_nchw(x, in.data, in.net_input);
+}
+
+template <class T>
+xt::xarray<T> from_data_layout(const xt::xarray<T>& x, const input_layout& in) {
+  if (in.data != io::data_layout::nhwc || in.net_input.rank != 3) return x;
+  return io::to_nchw(x, in.data, in.net_input);
+}
+
+template xt::xarray<float> to_data_layout<float>(const xt::xarray<float>&, const input_layout&);
+template xt::xarray<double> to_data_layout<double>(const xt::xarray<double>&, const input_layout&);
+template xt::xarray<float> from_data_layout<float>(const xt::xarray<float>&, const input_layout&);
+template xt::xarray<double> from_data_layout<double>(const xt::xarray<double>&, const input_layout&);
+
+xt::xarray<float> read_samples(const std::string& path, shape in) {
+  if (!is_idx_name(path)) return io::read_csv<float>(path, in);  // io_error FILE:LINE:COLUMN, or "no samples"
+  return read_idx_as<float>(path, in);
 }
 
 std::string companion_labels(const std::string& images_path) {

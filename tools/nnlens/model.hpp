@@ -1,11 +1,22 @@
-// tools/nnlens/model.hpp -- model files, sample files and label files for the `nnlens` subcommands.
+// tools/nnlens/model.hpp -- model files, sample files and label files for the `nnlens` subcommands,
+// at the precision (f32 / f64) and in the data layout (NCHW / NHWC) the user asks for.
 //
-//   load_model(path)  a DynamicNetwork from .onnx (when built with nnlens::onnx), .nnet (raw units,
-//                     as the reference reader evaluates: io::load_nnet's defaults) or .nnlw (the demo's LeNet-5 weights: the
-//                     architecture is the demo's, the file only holds the weights)
-//   read_samples(path, in)   the samples of a CSV file (one flattened sample per line, as `nnlens
-//                     run` reads them) or of IDX images -- a name ending in .idx, -ubyte or either +
-//                     .gz -- whose unsigned bytes are scaled to [0, 1], as [N, input shape...]
+//   parse_precision(s), precision_name(p), with_precision(p, f)   --precision f32|f64: f's
+//                     operator()<float>() or operator()<double>()
+//   load_model<T>(path, layout_override)  model<T>{net, in}: a basic_dynamic_network<T> from .onnx
+//                     (when built with nnlens::onnx; float weights, converted exactly to double for
+//                     T = double), .nnet (raw units, as the reference reader evaluates:
+//                     io::load_nnet's defaults; parsed at T's precision, so f64 keeps the file's
+//                     float64 weights) or .nnlw (the demo's LeNet-5 weights: the architecture is the
+//                     demo's, the file only holds the weights), and the input_layout: what the file
+//                     declares (io::data_layout, the declared per-sample dims) and the layout of the
+//                     user's data files (the declared one, or --layout)
+//   read_samples<T>(path, in)   the samples of a CSV file (one flattened sample per line in the data
+//                     layout) or of IDX images -- a name ending in .idx, -ubyte or either + .gz --
+//                     whose unsigned bytes are scaled to [0, 1], as [N, net_input...] (NCHW inside)
+//   to_data_layout / from_data_layout   internal [N, net_input...] <-> the data layout
+//   load_model(path) / read_samples(path, shape)   the float forms without layouts (transitional: the
+//                     commands not yet converted to the model<T> API)
 //   companion_labels(images)  the IDX labels file beside IDX images (train-images-idx3-ubyte.gz ->
 //                     train-labels-idx1-ubyte.gz), or "" when there is none
 //   read_labels(path, n)     n class labels: IDX labels (idx1-ubyte) or a text/CSV file with one
@@ -16,25 +27,88 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nnlens/core/shape.hpp>
 #include <nnlens/core/tensor.hpp>
+#include <nnlens/io/layout.hpp>
 #include <nnlens/network/dynamic_network.hpp>
 
 namespace nnlens::tool {
 
+/// The scalar type an analysis runs in (--precision).
+enum class precision { f32, f64 };
+
+/// "f32" or "f64"; io_error naming the value otherwise.
+precision parse_precision(const std::string& s);
+
+/// "f32" / "f64" (what --json prints as "precision").
+const char* precision_name(precision p);
+
+/// Calls f.template operator()<float>() or f.template operator()<double>().
+template <class F>
+decltype(auto) with_precision(precision p, F&& f) {
+  if (p == precision::f64) return std::forward<F>(f).template operator()<double>();
+  return std::forward<F>(f).template operator()<float>();
+}
+
+/// What the model file declares about its input, and the layout of the user's data files.
+struct input_layout {
+  io::data_layout declared = io::data_layout::none;  // from the model file: nchw, nhwc, or none (flat / undeclared)
+  io::data_layout data = io::data_layout::none;      // layout of data files: `declared`, or the --layout override
+  std::vector<std::size_t> declared_shape;           // per sample, as the file declares it, e.g. {32,32,3}
+  shape net_input;                                   // the network's internal (NCHW) input shape, e.g. {3,32,32}
+  bool batch_axis = true;                            // false: the file's input has no batch axis (ONNX [5])
+  std::vector<double> range_min, range_max;          // the declared input range per element (.nnet: the
+                                                     // clamp [min_i, max_i]); empty when none is declared
+  /// The per-sample dims the data files hold (declared_shape, or net_input's dims permuted to `data`).
+  std::vector<std::size_t> data_shape() const;
+  /// The declared input with its batch axis, e.g. "[N,32,32,3] (nhwc)", "[N,5]" for none.
+  std::string describe() const;
+};
+
+template <class T>
+struct model {
+  basic_dynamic_network<T> net;
+  input_layout in;
+};
+
+/// layout_override: "" (use what the file declares), "nchw" or "nhwc" (io_error otherwise; nhwc
+/// needs an image input, shape_error for a flat one).
+template <class T>
+model<T> load_model(const std::string& path, const std::string& layout_override = "");
+
+/// A CSV/IDX sample file whose rows are in `in.data` layout -> [N, net_input...] (NCHW inside).
+/// `lines`, when given, receives the file line (1-based) of each CSV sample (IDX: the image number).
+/// For T = float, a CSV value beyond float's range is an io_error "FILE:LINE:COLUMN: ... out of
+/// float range (... --precision f64)" (io::read_csv).
+template <class T>
+xt::xarray<T> read_samples(const std::string& path, const input_layout& in, std::vector<std::size_t>* lines = nullptr);
+
+/// [N, net_input...] (internal) -> the same values in the data layout ([N, data_shape()...]), for
+/// per-input-element results (IG attributions, CONTRIB of input neurons, JSON fields indexed by
+/// input element).  A flat [N, size] batch stays flat.
+template <class T>
+xt::xarray<T> to_data_layout(const xt::xarray<T>& x, const input_layout& in);
+
+/// [N, data_shape()...] (or flat [N, size]) in the data layout -> [N, net_input...] (internal).
+template <class T>
+xt::xarray<T> from_data_layout(const xt::xarray<T>& x, const input_layout& in);
+
 /// The model formats this build reads, e.g. ".onnx, .nnet, .nnlw (LeNet-5 weights)".
 std::string supported_model_formats();
 
+/// Transitional: load_model<float>(path).net (no layout; commands not yet on the model<T> API).
 DynamicNetwork load_model(const std::string& path);
 
 /// IDX files: a name ending in .idx or -ubyte (train-images-idx3-ubyte, t10k-images.idx3-ubyte),
 /// optionally followed by .gz.
 bool is_idx_name(const std::string& path);
 
-/// The samples of a CSV or IDX file as [N, input shape...] (float, the tool's models' scalar).
-/// IDX bytes are scaled to [0, 1]; images whose size is the input's size take the input's shape.
+/// Transitional: the samples of a CSV or IDX file as [N, input shape...] (float), rows in the
+/// internal order (no layout).  IDX bytes are scaled to [0, 1]; images whose size is the input's
+/// size take the input's shape.
 xt::xarray<float> read_samples(const std::string& path, shape in);
 
 /// The IDX labels file next to IDX images ("images" -> "labels", "idx3" -> "idx1" in the file
@@ -45,7 +119,8 @@ std::string companion_labels(const std::string& images_path);
 std::vector<std::size_t> read_labels(const std::string& path, std::size_t n, std::size_t classes);
 
 /// Samples [b0, b0 + nb) of X as a view [nb, input shape...].
-inline auto rows_of(const xt::xarray<float>& X, shape in, std::size_t b0, std::size_t nb) {
+template <class T>
+inline auto rows_of(const xt::xarray<T>& X, shape in, std::size_t b0, std::size_t nb) {
   return xt::adapt(X.data() + b0 * in.size(), nb * in.size(), xt::no_ownership(), in.with_batch(nb));
 }
 

@@ -7,12 +7,15 @@
 //                                               layer type and shape is checked (shape_error naming
 //                                               the layer on a mismatch)
 //   io::import_onnx(path, info [, options])  -> DynamicNetwork, and fills onnx_info (input/output
-//                                               names, declared input dims, batch axis, NHWC input)
+//                                               names, declared input dims, batch axis, the declared
+//                                               data layout: onnx_info::layout, io/layout.hpp)
+//   io::load_onnx(path, info [, options])    the same as import_onnx
 //   io::parse_onnx(data, size, name [, info [, options]])  the same from memory (name in messages;
 //                                               for fuzzing and embedded copies)
 //   io::read_onnx_tensor(path)               -> onnx_tensor (a serialized TensorProto, .pb)
 //   io::nhwc_to_nchw(x)                      [N,H,W,C] -> [N,C,H,W] (data for a file whose input
-//                                               was NHWC: onnx_info::input_nhwc)
+//                                               was NHWC: onnx_info::input_nhwc); io::to_nchw(x,
+//                                               info.layout) does the same for any declared layout
 //
 // Operators: Gemm (alpha, beta, transA = 0, transB), MatMul (x @ W, and W @ x for a file whose input
 // has no batch axis, as sisl's NNet exporter writes), Add/Sub/Mul/Div by constants (-> Affine, folded
@@ -29,8 +32,10 @@
 // Layouts.  The network's input is the file's input without its batch axis: [N,C,H,W] -> {C,H,W};
 // [N,F] -> {F}; [N,a,b] -> {a*b} (flat, row-major); an input without batch axis [F] -> {F}.  An
 // NHWC input [N,H,W,C] whose only reader is Transpose(0,3,1,2) (keras2onnx, tf2onnx, MATLAB) is
-// taken as NCHW {C,H,W}: onnx_info::input_nhwc is then true and NHWC data must be permuted to
-// NCHW before forward() (for C == 1 the two layouts are the same bytes).  A Transpose inside the
+// taken as NCHW {C,H,W}: onnx_info::input_nhwc is then true, onnx_info::layout is
+// data_layout::nhwc, and NHWC data must be permuted to NCHW before forward() (io::to_nchw; for
+// C == 1 the two layouts are the same bytes).  Another rank-4 input declares data_layout::nchw, a
+// flat one data_layout::none.  A Transpose inside the
 // network changes no data: the importer tracks each value's logical ONNX layout, and the
 // Transpose(0,2,3,1) + Flatten + MatMul of NHWC exporters becomes a Dense whose weight rows are
 // permuted to nnlens' NCHW flatten order.  Layers and ops that need the real layout (Conv, pools,
@@ -45,6 +50,7 @@
 #include <string>
 
 #include "nnlens/core/tensor.hpp"
+#include "nnlens/io/layout.hpp"
 #include "nnlens/io/onnx/import.hpp"
 #include "nnlens/io/onnx/proto.hpp"
 #include "nnlens/network/dynamic_network.hpp"
@@ -68,6 +74,11 @@ inline DynamicNetwork parse_onnx(const void* data, std::size_t size, const std::
 inline DynamicNetwork parse_onnx(const void* data, std::size_t size, const std::string& name = "<memory>") {
   onnx_info info;
   return parse_onnx(data, size, name, info);
+}
+
+/// Reads an ONNX model; `info` receives its declared input dims and layout (onnx_info::layout).
+inline DynamicNetwork load_onnx(const std::string& path, onnx_info& info, const onnx_options& options = {}) {
+  return import_onnx(path, info, options);
 }
 
 /// Reads an ONNX model into a DynamicNetwork (float).

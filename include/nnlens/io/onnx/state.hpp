@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "nnlens/io/layout.hpp"
 #include "nnlens/io/onnx/proto.hpp"
 #include "nnlens/io/onnx/values.hpp"
 
@@ -37,6 +38,8 @@ struct onnx_info {
   bool batch_axis = true;                // false: the file's input has no batch axis (e.g. [5])
   bool input_nhwc = false;  // the file's input is NHWC and begins with Transpose(0,3,1,2): the
                             // network takes the same data in NCHW (permute NHWC data first)
+  data_layout layout = data_layout::none;  // the declared layout of the input's data (io/layout.hpp):
+                                           // nhwc (input_nhwc), nchw (another rank-4 input), none (flat)
   std::int64_t opset = 0;
 };
 
@@ -106,6 +109,7 @@ class onnx_graph_state {
                                             " elements per sample"));
     if (a.logical.size() == 3) {
       a.store = shape(std::size_t(a.logical[0]), std::size_t(a.logical[1]), std::size_t(a.logical[2]));
+      info.layout = data_layout::nchw;  // [N,C,H,W]; nhwc below
       // NHWC input consumed (only) by Transpose(0,3,1,2): store it as NCHW
       const onnx::NodeProto* t = nullptr;
       int readers = 0;
@@ -121,6 +125,7 @@ class onnx_graph_state {
           for (std::size_t w = 0; w < W; ++w)
             for (std::size_t c = 0; c < C; ++c) a.perm[(h * W + w) * C + c] = (c * H + h) * W + w;
         info.input_nhwc = true;
+        info.layout = data_layout::nhwc;
       }
     } else {
       a.store = shape(onnx_prod(a.logical));
