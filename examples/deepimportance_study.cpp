@@ -5,7 +5,18 @@
 //
 //   deepimportance_study [--fashion DIR] [--cache DIR] [--weights FILE (LeNet-5)] [--models DIR]
 //                        [--train N] [--test N] [--sa-train N] [--rq5-train N] [--rq1 N]
-//                        [--copies 5] [--epochs 6] [--seed S] [--quick]
+//                        [--copies 5] [--epochs 6] [--seed S] [--quick] [--dump-clusters DIR]
+//
+// LSC is measured twice: on [0, 2000] (the spec's proposal, the library's default) and on
+// [L, 2000] with L = the minimum LSA of U_O (the SA reference code's reading: lower = the minimum
+// SA of the target set), the same range for every U_O+X; beside each, the share of the inputs fed
+// whose LSA fell inside the range (lsc_criterion::range()).
+// --dump-clusters DIR: after the IDC preparation, write for each of the m_max important neurons
+// its activations over T' (DIR/<model>-neuron<j>.f64: raw little-endian doubles, zeros included,
+// in training order) and DIR/<model>-nnlens.csv (per neuron: values left after dropping zeros, the
+// silhouette of k = 2, 3, 4 and the k chosen, by cluster_neuron on all values and on the
+// deterministic subsample used by examples/deepimportance_kmeans_sklearn.py: every ceil(n / 5000)-th non-zero
+// value); then skip the RQs (the k-means comparison of docs/deepimportance-study.md).
 //
 // Per model (subject layer: subject_layer(net), the penultimate representation):
 //  - preparation: IDC (relevance of the subject layer over the correctly classified training
@@ -28,6 +39,7 @@
 // criterion and set; preparing IDC twice gives the same neurons and centroids; the attacks lower
 // the accuracy), 1 otherwise, 2 on an error.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -192,6 +204,7 @@ struct suite {
   std::optional<snac_criterion> sn;
   std::optional<tknc_criterion> tk;
   std::optional<lsc_criterion> lsc;
+  std::optional<lsc_criterion> lsc_ref;  // [min LSA of U_O, 2000]: the SA reference code's range
   std::optional<dsc_criterion> dsc;
 
   template <class Net>
@@ -212,6 +225,7 @@ struct suite {
     if (sn) sn->add(b);
     if (tk) tk->add(b);
     if (lsc) lsc->add(cut(lsc->layers()));
+    if (lsc_ref) lsc_ref->add(cut(lsc_ref->layers()));
     if (dsc) dsc->add(cut(dsc->layers()));
   }
   std::vector<coverage_result> results() const {
@@ -223,6 +237,7 @@ struct suite {
     if (sn) r.push_back(sn->result());
     if (tk) r.push_back(tk->result());
     if (lsc) r.push_back(lsc->result());
+    if (lsc_ref) r.push_back(lsc_ref->result());
     if (dsc) r.push_back(dsc->result());
     return r;
   }
@@ -235,7 +250,21 @@ struct suite {
     if (sn) r.push_back("SNAC");
     if (tk) r.push_back("TKNC");
     if (lsc) r.push_back("LSC");
+    if (lsc_ref) r.push_back("LSC(min)");
     if (dsc) r.push_back("DSC");
+    return r;
+  }
+  /// The share of the inputs fed whose LSA fell inside each LSC's range (never a silent 0).
+  std::string lsc_range_note() const {
+    std::string r;
+    char b[160];
+    for (const auto* c : {&lsc, &lsc_ref}) {
+      if (!*c) continue;
+      const auto& g = (*c)->range();
+      std::snprintf(b, sizeof b, "%s[%.1f, %.0f]: %.1f%% of %zu inputs in range (%zu below)", r.empty() ? "" : "; ",
+                    (*c)->options().lower, (*c)->options().upper, 100 * g.in_range_fraction(), g.inputs, g.below);
+      r += b;
+    }
     return r;
   }
 };
@@ -250,6 +279,11 @@ void feed(const Net& net, const xt::xarray<float>& X, suite& s) {
 struct table {
   std::vector<std::string> cols;
   std::vector<std::pair<std::string, std::vector<coverage_result>>> rows;
+  std::vector<std::string> notes;  // per row: the LSC ranges' in-range shares
+  void add(const std::string& name, const suite& s) {
+    rows.push_back({name, s.results()});
+    notes.push_back(s.lsc_range_note());
+  }
   void print(const std::string& title) const {
     std::printf("\n%s\n| set |", title.c_str());
     for (const auto& c : cols) std::printf(" %s |", c.c_str());
@@ -261,6 +295,8 @@ struct table {
       for (const auto& v : r) std::printf(" %.1f |", v.percent);
       std::printf("\n");
     }
+    for (std::size_t i = 0; i < notes.size(); ++i)
+      if (!notes[i].empty()) std::printf("LSC inputs in range, %s: %s\n", rows[i].first.c_str(), notes[i].c_str());
   }
   void check_monotone(const std::string& model) const {
     for (const auto& [name, r] : rows)
@@ -276,7 +312,53 @@ struct study_args {
   std::size_t n_train = 60000, n_test = 10000, n_sa = 5000, n_rq5 = 60000, n_rq1 = 1000, copies = 5;
   std::vector<std::size_t> ms = {6, 8, 10, 12};
   std::uint64_t seed = 1;
+  std::string dump;  // --dump-clusters DIR
 };
+
+/// --dump-clusters: the important neurons' activations over T' and cluster_neuron's silhouettes.
+template <class Net>
+void dump_clusters(const std::string& model, const Net& net, const xt::xarray<float>& Xtr, const std::vector<std::uint8_t>& ytr,
+                   const idc& full, const fs::path& dir) {
+  fs::create_directories(dir);
+  const auto pred = predictions(net, Xtr);
+  const std::size_t w = full.width();
+  std::vector<double> acts;  // T' rows x w
+  const std::vector<std::size_t> ls = {full.layer()};
+  stream_neurons(execution::par, net, std::span<const float>(Xtr.data(), Xtr.size()), Xtr.shape()[0], ls, [&](const neuron_block& b) {
+    for (std::size_t r = 0; r < b.rows; ++r)
+      if (pred[b.first + r] == ytr[b.first + r]) acts.insert(acts.end(), b.data + r * b.width, b.data + (r + 1) * b.width);
+  });
+  const std::size_t rows = acts.size() / w;
+  check(rows == full.training_inputs(), model + ": the dump's T' has the preparation's size");
+  std::string name = model;
+  name.erase(std::remove(name.begin(), name.end(), '-'), name.end());
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+  FILE* csv = std::fopen((dir / (name + "-nnlens.csv")).string().c_str(), "w");
+  if (!csv) throw io_error((dir / (name + "-nnlens.csv")).string() + ": cannot write");
+  std::fprintf(csv, "model,rank,neuron,n,nonzero,s2,s3,s4,k,k_idc,sub_n,sub_s2,sub_s3,sub_s4,sub_k\n");
+  for (std::size_t q = 0; q < full.neurons().size(); ++q) {
+    const std::size_t j = full.neurons()[q];
+    std::vector<double> col(rows);
+    for (std::size_t r = 0; r < rows; ++r) col[r] = acts[r * w + j];
+    const fs::path f = dir / (name + "-neuron" + std::to_string(j) + ".f64");
+    FILE* bf = std::fopen(f.string().c_str(), "wb");
+    if (!bf || std::fwrite(col.data(), sizeof(double), col.size(), bf) != col.size()) throw io_error(f.string() + ": cannot write");
+    std::fclose(bf);
+    std::vector<double> nz;
+    for (double v : col)
+      if (v != 0.0) nz.push_back(v);
+    const std::size_t step = std::max<std::size_t>(1, (nz.size() + 4999) / 5000);
+    std::vector<double> sub;
+    for (std::size_t i = 0; i < nz.size(); i += step) sub.push_back(nz[i]);
+    const auto a = cluster_neuron(col), s = cluster_neuron(sub);
+    auto sil = [](const neuron_clusters& c, std::size_t i) { return i < c.silhouettes.size() ? c.silhouettes[i] : NAN; };
+    std::fprintf(csv, "%s,%zu,%zu,%zu,%zu,%.6f,%.6f,%.6f,%zu,%zu,%zu,%.6f,%.6f,%.6f,%zu\n", model.c_str(), q, j, rows, a.n_used, sil(a, 0),
+                 sil(a, 1), sil(a, 2), a.k, full.centroids()[q].size(), sub.size(), sil(s, 0), sil(s, 1), sil(s, 2), s.k);
+    std::printf("  neuron %zu: %zu of %zu T' values non-zero; silhouette k=2 %.4f, k=3 %.4f, k=4 %.4f -> k = %zu (IDC kept %zu centroids)\n",
+                j, a.n_used, rows, sil(a, 0), sil(a, 1), sil(a, 2), a.k, full.centroids()[q].size());
+  }
+  std::fclose(csv);
+}
 
 /// The IDC of the first m neurons of a prepared IDC (prepare_idc ranks neurons by relevance and
 /// clusters each on its own, so this is prepare_idc with that m).
@@ -329,6 +411,10 @@ bool study(const std::string& model, const Net& net, const io::labelled_images<f
               full.training_inputs(), n_tr, t_idc);
   for (std::size_t q = 0; q < full.neurons().size(); ++q) std::printf(" %zu(k=%zu)", full.neurons()[q], full.centroids()[q].size());
   std::printf("\n");
+  if (!a.dump.empty()) {
+    dump_clusters(model, net, Xtr, ytr, full, a.dump);
+    return g_ok;
+  }
   sp = stopwatch{};
   const auto bounds = std::make_shared<const neuron_bounds>(prepare_neuron_bounds(execution::par, net, Xtr));
   const double t_bounds = sp.seconds();
@@ -337,6 +423,14 @@ bool study(const std::string& model, const Net& net, const io::labelled_images<f
   const auto sam = std::make_shared<const surprise_model>(prepare_surprise(execution::par, net, first_rows(trn.images, n_sa), subj));
   const double t_sa = sp.seconds();
   std::printf("baseline preparation: neuron bounds %.1f s; surprise model (%zu training images) %.1f s\n", t_bounds, n_sa, t_sa);
+  // LSC's reference range: lower = the minimum LSA of the target set U_O
+  std::vector<double> lsa_uo = lsa_values(execution::par, net, *sam, Xte);
+  std::vector<double> sorted = lsa_uo;
+  std::sort(sorted.begin(), sorted.end());
+  const auto ref_range = reference_surprise_range(lsa_uo, surprise_kind::lsa);
+  std::printf("LSA of U_O: min %.2f, median %.2f, max %.2f; %.1f%% of U_O below 0 (LSC's default range [0, 2000] ignores them)\n",
+              sorted.front(), sorted[sorted.size() / 2], sorted.back(),
+              100.0 * double(std::lower_bound(sorted.begin(), sorted.end(), 0.0) - sorted.begin()) / double(sorted.size()));
 
   suite base(net);
   for (std::size_t m : a.ms) base.idcs.push_back(prefix(full, m));
@@ -346,6 +440,7 @@ bool study(const std::string& model, const Net& net, const io::labelled_images<f
   base.sn.emplace(bounds);
   base.tk.emplace(net, tknc_options{.k = 3});
   base.lsc.emplace(sam);
+  base.lsc_ref.emplace(sam, ref_range);
   base.dsc.emplace(sam);
 
   // ---- U_O
@@ -423,18 +518,18 @@ bool study(const std::string& model, const Net& net, const io::labelled_images<f
   const double t_sets = sp.seconds();
   table t2;
   t2.cols = uo.columns();
-  t2.rows.push_back({"U_O", uo.results()});
+  t2.add("U_O", uo);
   double t_s = 0, t_di = 0;
   {
     sp = stopwatch{};
     suite s = uo;
     for (const auto& X : us) feed(net, X, s);
-    t2.rows.push_back({"U_O+S", s.results()});
+    t2.add("U_O+S", s);
     t_s = sp.seconds();
     sp = stopwatch{};
     suite d = uo;
     for (const auto& X : udi) feed(net, X, d);
-    t2.rows.push_back({"U_O+DI", d.results()});
+    t2.add("U_O+DI", d);
     t_di = sp.seconds();
   }
   {
@@ -476,13 +571,13 @@ bool study(const std::string& model, const Net& net, const io::labelled_images<f
     suite b4(net);  // IDC6, IDC8 and the baselines
     for (std::size_t q = 0; q < a.ms.size(); ++q)
       if (a.ms[q] == 6 || a.ms[q] == 8) b4.idcs.push_back(uo.idcs[q]);
-    b4.nc = uo.nc, b4.km = uo.km, b4.nb = uo.nb, b4.sn = uo.sn, b4.tk = uo.tk, b4.lsc = uo.lsc, b4.dsc = uo.dsc;
+    b4.nc = uo.nc, b4.km = uo.km, b4.nb = uo.nb, b4.sn = uo.sn, b4.tk = uo.tk, b4.lsc = uo.lsc, b4.lsc_ref = uo.lsc_ref, b4.dsc = uo.dsc;
     t3.cols = b4.columns();
-    t3.rows.push_back({"U_O", b4.results()});
+    t3.add("U_O", b4);
     for (const auto& s : sets) {
       suite x = b4;
       feed(net, s.X, x);
-      t3.rows.push_back({s.name, x.results()});
+      t3.add(s.name, x);
     }
   }
   t3.print("RQ3/4 (Table 4), " + model + ": coverage %");
@@ -594,6 +689,7 @@ int main(int argc, char** argv) try {
   a.n_rq1 = c.num("rq1", a.n_rq1);
   a.copies = c.num("copies", a.copies);
   a.seed = c.num("seed", 1);
+  a.dump = c.str("dump-clusters", "");
   const std::size_t epochs = c.num("epochs", 6);
   const fs::path fashion = c.str("fashion", "/usr/share/datasets/fashion-mnist");
   const fs::path cache = c.str("cache", "models-cache");

@@ -25,6 +25,20 @@
 //   dflare_study [--fashion DIR] [--cache DIR] [--models DIR] [--pairs fashion,deepxplore]
 //                [--seeds 100] [--queries 10000] [--seconds 30] [--ablation-seeds 30]
 //                [--diffchaser-seeds 10] [--diffchaser-seconds 5] [--weights LENET5.nnlw] [--quick]
+//                [--rules paper|reference|both] [--repair 0|1]
+//   dflare_study --efficiency [--runs 5] [--models DIR] [--write-csv DIR]
+// --rules: which acceptance and selection rules DFlare, DFlare_D and DFlare_R follow (spec §2.3,
+// §2.5): paper (default: acceptance::paper, selection_rule::paper; DFlare_D = no_novelty with
+// the paper's selection), reference (the reference code's, which produced the paper's Tables 4-10:
+// acceptance::reference + selection_rule::reference; DFlare_D = code mode "c", no_novelty with the
+// reference selection; DFlare_R = the reference acceptance with uniform selection), or both (the
+// two tables, same seeds and budgets).  --repair 0 skips DRepair.
+// --efficiency: the new user's case of docs/dflare.md ("Queries per trigger on a quantised
+// LeNet-5"): DeepXplore's LeNet-5 against what `nnlens compress --int8` writes (the dequantised
+// weight-only part of compress::quantize, calibrated on the 52 non-seed images), seeded with the
+// first 20 *_orig images (sorted by name), 10,000 queries / 180 s per seed; DFlare with the paper's
+// rules, the reference rules, and with the options beyond the spec (skip_repeats, the
+// logit-margin distance), for RNG seeds 1..--runs.  --write-csv DIR writes seeds20.csv and calib52.csv (rows in [0, 1]) for the tool.
 // --quick (the ctest): LeNet-5 only (the cached demo weights, else 1 epoch on 5,000 images cached
 // in --cache), its int8 and q8 twins, 10 seeds, ablation 5 seeds, DiffChaser 2 seeds of 1 s.
 // Self-checks (exit status 1): every reported triggering input makes f and g disagree when
@@ -45,6 +59,7 @@
 #include <nnlens/difftest/dflare.hpp>
 #include <nnlens/difftest/diffchaser.hpp>
 #include <nnlens/difftest/repair.hpp>
+#include <nnlens/io/csv.hpp>
 #include <nnlens/io/idx.hpp>
 #include <nnlens/io/image.hpp>
 #include <nnlens/io/weights.hpp>
@@ -80,8 +95,16 @@ void check(bool ok, const std::string& what) {
 struct settings {
   std::size_t seeds = 100, queries = 10000, ablation_seeds = 30, diffchaser_seeds = 10;
   double seconds = 30, diffchaser_seconds = 5;
-  bool quick = false;
+  bool quick = false, paper_rules = true, reference_rules = false, repair = true;
 };
+
+/// The rules of one run of DFlare and its two ablations (spec §2.3, §2.5, Table 6).
+struct rule_set {
+  acceptance accept;          // DFlare and DFlare_R
+  selection_rule selection;   // DFlare and DFlare_D
+};
+constexpr rule_set paper_rules{acceptance::paper, selection_rule::paper};
+constexpr rule_set reference_rules{acceptance::reference, selection_rule::reference};
 
 /// A quantised twin as a black box on raw pixels in [0, 255] (the network reads pixels / 255).
 template <class Net>
@@ -110,6 +133,7 @@ struct row {
   double acc_f = -1, acc_g = -1;  // < 0: no labelled test set
   std::size_t already = 0, test = 0;
   dflare_summary dflare, dflare_d, dflare_r, chaser;
+  dflare_summary ref, ref_d, ref_r;  // the same under the reference code's rules (--rules reference|both)
   repair_metrics repair;
   std::size_t repair_pairs = 0;
 };
@@ -156,15 +180,36 @@ void study(const std::string& name, const black_box& f, const black_box& g, cons
   o.max_seconds = st.seconds;
   o.seed = 1;
   const std::size_t ns = std::min(n, st.seeds);
+  const std::size_t na = std::min(ns, st.ablation_seeds);
   const std::span<const float> sd(seeds.data(), ns * 784);
-  const auto r = dflare(execution::par, f, g, sd, ns, o);
-  rw.dflare = r.summary();
-  check_triggers(f, g, r, name + " DFlare");
-  check(rw.dflare.success_rate >= 0 && rw.dflare.success_rate <= 1, name + ": success rate outside [0, 1]");
+  // DFlare on every seed, DFlare_D (fitness D only) and DFlare_R (uniform selection) on the first na
+  auto run_rules = [&](rule_set rs, dflare_summary& full, dflare_summary& d_only, dflare_summary& uniform, const char* tag) {
+    dflare_options b = o;
+    b.accept = rs.accept;
+    b.selection = rs.selection;
+    const auto r = dflare(execution::par, f, g, sd, ns, b);
+    full = r.summary();
+    check_triggers(f, g, r, name + " DFlare (" + tag + " rules)");
+    check(full.success_rate >= 0 && full.success_rate <= 1, name + ": success rate outside [0, 1]");
+    dflare_options d = b;
+    d.accept = acceptance::no_novelty;
+    d_only = dflare(execution::par, f, g, sd.first(na * 784), na, d).summary();
+    dflare_options u = b;
+    u.selection = selection_rule::uniform;
+    uniform = dflare(execution::par, f, g, sd.first(na * 784), na, u).summary();
+    return r;
+  };
+  dflare_result r;
+  if (st.paper_rules) r = run_rules(paper_rules, rw.dflare, rw.dflare_d, rw.dflare_r, "paper");
+  if (st.reference_rules) {
+    auto rr = run_rules(reference_rules, rw.ref, rw.ref_d, rw.ref_r, "reference");
+    if (!st.paper_rules) r = std::move(rr);
+  }
 
   // determinism: a query budget alone gives the same result sequentially and in parallel
   {
     dflare_options d = o;
+    if (!st.paper_rules) d.accept = reference_rules.accept, d.selection = reference_rules.selection;
     d.max_seconds = 0;
     d.max_queries = 200;
     const std::size_t nd = std::min<std::size_t>(ns, 8);
@@ -176,15 +221,6 @@ void study(const std::string& name, const black_box& f, const black_box& g, cons
     check(same, name + ": DFlare seq != par under a query budget");
   }
 
-  const std::size_t na = std::min(ns, st.ablation_seeds);
-  {
-    dflare_options d = o;
-    d.accept = acceptance::no_novelty;
-    rw.dflare_d = dflare(execution::par, f, g, sd.first(na * 784), na, d).summary();
-    dflare_options u = o;
-    u.selection = selection_rule::uniform;
-    rw.dflare_r = dflare(execution::par, f, g, sd.first(na * 784), na, u).summary();
-  }
   {
     diffchaser_options c;
     c.image = {1, 28, 28};
@@ -197,7 +233,7 @@ void study(const std::string& name, const black_box& f, const black_box& g, cons
     check_triggers(f, g, rc, name + " DiffChaser");
   }
   // DRepair: 5-fold cross-validation on DFlare's (seed, trigger) pairs
-  {
+  if (st.repair) {
     const auto pairs = collect_repair_pairs(g, r, sd);
     rw.repair_pairs = pairs.size();
     if (pairs.size() >= 10) {
@@ -207,10 +243,12 @@ void study(const std::string& name, const black_box& f, const black_box& g, cons
       rw.repair = mean(std::span<const repair_metrics>(folds));
     }
   }
-  std::printf("%-26s acc %6.2f -> %6.2f, already differ %zu/%zu | DFlare %s | D %s | R %s | DiffChaser %s | repair %.1f/%.1f/%.1f (%zu pairs) [%.0f s]\n",
+  std::printf("%-26s acc %6.2f -> %6.2f, already differ %zu/%zu | DFlare %s | D %s | R %s | reference rules: DFlare %s | D %s | R %s | "
+              "DiffChaser %s | repair %.1f/%.1f/%.1f (%zu pairs) [%.0f s]\n",
               name.c_str(), 100 * rw.acc_f, 100 * rw.acc_g, rw.already, rw.test, srq(rw.dflare).c_str(), srq(rw.dflare_d).c_str(),
-              srq(rw.dflare_r).c_str(), srq(rw.chaser).c_str(), 100 * rw.repair.repair_ratio, 100 * rw.repair.inducing_ratio,
-              100 * rw.repair.improvement_ratio, rw.repair_pairs, sw.seconds());
+              srq(rw.dflare_r).c_str(), srq(rw.ref).c_str(), srq(rw.ref_d).c_str(), srq(rw.ref_r).c_str(), srq(rw.chaser).c_str(),
+              100 * rw.repair.repair_ratio, 100 * rw.repair.inducing_ratio, 100 * rw.repair.improvement_ratio, rw.repair_pairs,
+              sw.seconds());
   std::fflush(stdout);
   rows.push_back(rw);
 }
@@ -256,6 +294,67 @@ void fashion_pairs(const std::string& name, const Net& net, const io::labelled_i
           seeds, n, &test, &labels, st);
 }
 
+#ifdef NNLENS_EXAMPLE_WITH_ONNX
+/// --efficiency (header comment): queries per trigger on the new user's quantised LeNet-5.
+void efficiency(const fs::path& models, std::size_t runs, const std::string& csv_dir) {
+  const fs::path dir = models / "deepxplore-mnist";
+  std::vector<fs::path> orig, rest;
+  for (const auto& e : fs::directory_iterator(dir / "images"))
+    if (e.path().extension() == ".png") (e.path().filename().string().find("_orig") != std::string::npos ? orig : rest).push_back(e.path());
+  std::sort(orig.begin(), orig.end());
+  std::sort(rest.begin(), rest.end());
+  if (orig.size() < 20) throw data_error(dir.string() + ": fewer than 20 *_orig images");
+  orig.resize(20);
+  const auto xs = io::load_images<float>(orig), cal = io::load_images<float>(rest);
+  if (!csv_dir.empty()) {
+    fs::create_directories(csv_dir);
+    io::write_csv(fs::path(csv_dir) / "seeds20.csv", xs);
+    io::write_csv(fs::path(csv_dir) / "calib52.csv", cal);
+  }
+  std::vector<float> seeds(xs.size());
+  for (std::size_t i = 0; i < seeds.size(); ++i) seeds[i] = std::round(xs.data()[i] * 255.0f);
+  const DxLeNet5 net = io::load_onnx<DxLeNet5>((dir / "lenet5.onnx").string());
+  const auto f = wrap(net, "lenet5", normalization::divide_by(255));
+  const DxLeNet5 twin = compress::quantize(net, cal).dequantized();  // a copy: wrap(lvalue) does not own it
+  const auto g = wrap(twin, "lenet5-int8-file", normalization::divide_by(255));
+  std::printf("DeepXplore LeNet-5 vs `compress --int8` (weight-only part, calibrated on %zu images); %zu seeds; 10000 queries / 180 s\n"
+              "| rules | RNG seed | success %% | queries per trigger | s per trigger |\n|---|---|---|---|---|\n",
+              rest.size(), orig.size());
+  struct variant {
+    const char* name;
+    rule_set rules;
+    bool skip;
+    distance_measure distance = distance_measure::top1_probability;
+  };
+  constexpr auto margin = distance_measure::logit_margin;
+  for (const variant v : {variant{"paper (default)", paper_rules, false}, variant{"paper + skip_repeats", paper_rules, true},
+                          variant{"paper + logit_margin", paper_rules, false, margin},
+                          variant{"paper + logit_margin + skip_repeats", paper_rules, true, margin},
+                          variant{"reference", reference_rules, false}, variant{"reference + skip_repeats", reference_rules, true},
+                          variant{"reference + logit_margin + skip_repeats", reference_rules, true, margin}}) {
+    double sum = 0, lo = INFINITY, hi = 0;
+    for (std::size_t run = 1; run <= runs; ++run) {
+      dflare_options o;
+      o.image = {1, 28, 28};
+      o.max_queries = 10000;
+      o.max_seconds = 180;
+      o.seed = run;
+      o.accept = v.rules.accept;
+      o.selection = v.rules.selection;
+      o.skip_repeats = v.skip;
+      o.distance = v.distance;
+      const auto r = dflare(execution::par, f, g, seeds, orig.size(), o);
+      check_triggers(f, g, r, std::string("efficiency ") + v.name);
+      const auto s = r.summary();
+      std::printf("| %s | %zu | %.1f | %.2f | %.4f |\n", v.name, run, 100 * s.success_rate, s.mean_queries, s.mean_seconds);
+      sum += s.mean_queries, lo = std::min(lo, s.mean_queries), hi = std::max(hi, s.mean_queries);
+    }
+    std::printf("| %s | mean of %zu | | **%.2f** (%.2f-%.2f) | |\n", v.name, runs, sum / double(runs), lo, hi);
+    std::fflush(stdout);
+  }
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -272,9 +371,23 @@ int main(int argc, char** argv) try {
   const fs::path cache = c.str("cache", "models-cache");
   const fs::path models = c.str("models", "../shared/models");
   const std::string pairs = c.str("pairs", st.quick ? "fashion" : "fashion,deepxplore");
+#ifdef NNLENS_EXAMPLE_WITH_ONNX
+  if (c.has("efficiency")) {
+    efficiency(c.str("models", "../shared/models"), c.num("runs", 5), c.str("write-csv", ""));
+    std::printf("self-checks: %s\n", failures ? "FAILED" : "passed");
+    return failures ? 1 : 0;
+  }
+#endif
+  const std::string rules = c.str("rules", "paper");
+  if (rules != "paper" && rules != "reference" && rules != "both")
+    throw value_error("--rules: expected paper, reference or both, got '" + rules + "'");
+  st.paper_rules = rules != "reference";
+  st.reference_rules = rules != "paper";
+  st.repair = c.num("repair", 1) != 0;
   stopwatch total;
-  std::printf("DFlare study: %zu seeds, budget %zu queries / %g s per seed; ablations on %zu seeds; DiffChaser %zu seeds x %g s; %zu threads\n",
-              st.seeds, st.queries, st.seconds, st.ablation_seeds, st.diffchaser_seeds, st.diffchaser_seconds,
+  std::printf("DFlare study: %zu seeds, budget %zu queries / %g s per seed; ablations on %zu seeds; DiffChaser %zu seeds x %g s; "
+              "rules %s; %zu threads\n",
+              st.seeds, st.queries, st.seconds, st.ablation_seeds, st.diffchaser_seeds, st.diffchaser_seconds, rules.c_str(),
               nnlens::detail::default_pool().size());
 
   if (pairs.find("fashion") != std::string::npos) {
@@ -341,6 +454,17 @@ int main(int argc, char** argv) try {
                 srq(r.dflare).c_str(), srq(r.dflare_d).c_str(), srq(r.dflare_r).c_str(), srq(r.chaser).c_str(),
                 100 * r.repair.repair_ratio, 100 * r.repair.inducing_ratio, 100 * r.repair.improvement_ratio);
     if (r.dflare.found) sum_s += r.dflare.mean_seconds, sum_q += r.dflare.mean_queries, ++k;
+  }
+  if (st.reference_rules) {
+    std::printf("\nUnder the reference code's rules (acceptance::reference, selection_rule::reference; DFlare_D = no_novelty, "
+                "DFlare_R = uniform selection):\n| pair | DFlare SR / s / q | DFlare_D | DFlare_R |\n|---|---|---|---|\n");
+    double rs = 0, rq = 0;
+    std::size_t rk = 0;
+    for (const auto& r : rows) {
+      std::printf("| %s | %s | %s | %s |\n", r.pair.c_str(), srq(r.ref).c_str(), srq(r.ref_d).c_str(), srq(r.ref_r).c_str());
+      if (r.ref.found) rs += r.ref.mean_seconds, rq += r.ref.mean_queries, ++rk;
+    }
+    if (rk) std::printf("\nDFlare (reference rules) over the %zu pairs: mean %.4f s and %.2f queries per triggering input\n", rk, rs / double(rk), rq / double(rk));
   }
   if (k) std::printf("\nDFlare over the %zu pairs: mean %.4f s and %.2f queries per triggering input\n", k, sum_s / double(k), sum_q / double(k));
   std::printf("\ntotal %.1f s; self-checks: %s\n", total.seconds(), failures ? "FAILED" : "passed");

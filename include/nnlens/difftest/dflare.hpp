@@ -26,7 +26,9 @@
 //              seed's record is (D = 0, O = 0))
 //   no_novelty DFlare_D (ablation, code mode "c"): H = D, accept iff D(x) > D(x_max) strictly,
 //              the seed's record is D = -1 (the first mutant is always accepted); no corpus
-// Beyond the spec (off by default): skip_repeats never queries a mutant whose answer is already
+// Beyond the spec (off by default): distance = distance_measure::logit_margin replaces D by
+// |M_f - M_g| / max(M_f, M_g), M = log p_top - log p_second (the logit margin, recovered from the
+// probabilities), in every acceptance rule.  skip_repeats never queries a mutant whose answer is already
 // known: one equal to x_max or to a mutant already queried since x_max last changed (the blurs are
 // deterministic for a size, and a size-1 blur, a 0-pixel change or noise on black pixels returns
 // x_max itself).  Such a mutant cannot trigger (its twin did not) and no rule moves x_max to it
@@ -76,6 +78,7 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -109,6 +112,34 @@ inline bool is_triggering(std::span<const float> f, std::span<const float> g) { 
 /// D(x) = |max f(x) - max g(x)| (each model's own top-1 probability).
 inline double output_distance(std::span<const float> f, std::span<const float> g) {
   return std::abs(double(*std::max_element(f.begin(), f.end())) - double(*std::max_element(g.begin(), g.end())));
+}
+
+/// A model's logit margin recovered from its probabilities: log p_top - log p_second (softmax:
+/// = z_top - z_second); a probability that underflowed to 0 counts as the smallest float.
+inline double logit_margin(std::span<const float> p) {
+  const std::size_t t = top1(p);
+  double second = 0;
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (i != t) second = std::max(second, double(p[i]));
+  constexpr double tiny = double(std::numeric_limits<float>::denorm_min());
+  return std::log(std::max(double(p[t]), tiny)) - std::log(std::max(second, tiny));
+}
+
+/// Beyond the spec (distance_measure::logit_margin): |M_f - M_g| / max(M_f, M_g) in [0, 1] with M
+/// each model's logit margin (logit_margin): how far one model is closer to its decision boundary
+/// than the other, relative to the larger margin (1: one of them is on it).  0 when both are 0.
+/// Unlike D it still moves when both softmaxes are saturated (top-1 probability 1.0f in both).
+inline double margin_distance(std::span<const float> f, std::span<const float> g) {
+  const double a = logit_margin(f), b = logit_margin(g), m = std::max(a, b);
+  return m > 0 ? std::abs(a - b) / m : 0.0;
+}
+
+/// The D of the fitness: the spec's top-1 probability gap, or (beyond the spec) the relative
+/// logit-margin gap.
+enum class distance_measure : std::uint8_t { top1_probability, logit_margin };
+
+inline double fitness_distance(distance_measure m, std::span<const float> f, std::span<const float> g) {
+  return m == distance_measure::logit_margin ? margin_distance(f, g) : output_distance(f, g);
 }
 
 /// Exact nearest-neighbour novelty over states [f ‖ g]: novel iff the squared L2 distance to every
@@ -212,6 +243,7 @@ struct dflare_options {
   selection_rule selection = selection_rule::paper;
   acceptance accept = acceptance::paper;
   double delta = 1e-3;               // D's scale in H
+  distance_measure distance = distance_measure::top1_probability;  // D; logit_margin: beyond the spec
   double tau = 0.5;                  // novelty threshold (squared L2 on [f ‖ g])
   double epsilon = 1e-7;             // ranking value's epsilon
   std::size_t max_queries = 0;       // per seed; 0: no query limit
@@ -375,7 +407,7 @@ class dflare_search {
       }
       t0_ = clock::now();
       if (use_novelty()) corpus_.insert(pf, pg);
-      if (o_->accept == acceptance::paper) best_ = {output_distance(pf, pg), false};
+      if (o_->accept == acceptance::paper) best_ = {fitness_distance(o_->distance, pf, pg), false};
       if (o_->accept == acceptance::no_novelty) best_ = {-1.0, false};
       x_max_.assign(x_s_.begin(), x_s_.end());
       if (o_->skip_repeats) seen_ = {image_hash(x_max_)};
@@ -398,7 +430,7 @@ class dflare_search {
       finish();
       return;
     }
-    const fitness_record rec{output_distance(pf, pg), use_novelty() && corpus_.test_and_insert(pf, pg)};
+    const fitness_record rec{fitness_distance(o_->distance, pf, pg), use_novelty() && corpus_.test_and_insert(pf, pg)};
     const bool accepted = accepts(o_->accept, rec, best_, o_->delta);
     if (accepted) {
       x_max_.swap(x_);
