@@ -318,3 +318,62 @@ TEST_CASE("skip_repeats: a search no operator can move still ends by its query b
   CHECK(r.seeds[0].status == seed_status::not_found);
   CHECK(r.seeds[0].queries == 3);
 }
+
+// distance_measure::logit_margin (dflare.hpp, beyond the spec): D = |M_f - M_g| / max(M_f, M_g),
+// M = log p_top - log p_second.
+TEST_CASE("logit_margin distance: hand values; it moves where D is 0; lockstep == seq under it") {
+  const std::vector<float> f = {0.7f, 0.2f, 0.1f}, g = {0.6f, 0.3f, 0.1f};
+  const double mf = std::log(0.7 / 0.2), mg = std::log(2.0);
+  CHECK(logit_margin(f) == doctest::Approx(mf).epsilon(1e-6));
+  CHECK(margin_distance(f, g) == doctest::Approx((mf - mg) / mf).epsilon(1e-6));
+  CHECK(margin_distance(g, f) == margin_distance(f, g));
+  CHECK(margin_distance(f, f) == 0.0);
+  // both saturated: D = 0, but the margins (second probabilities 0 -> the smallest float, 1e-30) differ
+  const std::vector<float> s1 = {1.f, 0.f}, s2 = {1.f, 1e-30f};
+  CHECK(output_distance(s1, s2) == 0.0);
+  const double m1 = -std::log(double(std::numeric_limits<float>::denorm_min())), m2 = -std::log(double(1e-30f));
+  CHECK(margin_distance(s1, s2) == doctest::Approx((m1 - m2) / m1).epsilon(1e-6));
+  CHECK(fitness_distance(distance_measure::top1_probability, f, g) == output_distance(f, g));
+  CHECK(fitness_distance(distance_measure::logit_margin, f, g) == margin_distance(f, g));
+  // one model on its boundary: distance 1
+  const std::vector<float> tie = {0.5f, 0.5f};
+  CHECK(margin_distance(std::vector<float>{0.9f, 0.1f}, tie) == 1.0);
+
+  const auto bf = brightness(100, "f"), bg = brightness(104, "g");
+  const auto seeds = constant_seeds({200, 180, 60, 230, 20, 150});
+  auto o = budget(2000);
+  o.distance = distance_measure::logit_margin;
+  const auto seq = dflare(bf, bg, seeds, 6, o);
+  check_identical(seq, lockstep_run(bf, bg, seeds, 6, o));
+  CHECK(seq.summary().found == 6);
+  MESSAGE("brightness pair, logit_margin: ", seq.summary().total_queries, " queries for 6 seeds");
+}
+
+// The option's effect where D is flat: a steep brightness pair (softmax saturated far from the
+// thresholds, so both top-1 probabilities are 1.0f and D = 0) -- the logit margin still guides.
+TEST_CASE("logit_margin + skip_repeats: fewer queries than the spec's search where the softmax saturates") {
+  auto steep = [](double threshold, std::string name) {
+    return wrap([threshold](std::span<const float> x, std::span<float> p) {
+      const double z = (mean_of(x) - threshold) / 2.0;  // logits (z, 0): a softmax keeps the small one
+      p[0] = float(1.0 / (1.0 + std::exp(-z)));
+      p[1] = float(1.0 / (1.0 + std::exp(z)));
+    }, img.size(), 2, std::move(name));
+  };
+  const auto f = steep(100, "f"), g = steep(104, "g");
+  const auto seeds = constant_seeds({200, 230, 20, 250, 60, 180});
+  std::vector<float> p0(2), p1(2);
+  f(std::span<const float>(seeds).first(img.size()), 1, p0);
+  g(std::span<const float>(seeds).first(img.size()), 1, p1);
+  CHECK(output_distance(p0, p1) == 0.0);  // saturated: D cannot tell the seed from its neighbours
+  CHECK(margin_distance(p0, p1) > 0.0);
+  auto o = budget(3000);
+  const auto spec = dflare(f, g, seeds, 6, o).summary();
+  o.distance = distance_measure::logit_margin;
+  o.skip_repeats = true;
+  const auto opt = dflare(f, g, seeds, 6, o).summary();
+  MESSAGE("steep pair: spec ", spec.found, "/6 found, ", spec.total_queries, " queries; logit_margin + skip_repeats ", opt.found,
+          "/6, ", opt.total_queries, " queries");
+  CHECK(opt.found == 6);
+  CHECK(opt.found >= spec.found);
+  CHECK(opt.total_queries < spec.total_queries);
+}
