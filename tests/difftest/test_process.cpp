@@ -16,6 +16,8 @@
 #include <nnlens/difftest/dflare.hpp>
 #include <nnlens/difftest/process.hpp>
 
+#include "test_skip.hpp"
+
 #ifndef NNLENS_SOURCE_DIR
 #define NNLENS_SOURCE_DIR "."
 #endif
@@ -86,7 +88,7 @@ void check_serves(process_model& m, std::size_t n) {
 }  // namespace
 
 TEST_CASE("process: a correct Python child serves batches; black_box interface; clean shutdown") {
-  if (!have_python()) return;
+  if (!have_python()) NNLENS_SKIP(python, " or ", child_py, " not available");
   {
     process_model m(py_child("ok", 5, 4));
     CHECK(m.input_size() == 5);
@@ -128,13 +130,13 @@ TEST_CASE("process: the C++ example child") {
 }
 
 TEST_CASE("process: logits mode applies softmax in the parent") {
-  if (!have_python()) return;
+  if (!have_python()) NNLENS_SKIP(python, " or ", child_py, " not available");
   process_model m(py_child("logits", 4, 3), {.logits = true});
   check_serves(m, 3);
 }
 
 TEST_CASE("process: a child that crashes mid-answer gives process_error naming its exit; restart") {
-  if (!have_python()) return;
+  if (!have_python()) NNLENS_SKIP(python, " or ", child_py, " not available");
   {
     process_model m(py_child("crash", 4, 3, 1));
     check_serves(m, 2);  // the one good answer
@@ -159,7 +161,7 @@ TEST_CASE("process: a child that crashes mid-answer gives process_error naming i
 }
 
 TEST_CASE("process: writing to a dead child is EPIPE, not SIGPIPE") {
-  if (!have_python()) return;
+  if (!have_python()) NNLENS_SKIP(python, " or ", child_py, " not available");
   process_model m(py_child("exitreq", 1000, 3, 0));
   // 200 x 1000 floats = 800 kB: far beyond the pipe buffer, the child exits after 4 bytes.
   const auto x = inputs(200, 1000);
@@ -170,7 +172,7 @@ TEST_CASE("process: writing to a dead child is EPIPE, not SIGPIPE") {
 }
 
 TEST_CASE("process: a hanging child times out, is killed, and the parent goes on") {
-  if (!have_python()) return;
+  if (!have_python()) NNLENS_SKIP(python, " or ", child_py, " not available");
   {
     process_model m(py_child("hang", 4, 3, 1), {.request_timeout = 1000ms});
     check_serves(m, 1);
@@ -204,7 +206,7 @@ TEST_CASE("process: a hanging child times out, is killed, and the parent goes on
 }
 
 TEST_CASE("process: garbage answers are data_errors naming what was wrong") {
-  if (!have_python()) return;
+  if (!have_python()) NNLENS_SKIP(python, " or ", child_py, " not available");
   struct row {
     const char* mode;
     const char* says;
@@ -223,7 +225,7 @@ TEST_CASE("process: garbage answers are data_errors naming what was wrong") {
 }
 
 TEST_CASE("process: a wrong header, a failing start, a missing program") {
-  if (!have_python()) return;
+  if (!have_python()) NNLENS_SKIP(python, " or ", child_py, " not available");
   auto e = error_of<nnlens::data_error>([] { process_model m(py_child("header")); });
   CHECK(contains(e, "wrong header"));
   CHECK(contains(e, "hello world"));
@@ -241,7 +243,7 @@ TEST_CASE("process: a wrong header, a failing start, a missing program") {
 }
 
 TEST_CASE("process: concurrent callers share one child") {
-  if (!have_python()) return;
+  if (!have_python()) NNLENS_SKIP(python, " or ", child_py, " not available");
   auto m = std::make_shared<process_model>(py_child("ok", 4, 3));
   black_box b = as_black_box(m);
   std::vector<std::thread> ts;
@@ -259,7 +261,7 @@ TEST_CASE("process: concurrent callers share one child") {
 }
 
 TEST_CASE("process: a search survives a child that crashes mid-search (the seed fails, the next restarts it)") {
-  if (!have_python()) return;
+  if (!have_python()) NNLENS_SKIP(python, " or ", child_py, " not available");
   // f: the linear model in-process; g: the same model in a child that crashes at its 31st request.
   const black_box f = wrap([](std::span<const float> x, std::size_t n, std::span<float> p) {
     const auto want = reference(std::vector<float>(x.begin(), x.end()), n, 16, 3);
