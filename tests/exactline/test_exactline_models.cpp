@@ -7,6 +7,8 @@
 
 #include <nnlens/io/nnet.hpp>
 
+#include "test_skip.hpp"
+
 #include <filesystem>
 #include <random>
 #include <string>
@@ -17,7 +19,7 @@ using namespace el_test;
 
 namespace {
 
-const std::filesystem::path models = std::filesystem::path(NNLENS_SHARED_DIR) / "models";
+const std::filesystem::path models = nnlens_test::shared_dir() / "models";
 
 io::basic_nnet_model<double> load_plain(const std::filesystem::path& p) {
   io::nnet_options o;
@@ -40,10 +42,7 @@ std::vector<double> box_point(const io::nnet_normalization& n, std::mt19937_64& 
 
 void run_model(const std::string& rel, int lines, std::size_t dense, std::uint64_t seed) {
   const auto p = models / rel;
-  if (!std::filesystem::exists(p)) {
-    MESSAGE("skipped: ", p.string(), " not found");
-    return;
-  }
+  if (!std::filesystem::exists(p)) NNLENS_SKIP(p.string(), " not found");
   const auto m = load_plain(p);
   const auto& net = m.net;
   std::mt19937_64 rng(seed);
@@ -87,7 +86,7 @@ TEST_CASE("ACAS Xu 2_3, 5_9, sisl TestNetwork, Marabou MNIST MLPs: P1, P2, P5-P8
 
 TEST_CASE("ACAS Xu 1_1: decision intervals (argmin advisory) on a head-on distance line") {
   const auto p = models / "acasxu-nnet/ACASXU_run2a_1_1_batch_2000.nnet";
-  if (!std::filesystem::exists(p)) return;
+  if (!std::filesystem::exists(p)) NNLENS_SKIP(p.string(), " not found");
   // raw units with the file's normalisation folded in (clamp included): rho from 0 to 12000 ft at
   // theta = -68 deg, psi = -180 deg (head-on), v_own = v_int = 150 (specs/exactline.md §3(a))
   const auto m = io::load_nnet<double>(p);

@@ -7,6 +7,8 @@
 #include <nnlens/train/fit.hpp>
 #include <nnlens/train/optimizer.hpp>
 
+#include "test_skip.hpp"
+
 #include "../../tools/nnlens/lenet5_recipe.hpp"
 
 #include <chrono>
@@ -188,15 +190,11 @@ TEST_CASE("fit and evaluate reject bad datasets") {
 }
 
 TEST_CASE("an MLP learns a Fashion-MNIST subset within seconds") {
-  const std::filesystem::path dir = NNLENS_FASHION_DIR;
+  const std::filesystem::path dir = nnlens_test::fashion_dir();
 #if !NNLENS_HAS_ZLIB
-  MESSAGE("built without zlib: the gzipped Fashion-MNIST cannot be read; skipped");
-  return;
+  NNLENS_SKIP("built without zlib: the gzipped Fashion-MNIST cannot be read");
 #endif
-  if (!std::filesystem::exists(dir / "train-images-idx3-ubyte.gz")) {
-    MESSAGE("Fashion-MNIST not installed at " << dir << "; skipped");
-    return;
-  }
+  if (!std::filesystem::exists(dir / "train-images-idx3-ubyte.gz")) NNLENS_SKIP("Fashion-MNIST not installed at ", dir.string());
   const auto t0 = std::chrono::steady_clock::now();
   const auto tr = io::load_mnist(dir, "train", 10000);
   const auto te = io::load_mnist(dir, "t10k", 2000);
@@ -212,15 +210,11 @@ TEST_CASE("an MLP learns a Fashion-MNIST subset within seconds") {
 }
 
 TEST_CASE("integration: the LeNet-5 demo configuration reaches >= 89% on Fashion-MNIST") {
-  const std::filesystem::path dir = NNLENS_FASHION_DIR;
+  const std::filesystem::path dir = nnlens_test::fashion_dir();
 #if !NNLENS_HAS_ZLIB
-  MESSAGE("built without zlib: skipped");
-  return;
+  NNLENS_SKIP("built without zlib: the gzipped Fashion-MNIST cannot be read");
 #endif
-  if (!std::filesystem::exists(dir / "train-images-idx3-ubyte.gz")) {
-    MESSAGE("Fashion-MNIST not installed at " << dir << "; skipped");
-    return;
-  }
+  if (!std::filesystem::exists(dir / "train-images-idx3-ubyte.gz")) NNLENS_SKIP("Fashion-MNIST not installed at ", dir.string());
   const auto tr = io::load_mnist(dir, "train");
   const auto te = io::load_mnist(dir, "t10k");
   const demo::lenet5_recipe recipe;

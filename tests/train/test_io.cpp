@@ -6,6 +6,8 @@
 #include <nnlens/io/weights.hpp>
 #include <nnlens/nnlens.hpp>
 
+#include "test_skip.hpp"
+
 #include <unistd.h>
 
 #include <cmath>
@@ -220,13 +222,11 @@ TEST_CASE("IDX: load_mnist checks the pair of files") {
 }
 
 TEST_CASE("IDX: the real Fashion-MNIST test set") {
-  const fs::path dir = NNLENS_FASHION_DIR;
-  if (!fs::exists(dir / "t10k-labels-idx1-ubyte.gz") && !fs::exists(dir / "t10k-labels-idx1-ubyte")) {
-    MESSAGE("Fashion-MNIST not installed at " << dir << "; skipped");
-    return;
-  }
+  const fs::path dir = nnlens_test::fashion_dir();
+  if (!fs::exists(dir / "t10k-labels-idx1-ubyte.gz") && !fs::exists(dir / "t10k-labels-idx1-ubyte"))
+    NNLENS_SKIP("Fashion-MNIST not installed at ", dir.string());
 #if !NNLENS_HAS_ZLIB
-  if (!fs::exists(dir / "t10k-labels-idx1-ubyte")) return;
+  if (!fs::exists(dir / "t10k-labels-idx1-ubyte")) NNLENS_SKIP("built without zlib: the gzipped Fashion-MNIST at ", dir.string(), " cannot be read");
 #endif
   auto t = io::load_mnist(dir, "t10k");
   REQUIRE(t.size() == 10000);
