@@ -38,6 +38,8 @@
 
 #include <xtensor/xview.hpp>
 
+#include "test_skip.hpp"
+
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
@@ -118,7 +120,7 @@ double compare_relevance(const Net& net, const X& x, std::size_t outputs, const 
 /// it): gunzipped with the gzip tool into temp files.  Empty when unavailable.
 io::labelled_images<float> fashion(std::size_t n) {
   io::labelled_images<float> r;
-  const std::filesystem::path dir = NNLENS_FASHION_DIR;
+  const std::filesystem::path dir = nnlens_test::fashion_dir();
   const std::string stem = (std::filesystem::temp_directory_path() / ("nnlens_thrust_cov_" + std::to_string(::getpid()))).string();
   auto gunzip = [&](const char* name, const std::string& to) {
     const auto gz = dir / name;
@@ -213,11 +215,8 @@ TEST_CASE("thrust relevance: a hand-made network (values by hand)") {
 }
 
 TEST_CASE("thrust relevance: a real network (ACAS Xu 1_1 .nnet)") {
-  const auto path = std::filesystem::path(NNLENS_SHARED_DIR) / "models/acasxu-nnet/ACASXU_run2a_1_1_batch_2000.nnet";
-  if (!std::filesystem::exists(path)) {
-    MESSAGE("no ACAS Xu model at " << path << "; skipped");
-    return;
-  }
+  const auto path = nnlens_test::shared_dir() / "models/acasxu-nnet/ACASXU_run2a_1_1_batch_2000.nnet";
+  if (!std::filesystem::exists(path)) NNLENS_SKIP("no ACAS Xu model at ", path.string());
   const auto model = io::load_nnet<float>(path, {.clamp_inputs = false});  // a Dense/ReLU chain
   const auto& net = model.net;
   xt::xarray<float> x = xt::xarray<float>::from_shape({64, 5});
@@ -234,10 +233,7 @@ TEST_CASE("thrust relevance: a real network (ACAS Xu 1_1 .nnet)") {
 
 TEST_CASE("thrust coverage: DeepImportance and neuron coverage on Fashion-MNIST through LeNet-5") {
   const auto data = fashion(900);
-  if (data.labels.empty()) {
-    MESSAGE("Fashion-MNIST (or gzip) not available; skipped");
-    return;
-  }
+  if (data.labels.empty()) NNLENS_SKIP("Fashion-MNIST (or gzip) not available at ", nnlens_test::fashion_dir().string());
   // LeNet-5 trained for four epochs on 600 images (seeded, deterministic); T' = the 300 training
   // images it classifies correctly among images 600..899, tested on the first 100
   auto net = make<LeNet5>(21);
