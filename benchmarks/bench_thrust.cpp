@@ -1,27 +1,58 @@
-// The thrust backend against the host policies (docs/scale.md, section "Thrust backend").
+// The thrust backend against the host policies (docs/scale.md, sections "Thrust backend" and
+// "GPU check").  Built twice: by g++ (bench_thrust: the OMP device system) and by nvcc
+// (bench_thrust_cuda, benchmarks/bench_thrust.cu: the CUDA device system, scripts/gpu-check).
 //
 //   forward/lenet5/<policy>/<batch>   forward of LeNet-5 (Input<1,28,28> ... Dense<10>, seed 1) on
-//                                     `batch` random images, batch 1 ... 4096
+//                                     `batch` random images, batch 1 ... 16,384
 //   forward/mlp/<policy>/<batch>      the same for benchmarks/nets.hpp's MLP (784, 6 x 256, 10)
-//   profile/lenet5/<policy>           profile_network (channel grain) over 60,000 images
+//   profile/lenet5/<policy>           profile_network (channel grain) over 60,000 random images
+//   idc/prepare/lenet5/<policy>       prepare_idc (m = 6, subject layer: the ReLU after Dense<84>)
+//                                     on 60,000 Fashion-MNIST images: the 10,000 test images
+//                                     (NNLENS_FASHION_DIR/t10k-*) six times over, with their labels
 //       policy = seq (one host thread) | par (the host pool: NNLENS_NUM_THREADS) |
-//                thrust1 / thrust2 (execution::thrust with 1 / 2 OpenMP threads)
-// Images: uniform [0, 1) (the kernels' cost does not depend on the values).  Counter: samples/s
-// (wall clock).  Run: NNLENS_NUM_THREADS=2 bin/benchmarks/bench_thrust --benchmark_repetitions=3
-//      --benchmark_report_aggregates_only=true
+//                thrust1 / thrust2 (g++: execution::thrust with 1 / 2 OpenMP threads) |
+//                cuda (nvcc: execution::thrust on the GPU)
+// Images for forward and profiling: uniform [0, 1) (the kernels' cost does not depend on the
+// values).  Counters: samples/s and s/sample (wall clock).
+//
+// Every row makes one untimed call of the same work before its timed loop (on a smaller input
+// for profiling and IDC): the first call at a new size grows the host's per-thread workspace and
+// page-faults it in (on the 2-core VM ~15 us per fault, 10 faults per LeNet-5 image: a first
+// forward call costs 8-10x a later one), and on the GPU it creates the CUDA context.  Google
+// Benchmark runs a slow row for one iteration only, so without the warm-up call that first call
+// was the whole measurement (docs/scale.md: "the batch-4096 cliff").
+//
+// Run: NNLENS_NUM_THREADS=2 OMP_WAIT_POLICY=passive bin/benchmarks/bench_thrust
+//      --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
 #include <random>
+#include <string>
+#include <vector>
 
+#include <xtensor/xview.hpp>
+
+#include <nnlens/coverage/idc.hpp>
+#include <nnlens/io/idx.hpp>
 #include <nnlens/layers/all.hpp>
 #include <nnlens/network/forward.hpp>
 #include <nnlens/network/parameters.hpp>
 #include <nnlens/slicing/profile.hpp>
+#include <nnlens/thrust/coverage.hpp>
 #include <nnlens/thrust/forward.hpp>
 #include <nnlens/thrust/profile.hpp>
 
+#include "cuda_device.hpp"
+
 #if defined(_OPENMP)
 #include <omp.h>
+#endif
+
+#ifndef NNLENS_FASHION_DIR
+#define NNLENS_FASHION_DIR "/usr/share/datasets/fashion-mnist"
 #endif
 
 using namespace nnlens;
@@ -33,7 +64,7 @@ using LeNet5 = Sequential<Input<1, 28, 28>, Conv2D<6, 5, 1, 2>, ReLU, MaxPool2D<
 using MLP = Sequential<Input<784>, Dense<256>, ReLU, Dense<256>, ReLU, Dense<256>, ReLU, Dense<256>, ReLU, Dense<256>,
                        ReLU, Dense<256>, ReLU, Dense<10>>;
 
-enum pol { seq, par, thrust1, thrust2 };
+enum pol { seq, par, thrust1, thrust2, gpu };  // gpu: the nvcc build's execution::thrust
 
 template <class Net>
 const Net& net() {
@@ -59,32 +90,107 @@ void set_threads([[maybe_unused]] pol p) {
 #endif
 }
 
+/// f(policy) with the policy `p` names.
+template <class F>
+decltype(auto) with_policy(pol p, F&& f) {
+  if (p == seq) return f(execution::seq);
+  if (p == par) return f(execution::par);
+  return f(execution::thrust);
+}
+
+/// Skips a device row (with the reason) when the device cannot run; true if it did.
+bool skip_without_device(benchmark::State& st, pol p) {
+  if (p == seq || p == par || nnlens_bench::device_unavailable().empty()) return false;
+  st.SkipWithError(nnlens_bench::device_unavailable().c_str());
+  return true;
+}
+
+void per_sample(benchmark::State& st, double samples) {
+  st.counters["samples/s"] = benchmark::Counter(samples * double(st.iterations()), benchmark::Counter::kIsRate);
+  st.counters["s/sample"] = benchmark::Counter(samples * double(st.iterations()),
+                                               benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 template <class Net>
 void bm_forward(benchmark::State& st, pol p) {
+  if (skip_without_device(st, p)) return;
   const std::size_t batch = std::size_t(st.range(0));
   const auto x = images(batch, Net::input_shape);
   set_threads(p);
+  auto run = [&] { return with_policy(p, [&](const auto& pol) { return forward(pol, net<Net>(), x); }); };
+  benchmark::DoNotOptimize(run().data());  // warm-up, untimed (see the header)
   for (auto _ : st) {
-    xt::xarray<float> y;
-    if (p == seq) y = forward(execution::seq, net<Net>(), x);
-    else if (p == par) y = forward(execution::par, net<Net>(), x);
-    else y = forward(execution::thrust, net<Net>(), x);
+    xt::xarray<float> y = run();
     benchmark::DoNotOptimize(y.data());
   }
-  st.counters["samples/s"] = benchmark::Counter(double(batch) * double(st.iterations()), benchmark::Counter::kIsRate);
+  per_sample(st, double(batch));
+}
+
+const xt::xarray<float>& images60k() {
+  static const auto x = images(60000, LeNet5::input_shape);
+  return x;
 }
 
 void bm_profile(benchmark::State& st, pol p) {
-  static const auto x = images(60000, LeNet5::input_shape);
+  if (skip_without_device(st, p)) return;
+  const auto& x = images60k();
   set_threads(p);
+  auto run = [&](const xt::xarray<float>& X) {
+    return with_policy(p, [&](const auto& pol) { return profile_network(pol, net<LeNet5>(), X); });
+  };
+  benchmark::DoNotOptimize(run(xt::xarray<float>(xt::view(x, xt::range(0, 4096)))).sums.data());  // warm-up
   for (auto _ : st) {
-    profile r;
-    if (p == seq) r = profile_network(execution::seq, net<LeNet5>(), x);
-    else if (p == par) r = profile_network(execution::par, net<LeNet5>(), x);
-    else r = profile_network(execution::thrust, net<LeNet5>(), x);
+    profile r = run(x);
     benchmark::DoNotOptimize(r.sums.data());
   }
-  st.counters["samples/s"] = benchmark::Counter(60000.0 * double(st.iterations()), benchmark::Counter::kIsRate);
+  per_sample(st, 60000.0);
+}
+
+/// 60,000 Fashion-MNIST images and labels: the 10,000 test images six times over.
+struct fashion {
+  std::string error;
+  xt::xarray<float> images;
+  std::vector<std::uint8_t> labels;
+};
+
+const fashion& fashion60k() {
+  static const fashion f = [] {
+    fashion r;
+    try {
+      const char* env = std::getenv("NNLENS_FASHION_DIR");
+      const auto t = io::load_mnist<float>(env ? env : NNLENS_FASHION_DIR, "t10k");
+      const std::size_t n = t.size(), each = t.images.size() / n, copies = 6;
+      r.images = xt::xarray<float>::from_shape({copies * n, 1, 28, 28});
+      for (std::size_t c = 0; c < copies; ++c) {
+        std::copy_n(t.images.data(), n * each, r.images.data() + c * n * each);
+        r.labels.insert(r.labels.end(), t.labels.begin(), t.labels.end());
+      }
+    } catch (const std::exception& e) {
+      r.error = e.what();
+    }
+    return r;
+  }();
+  return f;
+}
+
+void bm_idc(benchmark::State& st, pol p) {
+  const auto& d = fashion60k();
+  if (!d.error.empty()) return st.SkipWithError(d.error.c_str());
+  if (skip_without_device(st, p)) return;
+  set_threads(p);
+  auto run = [&](const xt::xarray<float>& X, const std::vector<std::uint8_t>& y) {
+    return with_policy(p, [&](const auto& pol) { return prepare_idc(pol, net<LeNet5>(), X, y); });
+  };
+  {  // warm-up on the first 4,096 images, untimed
+    const xt::xarray<float> X = xt::view(d.images, xt::range(0, 4096));
+    const std::vector<std::uint8_t> y(d.labels.begin(), d.labels.begin() + 4096);
+    benchmark::DoNotOptimize(run(X, y).incc_size());
+  }
+  for (auto _ : st) {
+    const idc c = run(d.images, d.labels);
+    benchmark::DoNotOptimize(c.incc_size());
+  }
+  per_sample(st, double(d.labels.size()));
 }
 
 void bm_forward_lenet5(benchmark::State& st, pol p) { bm_forward<LeNet5>(st, p); }
@@ -94,19 +200,42 @@ void batches(benchmark::internal::Benchmark* b) {
   for (int n : {1, 4, 16, 64, 256, 1024, 4096}) b->Arg(n);
   b->UseRealTime()->Unit(benchmark::kMillisecond);
 }
+// LeNet-5 also at 2,048 ... 16,384: per-sample time stays flat above 256 (docs/scale.md)
+void lenet_batches(benchmark::internal::Benchmark* b) {
+  for (int n : {1, 4, 16, 64, 256, 1024, 2048, 4096, 8192, 16384}) b->Arg(n);
+  b->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+void once(benchmark::internal::Benchmark* b) { b->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond); }
 
 }  // namespace
 
-BENCHMARK_CAPTURE(bm_forward_lenet5, lenet5/seq, seq)->Apply(batches);
-BENCHMARK_CAPTURE(bm_forward_lenet5, lenet5/par, par)->Apply(batches);
-BENCHMARK_CAPTURE(bm_forward_lenet5, lenet5/thrust1, thrust1)->Apply(batches);
-BENCHMARK_CAPTURE(bm_forward_lenet5, lenet5/thrust2, thrust2)->Apply(batches);
+BENCHMARK_CAPTURE(bm_forward_lenet5, lenet5/seq, seq)->Apply(lenet_batches);
+BENCHMARK_CAPTURE(bm_forward_lenet5, lenet5/par, par)->Apply(lenet_batches);
+#if defined(__CUDACC__)
+BENCHMARK_CAPTURE(bm_forward_lenet5, lenet5/cuda, gpu)->Apply(lenet_batches);
+BENCHMARK_CAPTURE(bm_forward_mlp, mlp/seq, seq)->Apply(batches);
+BENCHMARK_CAPTURE(bm_forward_mlp, mlp/par, par)->Apply(batches);
+BENCHMARK_CAPTURE(bm_forward_mlp, mlp/cuda, gpu)->Apply(batches);
+BENCHMARK_CAPTURE(bm_profile, profile/lenet5/seq, seq)->Apply(once);
+BENCHMARK_CAPTURE(bm_profile, profile/lenet5/par, par)->Apply(once);
+BENCHMARK_CAPTURE(bm_profile, profile/lenet5/cuda, gpu)->Apply(once);
+BENCHMARK_CAPTURE(bm_idc, idc/prepare/lenet5/seq, seq)->Apply(once);
+BENCHMARK_CAPTURE(bm_idc, idc/prepare/lenet5/par, par)->Apply(once);
+BENCHMARK_CAPTURE(bm_idc, idc/prepare/lenet5/cuda, gpu)->Apply(once);
+#else
+BENCHMARK_CAPTURE(bm_forward_lenet5, lenet5/thrust1, thrust1)->Apply(lenet_batches);
+BENCHMARK_CAPTURE(bm_forward_lenet5, lenet5/thrust2, thrust2)->Apply(lenet_batches);
 BENCHMARK_CAPTURE(bm_forward_mlp, mlp/seq, seq)->Apply(batches);
 BENCHMARK_CAPTURE(bm_forward_mlp, mlp/par, par)->Apply(batches);
 BENCHMARK_CAPTURE(bm_forward_mlp, mlp/thrust2, thrust2)->Apply(batches);
-BENCHMARK_CAPTURE(bm_profile, profile/lenet5/seq, seq)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(bm_profile, profile/lenet5/par, par)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(bm_profile, profile/lenet5/thrust1, thrust1)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(bm_profile, profile/lenet5/thrust2, thrust2)->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(bm_profile, profile/lenet5/seq, seq)->Apply(once);
+BENCHMARK_CAPTURE(bm_profile, profile/lenet5/par, par)->Apply(once);
+BENCHMARK_CAPTURE(bm_profile, profile/lenet5/thrust1, thrust1)->Apply(once);
+BENCHMARK_CAPTURE(bm_profile, profile/lenet5/thrust2, thrust2)->Apply(once);
+BENCHMARK_CAPTURE(bm_idc, idc/prepare/lenet5/seq, seq)->Apply(once);
+BENCHMARK_CAPTURE(bm_idc, idc/prepare/lenet5/par, par)->Apply(once);
+BENCHMARK_CAPTURE(bm_idc, idc/prepare/lenet5/thrust1, thrust1)->Apply(once);
+BENCHMARK_CAPTURE(bm_idc, idc/prepare/lenet5/thrust2, thrust2)->Apply(once);
+#endif
 
 BENCHMARK_MAIN();

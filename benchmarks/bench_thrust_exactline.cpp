@@ -1,13 +1,21 @@
-// ExactLine over many segments: the host policies against the thrust backend (OMP device system)
-// (docs/scale.md, section "Thrust backend").
+// ExactLine over many segments: the host policies against the thrust backend (docs/scale.md,
+// sections "Thrust backend" and "GPU check").  Built twice: by g++ (bench_thrust_exactline: the OMP
+// device system) and by nvcc (bench_thrust_exactline_cuda, benchmarks/bench_thrust_exactline.cu).
 //
 //   exactline/acasxu/<policy>/<segments>   exact_lines on ACASXU_run2a_1_1 (.nnet read with every
-//                                          fold off: 6 x 50 ReLU, normalised units, double), the
-//                                          first `segments` of 10,000 fixed segments
+//                                          fold off: 6 x 50 ReLU, normalised units, double) as the
+//                                          DynamicNetwork the loader returns, the first `segments`
+//                                          of 10,000 fixed segments (g++ build only: nvcc 13's
+//                                          front end rejects the host analyses of a DynamicNetwork)
+//   exactline/acasxu_static/<policy>/<segments>   the same weights in a Sequential<Input<5>,
+//                                          Dense<50, double>, ReLU, ... Dense<5, double>>
 //       policy = seq (one host thread) | par (the host pool: NNLENS_NUM_THREADS threads) |
 //                thrust (execution::thrust: the default policy.batch, 256 on CPU systems, hence
 //                passes of 32 segments; OMP_NUM_THREADS threads) |
-//                thrust_b<S> (passes of S segments: policy.batch = 8 S)
+//                thrust_b<S> (passes of S segments: policy.batch = 8 S) |
+//                cuda (nvcc build: execution::thrust on the GPU, its default policy.batch)
+// The model is read from $NNLENS_SHARED_DIR/models/acasxu-nnet/ (else the CMake definition).
+// Every row makes one untimed call before its timed loop (workspaces, the CUDA context).
 // Segments: both endpoints uniform in the normalised input box [(min - mean) / range,
 // (max - mean) / range] per input, std::mt19937_64 seeded 2026 (A[i], then B[i], for i = 0, 1, ...).
 // Counters: segments/s (wall clock), pieces/segment.
@@ -15,6 +23,8 @@
 //      bin/benchmarks/bench_thrust_exactline --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -22,7 +32,11 @@
 
 #include <nnlens/exactline/line.hpp>
 #include <nnlens/io/nnet.hpp>
+#include <nnlens/layers/all.hpp>
+#include <nnlens/network/parameters.hpp>
 #include <nnlens/thrust/exactline.hpp>
+
+#include "cuda_device.hpp"
 
 using namespace nnlens;
 
@@ -30,18 +44,47 @@ namespace {
 
 using rows = std::vector<std::vector<double>>;
 
+// ACAS Xu's 6 x 50 ReLU network in double, as a static network
+using AcasStatic = Sequential<Input<5>, Dense<50, double>, ReLU, Dense<50, double>, ReLU, Dense<50, double>, ReLU,
+                              Dense<50, double>, ReLU, Dense<50, double>, ReLU, Dense<50, double>, ReLU, Dense<5, double>>;
+
 struct data {
+  std::string error;  // why the model could not be read (the rows skip with it)
   io::basic_nnet_model<double> model;
+  AcasStatic fixed;  // model.net's weights
   rows A, B;
 };
+
+std::filesystem::path shared_dir() {
+  const char* env = std::getenv("NNLENS_SHARED_DIR");
+  return env ? env : NNLENS_SHARED_DIR;
+}
 
 const data& acas() {
   static const data d = [] {
     data r;
     io::nnet_options o;
     o.normalize_inputs = o.clamp_inputs = o.rescale_outputs = false;
-    r.model = io::load_nnet<double>(
-        std::filesystem::path(NNLENS_SHARED_DIR) / "models" / "acasxu-nnet" / "ACASXU_run2a_1_1_batch_2000.nnet", o);
+    try {
+      r.model = io::load_nnet<double>(shared_dir() / "models" / "acasxu-nnet" / "ACASXU_run2a_1_1_batch_2000.nnet", o);
+      initialize(r.fixed, 1);  // allocates the static network's tensors; the .nnet's values follow
+      const auto from = parameter_spans(r.model.net);
+      const auto to = parameter_spans(r.fixed);
+      auto sizes = [](const auto& spans) {
+        std::string t;
+        for (const auto& x : spans) t += (t.empty() ? "" : ",") + std::to_string(x.size());
+        return t;
+      };
+      bool same = from.size() == to.size();
+      for (std::size_t i = 0; same && i < to.size(); ++i) same = from[i].size() == to[i].size();
+      if (!same)
+        throw shape_error("bench_thrust_exactline: ACASXU_run2a_1_1 has parameter tensors of sizes " + sizes(from) +
+                          ", expected " + sizes(to) + " (6 x 50 ReLU)");
+      for (std::size_t i = 0; i < to.size(); ++i) std::copy(from[i].begin(), from[i].end(), to[i].begin());
+    } catch (const std::exception& e) {
+      r.error = e.what();
+      return r;
+    }
     const auto& nm = r.model.norm;
     std::mt19937_64 rng(2026);
     auto point = [&] {
@@ -62,20 +105,24 @@ const data& acas() {
 
 enum pol { seq, par, thr };
 
-void bm_lines(benchmark::State& st, pol p, std::size_t segments_per_pass) {
+template <class Net>
+void bm_lines(benchmark::State& st, const Net& net, pol p, std::size_t segments_per_pass) {
+  if (p == thr && !nnlens_bench::device_unavailable().empty())
+    return st.SkipWithError(nnlens_bench::device_unavailable().c_str());
   const auto& d = acas();
+  if (!d.error.empty()) return st.SkipWithError(d.error.c_str());
   const std::size_t n = std::size_t(st.range(0));
   const rows A(d.A.begin(), d.A.begin() + std::ptrdiff_t(n)), B(d.B.begin(), d.B.begin() + std::ptrdiff_t(n));
+  auto run = [&] {
+    if (p == seq) return exact_lines(execution::seq, net, A, B);
+    if (p == par) return exact_lines(execution::par, net, A, B);
+    return exact_lines(segments_per_pass ? thrust_policy{.batch = segments_per_pass * thrust_line_batch_divisor} : thrust_policy{},
+                       net, A, B);
+  };
+  benchmark::DoNotOptimize(run().data());  // warm-up, untimed
   std::size_t pieces = 0;
   for (auto _ : st) {
-    std::vector<line_result<double>> r;
-    if (p == seq)
-      r = exact_lines(execution::seq, d.model.net, A, B);
-    else if (p == par)
-      r = exact_lines(execution::par, d.model.net, A, B);
-    else
-      r = exact_lines(segments_per_pass ? thrust_policy{.batch = segments_per_pass * thrust_line_batch_divisor} : thrust_policy{},
-                      d.model.net, A, B);
+    std::vector<line_result<double>> r = run();
     pieces = 0;
     for (const auto& x : r) pieces += x.pieces();
     benchmark::DoNotOptimize(r.data());
@@ -89,16 +136,32 @@ void sizes(benchmark::internal::Benchmark* b) {
   b->UseRealTime()->Unit(benchmark::kMillisecond);
 }
 
+void bm_static(benchmark::State& st, pol p, std::size_t segments_per_pass) {
+  bm_lines(st, acas().fixed, p, segments_per_pass);
+}
+#if !defined(__CUDACC__)
+void bm_dynamic(benchmark::State& st, pol p, std::size_t segments_per_pass) {
+  bm_lines(st, acas().model.net, p, segments_per_pass);
+}
+#endif
+
 }  // namespace
 
-BENCHMARK_CAPTURE(bm_lines, acasxu/seq, seq, 0)->Apply(sizes);
-BENCHMARK_CAPTURE(bm_lines, acasxu/par, par, 0)->Apply(sizes);
-BENCHMARK_CAPTURE(bm_lines, acasxu/thrust, thr, 0)->Apply(sizes);
-BENCHMARK_CAPTURE(bm_lines, acasxu/thrust_b16, thr, 16)->Arg(10000)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(bm_lines, acasxu/thrust_b32, thr, 32)->Arg(10000)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(bm_lines, acasxu/thrust_b64, thr, 64)->Arg(10000)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(bm_lines, acasxu/thrust_b128, thr, 128)->Arg(10000)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(bm_lines, acasxu/thrust_b256, thr, 256)->Arg(10000)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(bm_lines, acasxu/thrust_b1024, thr, 1024)->Arg(10000)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(bm_static, acasxu_static/seq, seq, 0)->Apply(sizes);
+BENCHMARK_CAPTURE(bm_static, acasxu_static/par, par, 0)->Apply(sizes);
+#if defined(__CUDACC__)
+BENCHMARK_CAPTURE(bm_static, acasxu_static/cuda, thr, 0)->Apply(sizes);
+#else
+BENCHMARK_CAPTURE(bm_static, acasxu_static/thrust, thr, 0)->Apply(sizes);
+BENCHMARK_CAPTURE(bm_dynamic, acasxu/seq, seq, 0)->Apply(sizes);
+BENCHMARK_CAPTURE(bm_dynamic, acasxu/par, par, 0)->Apply(sizes);
+BENCHMARK_CAPTURE(bm_dynamic, acasxu/thrust, thr, 0)->Apply(sizes);
+BENCHMARK_CAPTURE(bm_dynamic, acasxu/thrust_b16, thr, 16)->Arg(10000)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(bm_dynamic, acasxu/thrust_b32, thr, 32)->Arg(10000)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(bm_dynamic, acasxu/thrust_b64, thr, 64)->Arg(10000)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(bm_dynamic, acasxu/thrust_b128, thr, 128)->Arg(10000)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(bm_dynamic, acasxu/thrust_b256, thr, 256)->Arg(10000)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(bm_dynamic, acasxu/thrust_b1024, thr, 1024)->Arg(10000)->UseRealTime()->Unit(benchmark::kMillisecond);
+#endif
 
 BENCHMARK_MAIN();
