@@ -34,8 +34,9 @@
 // min(floor((v - lower) / (upper - lower) * K), K - 1); values outside are ignored (the spec's
 // proposal) unless count_overflow, which adds a "below" and an "above" bucket (total K + 2).
 // Note: LSA is minus a log-density, which is negative wherever the density exceeds 1 (common with
-// tens of dimensions: on LeNet-5 / Fashion-MNIST's penultimate layer the median test LSA is about
-// -28), so with lower = 0 those inputs cover nothing.  The default range stays [0, U] (the spec's
+// tens of dimensions: on the project's LeNet-5 / Fashion-MNIST penultimate layer, surprise model on
+// 5,000 training images, 57.5% of the test set's LSA is below 0, min -53.8, median -3.5; docs/
+// deepimportance-study.md), so with lower = 0 those inputs cover nothing.  The default range stays [0, U] (the spec's
 // proposal, §7), but it is never silent: range() counts the inputs fed that fell below, inside and
 // above [lower, upper] (range().in_range_fraction(); a report of LSC should print it beside the
 // percentage).  The reference code's reading (L = the minimum SA of the target set) is
