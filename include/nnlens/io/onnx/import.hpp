@@ -15,6 +15,8 @@
 // requires: one run-time graph input (others bound through onnx_options::extra_inputs), a
 //           batch-leading input (or a rank-1 input without batch axis), opset <= 17 of the default
 //           domain (tested: 7..17).  Anything else -> io_error naming the node, its op type and the supported set.
+// ensures: every parameter of the network is finite: a NaN/Inf initializer, Constant or attribute
+//          is an io_error naming the tensor (or attribute), its node and the element (state.hpp).
 #pragma once
 
 #include <algorithm>
@@ -30,6 +32,7 @@
 #include "nnlens/io/onnx/proto.hpp"
 #include "nnlens/io/onnx/state.hpp"
 #include "nnlens/io/onnx/values.hpp"
+#include "nnlens/network/parameters.hpp"
 
 namespace nnlens::io::detail {
 
@@ -81,6 +84,12 @@ class onnx_importer : onnx_graph_state {
       } catch (const error& e) {
         throw io_error("ONNX: " + path_ + ": " + e.what());
       }
+    }
+    // The constants were finite (cst()); what folding made of them, or a double beyond float, may not be.
+    try {
+      require_finite_parameters(net);
+    } catch (const value_error& e) {
+      throw io_error("ONNX: " + path_ + ": " + e.what() + " after import (a constant overflows the network's scalar)");
     }
     return net;
   }
@@ -166,7 +175,7 @@ class onnx_importer : onnx_graph_state {
 
   void gemm(const onnx::NodeProto& n) {
     if (!is_act(n.input(0))) fail(n, "input A must be the activation (B and C constants)");
-    const double alpha = onnx_attr_f(n, "alpha", 1.0), beta = onnx_attr_f(n, "beta", 1.0);
+    const double alpha = attr_f(n, "alpha", 1.0), beta = attr_f(n, "beta", 1.0);
     if (onnx_attr_i(n, "transA", 0) != 0) fail(n, "transA = 1 on the activation is not supported");
     const bool tb = onnx_attr_i(n, "transB", 0) != 0;
     const onnx_tensor& B = cst(n, 1);
@@ -391,7 +400,7 @@ class onnx_importer : onnx_graph_state {
       *dst[i] = tensor<float, 1>::from_shape({C});
       for (std::size_t c = 0; c < C; ++c) (*dst[i])(c) = float(t.values[c]);
     }
-    b.eps = double(float(onnx_attr_f(n, "epsilon", 1e-5)));
+    b.eps = double(float(attr_f(n, "epsilon", 1e-5)));
     emit(n, a, std::move(b));
     out(n, std::move(a));
   }
@@ -401,15 +410,19 @@ class onnx_importer : onnx_graph_state {
     if (a.has_pad()) fail(n, "follows a Pad node");
     const std::string& op = n.op_type();
     if (op == "Relu") emit(n, a, ReLU{});
-    else if (op == "LeakyRelu") emit(n, a, LeakyReLU{double(float(onnx_attr_f(n, "alpha", 0.01)))});
+    else if (op == "LeakyRelu") emit(n, a, LeakyReLU{double(float(attr_f(n, "alpha", 0.01)))});
     else {
       Clamp c;
       if (opset_ < 11) {
-        c.lo = onnx_attr_f(n, "min", -std::numeric_limits<double>::infinity());
-        c.hi = onnx_attr_f(n, "max", std::numeric_limits<double>::infinity());
-      } else {
-        if (const auto* lo = opt_cst(n, 1)) c.lo = scalar_of(n, *lo, 1);
-        if (const auto* hi = opt_cst(n, 2)) c.hi = scalar_of(n, *hi, 2);
+        c.lo = attr_f(n, "min", -std::numeric_limits<double>::infinity(), true);
+        c.hi = attr_f(n, "max", std::numeric_limits<double>::infinity(), true);
+      } else {  // the bounds may be infinite (no bound), never NaN
+        for (int i : {1, 2}) {
+          if (i >= n.input_size() || n.input(i).empty()) continue;
+          const onnx_tensor& t = any_cst(n, i);
+          require_finite(n, i, t, true);
+          (i == 1 ? c.lo : c.hi) = scalar_of(n, t, i);
+        }
       }
       emit(n, a, c);
     }
@@ -448,7 +461,7 @@ class onnx_importer : onnx_graph_state {
     onnx_act a = take(n, 0);
     std::vector<std::int64_t> t;
     if (n.input_size() > 1) {
-      for (double v : cst(n, 1).values) t.push_back(std::int64_t(v));
+      for (double v : cst(n, 1).values) t.push_back(int_of(n, v));
     } else {
       t = onnx_attr_ints(n, "shape");
     }
@@ -521,7 +534,7 @@ class onnx_importer : onnx_graph_state {
       p = onnx_attr_ints(n, opset_ < 2 ? "paddings" : "pads");
       value = onnx_attr_f(n, "value", 0.0);
     } else {
-      for (double v : cst(n, 1).values) p.push_back(std::int64_t(v));
+      for (double v : cst(n, 1).values) p.push_back(int_of(n, v));
       if (const auto* c = opt_cst(n, 2)) value = scalar_of(n, *c, 2);
       if (n.input_size() > 3 && !n.input(3).empty()) fail(n, "the axes input is not supported");
     }

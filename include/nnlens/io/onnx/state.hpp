@@ -8,13 +8,18 @@
 // (Constant, Shape, Gather, Unsqueeze, Concat, Cast, Reshape of constants).  import.hpp adds the
 // operators.
 // requires: a parsed ModelProto that outlives the state.  ensures: every access to a node's inputs,
-//           outputs and attributes is bounds-checked (io_error, never a protobuf CHECK).
+//           outputs and attributes is bounds-checked (io_error, never a protobuf CHECK); every
+//           constant a layer or a shape is made from is finite (cst(): a NaN/Inf initializer,
+//           Constant or bound input is an io_error naming the tensor, the node and the element;
+//           only Clip's bounds may be infinite), and every integer read from a float is in range.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -145,11 +150,67 @@ class onnx_graph_state {
   }
   bool is_const(const std::string& s) const { return consts_.count(s) != 0; }
   bool is_act(const std::string& s) const { return acts_.count(s) != 0; }
+  /// Constant input i, every value finite: a NaN or Inf weight is an io_error naming the tensor
+  /// (initializer, Constant output or bound input), the node, and the element.  (A NaN in conv1 or
+  /// fc1 would otherwise pass: ReLU absorbs it, and the outputs look finite.)
   const onnx_tensor& cst(const onnx::NodeProto& n, int i) const {
+    const onnx_tensor& t = any_cst(n, i);
+    if (!finite_.count(n.input(i))) {
+      require_finite(n, i, t, false);
+      finite_.insert(n.input(i));
+    }
+    return t;
+  }
+  /// Constant input i, unchecked: for values that only pass through (Identity, Cast, Concat, the
+  /// dims Shape reads) or may be infinite (Clip's bounds, checked by the caller).
+  const onnx_tensor& any_cst(const onnx::NodeProto& n, int i) const {
     if (i >= n.input_size() || n.input(i).empty()) fail(n, nnlens::detail::concat("input ", i, " is missing"));
     auto it = consts_.find(n.input(i));
     if (it == consts_.end()) fail(n, "input '" + n.input(i) + "' must be a constant (initializer or Constant)");
     return it->second;
+  }
+  /// Throws io_error for the first NaN (or, unless allow_inf, infinite) value of t, input i of n.
+  void require_finite(const onnx::NodeProto& n, int i, const onnx_tensor& t, bool allow_inf) const {
+    for (std::size_t k = 0; k < t.values.size(); ++k) {
+      const double v = t.values[k];
+      if (std::isfinite(v) || (allow_inf && !std::isnan(v))) continue;
+      std::string at;
+      if (t.dims.size() > 1) {  // the multi-index too, e.g. [0,0,3,2] of [6,1,5,5]
+        std::vector<std::int64_t> idx(t.dims.size());
+        std::size_t r = k;
+        for (std::size_t d = t.dims.size(); d-- > 0;) idx[d] = std::int64_t(r % std::size_t(t.dims[d])), r /= std::size_t(t.dims[d]);
+        at = " (index " + dims_str(idx) + " of " + dims_str(t.dims) + ")";
+      }
+      const std::string& name = n.input(i);
+      throw io_error(nnlens::detail::concat("ONNX: ", path_, ": ", origin(name), " '", name, "' (input ", i, " of node '",
+                                            n.name(), "' (", n.op_type(), ")): element ", k, at, " is ",
+                                            std::isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf",
+                                            "; weights and constants must be finite"));
+    }
+  }
+  std::string origin(const std::string& name) const {
+    for (const auto& t : g_.initializer())
+      if (t.name() == name) return "initializer";
+    for (const auto& n : g_.node())
+      for (const auto& o : n.output())
+        if (o == name) return n.op_type() == "Constant" ? "Constant" : "constant '" + n.op_type() + "' output";
+    return "bound input";
+  }
+  /// A float attribute that becomes a weight or hyper-parameter (alpha, beta, epsilon, Clip's
+  /// min/max): NaN (or, unless allow_inf, Inf) is an io_error naming the node and the attribute.
+  double attr_f(const onnx::NodeProto& n, const char* name, double def, bool allow_inf = false) const {
+    const double v = onnx_attr_f(n, name, def);
+    if (std::isnan(v) || (!allow_inf && !std::isfinite(v)))
+      fail(n, nnlens::detail::concat("attribute '", name, "' is ", std::isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf",
+                                     "; it must be finite"));
+    return v;
+  }
+  /// An integer-valued constant element (axes, indices, shapes, pads) as int64; io_error if it is
+  /// not an integer within +-2^62 (converting such a double is undefined behaviour).
+  std::int64_t int_of(const onnx::NodeProto& n, double v) const {
+    if (!(v >= -4.6e18 && v <= 4.6e18) || v != std::floor(v))
+      fail(n, nnlens::detail::concat("expected an integer, got ", v));
+    return std::int64_t(v);
   }
   /// The single value of constant input i (an empty or multi-valued constant is an io_error).
   double scalar_cst(const onnx::NodeProto& n, int i) const { return scalar_of(n, cst(n, i), i); }
@@ -227,7 +288,7 @@ class onnx_graph_state {
       if (batch_) t.values.push_back(1);  // the batch extent, as an exporter traced it
       for (auto d : a.logical) t.values.push_back(double(d));
     } else {
-      for (auto d : cst(n, 0).dims) t.values.push_back(double(d));
+      for (auto d : any_cst(n, 0).dims) t.values.push_back(double(d));
     }
     t.dims = {std::int64_t(t.values.size())};
     consts_[n.output(0)] = std::move(t);
@@ -239,12 +300,12 @@ class onnx_graph_state {
     const std::string& op = n.op_type();
     onnx_tensor r;
     if (op == "Identity" || op == "Cast" || op == "Dropout") {
-      r = cst(n, 0);
+      r = any_cst(n, 0);
     } else if (op == "Unsqueeze") {
-      r = cst(n, 0);
+      r = any_cst(n, 0);
       std::vector<std::int64_t> axes = opset_ >= 13 ? std::vector<std::int64_t>() : onnx_attr_ints(n, "axes");
       if (opset_ >= 13)
-        for (double v : cst(n, 1).values) axes.push_back(std::int64_t(v));
+        for (double v : cst(n, 1).values) axes.push_back(int_of(n, v));
       const std::int64_t rank = std::int64_t(r.dims.size() + axes.size());
       for (auto& a : axes) a = a < 0 ? a + rank : a;
       std::sort(axes.begin(), axes.end());
@@ -253,30 +314,30 @@ class onnx_graph_state {
         r.dims.insert(r.dims.begin() + a, 1);
       }
     } else if (op == "Gather") {
-      const onnx_tensor& d = cst(n, 0);
+      const onnx_tensor& d = any_cst(n, 0);
       const onnx_tensor& idx = cst(n, 1);
       if (d.dims.size() != 1 || onnx_attr_i(n, "axis", 0) != 0) fail(n, "only Gather on a 1-D constant is supported");
       r.dims = idx.dims;
       for (double v : idx.values) {
-        std::int64_t k = std::int64_t(v);
+        std::int64_t k = int_of(n, v);
         if (k < 0) k += d.dims[0];
         if (k < 0 || k >= d.dims[0]) fail(n, "index out of range");
         r.values.push_back(d.values[std::size_t(k)]);
       }
     } else if (op == "Concat") {
       for (int i = 0; i < n.input_size(); ++i) {
-        const onnx_tensor& t = cst(n, i);
+        const onnx_tensor& t = any_cst(n, i);
         if (t.dims.size() > 1) fail(n, "only Concat of 1-D constants is supported");
         r.values.insert(r.values.end(), t.values.begin(), t.values.end());
       }
       r.dims = {std::int64_t(r.values.size())};
     } else if (op == "Reshape") {
-      r = cst(n, 0);
+      r = any_cst(n, 0);
       const onnx_tensor& s = cst(n, 1);
       std::vector<std::int64_t> d;
       std::int64_t known = 1, neg = -1;
       for (std::size_t i = 0; i < s.values.size(); ++i) {
-        std::int64_t v = std::int64_t(s.values[i]);
+        std::int64_t v = int_of(n, s.values[i]);
         if (v == 0 && i < r.dims.size()) v = r.dims[i];
         if (v == -1) neg = std::int64_t(i);
         else known *= v;
@@ -304,6 +365,7 @@ class onnx_graph_state {
   bool batch_ = true;
   std::map<std::string, onnx_tensor> consts_;
   std::map<std::string, onnx_act> acts_;
+  mutable std::set<std::string> finite_;  // constants cst() has checked
   std::map<std::string, int> uses_;
   std::vector<onnx_anchor> anchors_;
 };
