@@ -17,17 +17,20 @@
 // ensures: the network is left untouched unless the whole file is valid and matches it.
 // throws:  io_error for an unreadable, truncated, corrupt (bad magic, version, checksum, counts
 //          larger than the file) file, naming the file; shape_error naming the first layer whose
-//          type, output shape or parameter sizes differ from the network's; value_error for
-//          NaN/Inf parameters.
+//          type, output shape or parameter sizes differ from the network's; value_error for a
+//          NaN/Inf parameter, or one beyond the network's scalar (a double file's 1e300 loaded as
+//          float), naming the file, the layer (index and type), the parameter tensor and the element.
 #pragma once
 
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <string>
 #include <string_view>
@@ -220,6 +223,18 @@ T load_scalar(const std::uint8_t* p, std::uint32_t bytes) {
   return T(std::bit_cast<double>(load_u64(p)));
 }
 
+/// Whether v is finite and rounds to a finite T (values just above T's largest round down to it).
+template <class T>
+bool fits_scalar(double v) {
+  if (!std::isfinite(v)) return false;
+  if constexpr (sizeof(T) >= sizeof(double)) {
+    return true;
+  } else {
+    constexpr double top = double(std::numeric_limits<T>::max());
+    return std::fabs(v) < top + (top - double(std::nextafter(std::numeric_limits<T>::max(), T(0)))) / 2;
+  }
+}
+
 }  // namespace detail
 
 /// Writes every parameter of `net` (and `meta`) to `path`, atomically.  Throws io_error.
@@ -317,17 +332,24 @@ weights_metadata load_weights(const std::filesystem::path& path, Net& net) {
     if constexpr (HasParameters<L>) {
       std::size_t k = 0;
       for (auto s : layer_traits<L>::parameters(l)) {
-        const std::uint8_t* p = f.layers[li].tensors[k++].second;
-        for (std::size_t i = 0; i < s.size(); ++i) s[i] = detail::load_scalar<T>(p + i * f.scalar_bytes, f.scalar_bytes);
+        const std::uint8_t* p = f.layers[li].tensors[k].second;
+        for (std::size_t i = 0; i < s.size(); ++i) {
+          // every element finite, in the file and in T (a double file's 1e300 is +Inf as float)
+          const double v = detail::load_scalar<double>(p + i * f.scalar_bytes, f.scalar_bytes);
+          if (!detail::fits_scalar<T>(v))
+            throw value_error(nnlens::detail::concat(
+                file, "layer ", li, " (", layer_traits<L>::name, "): parameter ", k, " element ", i, " is ",
+                std::isnan(v) ? std::string("NaN")
+                : std::isinf(v) ? std::string(v > 0 ? "+Inf" : "-Inf")
+                                : nnlens::detail::concat(v, ", beyond the network's ", sizeof(T) == 4 ? "float" : "scalar",
+                                                         " range")));
+          s[i] = T(v);
+        }
+        ++k;
       }
     }
     ++li;
   });
-  try {
-    require_finite_parameters(staged);
-  } catch (const value_error& e) {
-    throw value_error(file + e.what());
-  }
   net = std::move(staged);
   return f.meta;
 }
