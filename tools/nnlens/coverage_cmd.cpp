@@ -22,6 +22,7 @@
 #include <nnlens/coverage/surprise.hpp>
 #include <nnlens/slicing/profile.hpp>  // detail::model_fingerprint
 
+#include "maintenance_common.hpp"  // maint::other_precision
 #include "model.hpp"
 #ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI (issue 9): `mpirun -np N nnlens coverage`: IDC's test set sharded ----
 #include <nnlens/mpi/coverage.hpp>
@@ -117,8 +118,9 @@ void save_state(const std::string& path, std::uint64_t fingerprint, const prepar
   if (ec) throw io_error(path + ": cannot write (" + ec.message() + ")");
 }
 
-template <class Net>
-preparations load_state(const std::string& path, const std::string& model, const Net& net) {
+template <class T>
+preparations load_state(const std::string& path, const std::string& model, const std::string& layout,
+                        const basic_dynamic_network<T>& net) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw io_error(path + ": cannot open");
   std::string line;
@@ -138,6 +140,9 @@ preparations load_state(const std::string& path, const std::string& model, const
     if (!(ss >> k >> fp) || k != "fingerprint") throw bad("expected 'fingerprint N'");
   }
   const std::uint64_t mine = nnlens::detail::model_fingerprint(net);
+  if (fp != mine && !maint::other_precision<T>(fp, model, layout).empty())
+    throw data_error(concat(path, ": a state of ", model, " prepared with --precision ", maint::other_precision<T>(fp, model, layout),
+                            "; run with that precision, or remove the file to prepare again"));
   if (fp != mine)
     throw data_error(concat(path, ": a state of another model, not of ", model, " (model fingerprint ", fp, ", ",
                             std::filesystem::path(model).filename().string(), " has ", mine, ")"));
@@ -177,7 +182,8 @@ preparations load_state(const std::string& path, const std::string& model, const
 
 }  // namespace
 
-int run_coverage(const coverage_cmd_options& o) {
+template <class T>
+int coverage_impl(const coverage_cmd_options& o) {
   const std::vector<std::string> crit = parse_criteria(o.criteria);
   if (o.m == 0) throw value_error("--m: expected at least 1 important neuron");
 #ifdef NNLENS_TOOL_HAS_MPI  // MPI: under mpirun with N > 1 ranks (before the thread pool starts)
@@ -185,8 +191,8 @@ int run_coverage(const coverage_cmd_options& o) {
   open_mpi_world(world);
 #endif
   keep_batch_buffers_on_the_heap();
-  const DynamicNetwork net = load_model(o.model);
-  const shape in = net.input_shape();
+  const model<T> md = load_model<T>(o.model, o.layout);
+  const basic_dynamic_network<T>& net = md.net;
   const auto layers = nnlens::detail::all_layers(net);
   const std::size_t L = o.layer.empty() ? subject_layer(net) : layer_index(net, o.layer);  // value_error when out of range
   const std::size_t width = coverage_neurons(layers[L].out);
@@ -198,8 +204,8 @@ int run_coverage(const coverage_cmd_options& o) {
   const bool need_idc = wants(crit, {"idc"}), need_bounds = wants(crit, {"kmnc", "nbc", "snac"}),
              need_surprise = wants(crit, {"lsc", "dsc"});
 
-  const xt::xarray<float> T = read_samples(o.test, in);  // io_error for an empty file
-  const std::size_t test_n = T.shape()[0];
+  const xt::xarray<T> TX = read_samples<T>(o.test, md.in);  // io_error for an empty file
+  const std::size_t test_n = TX.shape()[0];
 
   // -- preparations: from the state file, then whatever is missing from the training set
   const auto t0 = clock_type::now();
@@ -211,7 +217,7 @@ int run_coverage(const coverage_cmd_options& o) {
   if (world) world->barrier(), root = world->rank() == 0;  // every rank has looked for the file
 #endif
   if (have_state) {
-    p = load_state(o.state, o.model, net);
+    p = load_state(o.state, o.model, o.layout, net);
     if (p.idc_state && need_idc && (p.idc_state->layer() != L || p.idc_state->neurons().size() != o.m))
       throw data_error(concat(o.state, ": its IDC was prepared with --layer ", p.idc_state->layer(), " --m ",
                               p.idc_state->neurons().size(), ", not --layer ", L, " --m ", o.m,
@@ -238,7 +244,7 @@ int run_coverage(const coverage_cmd_options& o) {
       throw value_error("--train FILE is required to prepare " + what +
                         (o.state.empty() ? std::string() : " (the state file " + o.state + (have_state ? " lacks it)" : " does not exist yet)")));
     }
-    const xt::xarray<float> X = read_samples(o.train, in);  // io_error for an empty file
+    const xt::xarray<T> X = read_samples<T>(o.train, md.in);  // io_error for an empty file
     train_n = X.shape()[0];
     if (train_n == 0) throw data_error(o.train + ": the training set is empty");
     if (o.progress && train_n + test_n >= 4096) bar.emplace("coverage", steps);
@@ -289,7 +295,7 @@ int run_coverage(const coverage_cmd_options& o) {
     step("measure " + c);
     auto run = [&](auto&& criterion) {
       try {
-        results.emplace_back(c, measure(execution::par, net, T, criterion));
+        results.emplace_back(c, measure(execution::par, net, TX, criterion));
       } catch (const data_error& e) {
         throw data_error(concat(c, " on ", o.test, ": ", e.what()));
       } catch (const value_error& e) {
@@ -298,7 +304,7 @@ int run_coverage(const coverage_cmd_options& o) {
     };
 #ifdef NNLENS_TOOL_HAS_MPI  // MPI: IDC's covered sets of the ranks' blocks of the test set, united
     if (c == "idc" && world) {
-      results.emplace_back(c, nnlens::mpi::measure(*world, execution::par, net, T, *p.idc_state, {.broadcast = true})->result());
+      results.emplace_back(c, nnlens::mpi::measure(*world, execution::par, net, TX, *p.idc_state, {.broadcast = true})->result());
       ++done;
       continue;
     }  // the other criteria: every rank measures the whole test set (the same result)
@@ -319,12 +325,11 @@ int run_coverage(const coverage_cmd_options& o) {
 
   if (o.json) {
     json j;
+    j["precision"] = precision_name(parse_precision(o.precision));
     j["criteria"] = json::object();
     for (const auto& [c, r] : results) {
       json e{{"coverage", r.percent}, {"covered", r.covered}, {"total", r.total}};
       if (c == "idc") {
-        e["total_capped"] = p.idc_state->total_capped();  // |INCC| >= 2^64: "total" is SIZE_MAX, not the count
-        e["incc"] = p.idc_state->incc_exact();            // |INCC| exactly, as a decimal string
         e["layer"] = p.idc_state->layer();
         e["neurons"] = p.idc_state->neurons();
         e["clusters"] = p.idc_state->centroids();
@@ -339,7 +344,7 @@ int run_coverage(const coverage_cmd_options& o) {
   if (train_n)
     std::cout << ", prepared on " << train_n << " training inputs from " << o.train;
   if (have_state) std::cout << (train_n ? " and " : ", ") << "state " << o.state;
-  std::cout << "\n";
+  std::cout << ", " << o.precision << "\n";
   auto row = [](const std::string& c, const std::string& pct, const std::string& ct, const std::string& note) {
     char b[512];
     std::snprintf(b, sizeof b, "  %-9s %9s %21s  %s", c.c_str(), pct.c_str(), ct.c_str(), note.c_str());
@@ -364,6 +369,10 @@ int run_coverage(const coverage_cmd_options& o) {
   std::cout << "  prepare " << format_duration(prepare_s) << ", measure " << format_duration(measure_s) << "\n";
   std::cout.flush();
   return 0;
+}
+
+int run_coverage(const coverage_cmd_options& o) {
+  return with_precision(parse_precision(o.precision), [&]<class T>() { return coverage_impl<T>(o); });
 }
 
 }  // namespace nnlens::tool

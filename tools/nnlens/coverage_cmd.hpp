@@ -9,6 +9,11 @@
 //       then measures the coverage of the test set.  --state FILE: load the preparations from FILE
 //       when it exists (checked against MODEL and the options), else prepare and save them there;
 //       a preparation the file lacks is made from --train and added to it.
+// --precision f32|f64: the model, the forward passes, LRP, k-means, the bounds and the surprise
+// models in float (default) or double; --json states it ("precision").  A state file holds the
+// model's fingerprint at the precision it was prepared with: one of the other precision is refused
+// with a message naming it.  --layout nchw|nhwc: the rows of --train / --test (default: the model
+// file's declared layout).
 // Sample files as `nnlens profile --data` reads them (CSV, or IDX images scaled to [0, 1]).
 // Returns the process exit code; throws nnlens::error (one line naming the file / option) on bad
 // input: m larger than the layer, an empty training set, a layer out of range, a state file of
@@ -30,6 +35,8 @@ struct coverage_cmd_options {
   double nc_threshold = 0.75;
   std::size_t kmnc_k = 1000;
   std::size_t tknc_k = 3;
+  std::string precision = "f32";  // f32 | f64
+  std::string layout;             // "": the model file's declared layout; nchw | nhwc
   bool progress = true;
 };
 int run_coverage(const coverage_cmd_options& o);

@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -74,17 +75,35 @@ dt::image_shape image_of(const shape& in, const std::string& model) {
   throw shape_error(concat(model, ": input shape of rank ", in.rank, "; difftest needs C x H x W images or vectors"));
 }
 
-/// A black box over a quantised twin, reading raw pixels (scaled down by `scale`).
-dt::black_box wrap_quantized(std::shared_ptr<const compress::quantized_network<DynamicNetwork>> q, shape in, std::size_t classes,
-                             float scale, std::string name) {
+/// A black box over a quantised twin, reading raw pixels (scaled down by `scale`, in float as
+/// wrap(net)'s normalisation does).
+template <class T>
+dt::black_box wrap_quantized(std::shared_ptr<const compress::quantized_network<basic_dynamic_network<T>>> q, shape in,
+                             std::size_t classes, float scale, std::string name) {
   return dt::wrap(
       [q, in, scale](std::span<const float> x, std::size_t n, std::span<float> probs) {
-        xt::xarray<float> a = xt::xarray<float>::from_shape(in.with_batch(n));
-        for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = x[i] / scale;
-        const xt::xarray<float> p = q->predict(a);
-        std::copy_n(p.data(), p.size(), probs.data());
+        xt::xarray<T> a = xt::xarray<T>::from_shape(in.with_batch(n));
+        for (std::size_t i = 0; i < a.size(); ++i) a.data()[i] = T(x[i] / scale);
+        const xt::xarray<T> p = q->predict(a);
+        for (std::size_t i = 0; i < p.size(); ++i) probs[i] = float(p.data()[i]);
       },
       in.size(), classes, std::move(name));
+}
+
+/// An exec: child sees its rows in the data layout (the user's order); the search's are internal.
+dt::black_box in_data_layout(dt::black_box g, const input_layout& in) {
+  if (in.data != io::data_layout::nhwc) return g;
+  const std::size_t isz = g.input_size, classes = g.classes;
+  std::string name = g.name;
+  auto inner = std::make_shared<const dt::black_box>(std::move(g));
+  return dt::wrap(
+      [inner, in](std::span<const float> x, std::size_t n, std::span<float> probs) {
+        xt::xarray<float> a = xt::xarray<float>::from_shape(in.net_input.with_batch(n));
+        std::copy_n(x.data(), a.size(), a.data());
+        const xt::xarray<float> d = to_data_layout<float>(a, in);
+        (*inner)(std::span<const float>(d.data(), d.size()), n, probs);
+      },
+      isz, classes, std::move(name));
 }
 
 std::string status_name(dt::seed_status s) {
@@ -99,7 +118,8 @@ std::string status_name(dt::seed_status s) {
 
 }  // namespace
 
-int run_difftest(const difftest_cmd_options& o) {
+template <class T>
+int difftest_impl(const difftest_cmd_options& o) {
   // -- options first: nothing is read for a bad option
   if (o.method != "dflare" && o.method != "diffchaser")
     throw value_error("--method: expected dflare or diffchaser, got '" + o.method + "'");
@@ -117,20 +137,21 @@ int run_difftest(const difftest_cmd_options& o) {
   open_mpi_world(world);
 #endif
   keep_batch_buffers_on_the_heap();
-  const DynamicNetwork net = load_model(o.original);
+  const model<T> m = load_model<T>(o.original, o.layout);
+  const basic_dynamic_network<T>& net = m.net;
   const shape in = net.input_shape();
   const std::size_t classes = net.output_shape().size();
   const auto img = image_of(in, o.original);
   const float scale = float(o.pixel_scale);
   const dt::normalization norm = dt::normalization::divide_by(scale);
 
-  xt::xarray<float> X = read_samples(o.seeds, in);
+  const xt::xarray<T> X = read_samples<T>(o.seeds, m.in);  // internal C x H x W order
   std::size_t n = X.shape()[0];
   if (n == 0) throw data_error(o.seeds + ": no seeds");
   if (o.limit && n > o.limit) n = o.limit;
   std::vector<float> seeds(n * in.size());
   for (std::size_t i = 0; i < seeds.size(); ++i) {
-    const float v = X.data()[i] * scale;
+    const float v = float(X.data()[i] * T(scale));
     if (!(v >= 0.f && v <= 255.f))
       throw value_error(concat(o.seeds, ": seed ", i / in.size(), " element ", i % in.size(), " is ", X.data()[i], "; times --pixel-scale ",
                                o.pixel_scale, " it leaves the pixel range [0, 255]"));
@@ -144,23 +165,23 @@ int run_difftest(const difftest_cmd_options& o) {
     dt::process_options po;
     po.input_size = in.size(), po.classes = classes;
     if (o.timeout > 0) po.request_timeout = std::chrono::milliseconds(std::int64_t(std::min(o.timeout, 3600.0) * 1000) + 1000);
-    g = dt::process_black_box(c.substr(5), po, c);
+    g = in_data_layout(dt::process_black_box(c.substr(5), po, c), m.in);
   } else if (c == "int8" || c == "q8") {
-    std::shared_ptr<const compress::quantized_network<DynamicNetwork>> q;
+    using Q = compress::quantized_network<basic_dynamic_network<T>>;
+    std::shared_ptr<const Q> q;
     if (c == "q8") {
-      q = std::make_shared<const compress::quantized_network<DynamicNetwork>>(
-          compress::quantize_weights(net, compress::quantize_options::dflare_reference()));
+      q = std::make_shared<const Q>(compress::quantize_weights(net, compress::quantize_options::dflare_reference()));
     } else {
-      const xt::xarray<float> cal = o.calibration.empty() ? X : read_samples(o.calibration, in);
-      q = std::make_shared<const compress::quantized_network<DynamicNetwork>>(compress::quantize(net, cal));
+      const xt::xarray<T> cal = o.calibration.empty() ? X : read_samples<T>(o.calibration, m.in);
+      q = std::make_shared<const Q>(compress::quantize(net, cal));
     }
-    g = wrap_quantized(q, in, classes, scale, c);
+    g = wrap_quantized<T>(q, in, classes, scale, c);
   } else if (c.rfind("prune:", 0) == 0) {
     g = dt::wrap(compress::magnitude_prune(net, parse_ratio(c.substr(6), "prune:R")), c, norm);
   } else if (c.rfind("channel-prune:", 0) == 0) {
     g = dt::wrap(compress::channel_prune(net, parse_ratio(c.substr(14), "channel-prune:R")), c, norm);
   } else {
-    DynamicNetwork twin = load_model(c);
+    basic_dynamic_network<T> twin = load_model<T>(c).net;  // fed internal tensors: its declared layout is not used
     if (twin.input_shape() != in || twin.output_shape().size() != classes)
       throw shape_error(concat(c, ": input ", twin.input_shape().size(), " / classes ", twin.output_shape().size(), ", but ", o.original,
                                " has ", in.size(), " / ", classes));
@@ -207,7 +228,9 @@ int run_difftest(const difftest_cmd_options& o) {
   }
 #endif
 
-  // -- the triggering inputs, at the model's scale (a CSV row `nnlens run` reads)
+  // -- the triggering inputs, at the model's scale, in the data layout (a CSV row `nnlens run` reads
+  //    with the same --layout); each value is the float the models saw, written so that it reads
+  //    back exactly at either precision (%.9g round-trips a float, %.17g the double it converts to)
   std::vector<std::string> files(r.seeds.size());
   if (!o.out_dir.empty()) {
     std::error_code ec;
@@ -218,9 +241,12 @@ int run_difftest(const difftest_cmd_options& o) {
       if (!s.found() || s.input.empty()) continue;
       files[i] = (std::filesystem::path(o.out_dir) / concat("trigger-", s.index, ".csv")).string();
       std::ofstream os(files[i]);
-      char b[32];
-      for (std::size_t k = 0; k < s.input.size(); ++k) {
-        std::snprintf(b, sizeof b, "%.9g", double(s.input[k] / scale));
+      xt::xarray<T> row = xt::xarray<T>::from_shape(in.with_batch(1));
+      for (std::size_t k = 0; k < s.input.size(); ++k) row.data()[k] = T(s.input[k] / scale);
+      const xt::xarray<T> d = to_data_layout<T>(row, m.in);
+      char b[40];
+      for (std::size_t k = 0; k < d.size(); ++k) {
+        std::snprintf(b, sizeof b, std::is_same_v<T, float> ? "%.9g" : "%.17g", double(d.data()[k]));
         os << (k ? "," : "") << b;
       }
       os << "\n";
@@ -231,6 +257,8 @@ int run_difftest(const difftest_cmd_options& o) {
   const auto sum = r.summary();
   if (o.json) {
     json j;
+    j["precision"] = precision_name(parse_precision(o.precision));
+    j["layout"] = io::layout_name(m.in.data);
     j["seeds"] = json::array();
     for (std::size_t i = 0; i < r.seeds.size(); ++i) {
       const auto& s = r.seeds[i];
@@ -259,14 +287,15 @@ int run_difftest(const difftest_cmd_options& o) {
                   s.label_g, files[i].empty() ? "" : "  ", files[i].c_str());
       if (!s.error.empty()) std::printf("       error: %s\n", s.error.c_str());
     }
-    std::printf("%s: %zu seeds, %zu searched, %zu found (success %.2f%%), %zu already differ, %zu failed; mean %.2f queries, %.4f s per triggering input\n",
+    std::printf("%s: %zu seeds, %zu searched, %zu found (success %.2f%%), %zu already differ, %zu failed; mean %.2f queries, %.4f s per triggering input; %s\n",
                 o.method.c_str(), sum.seeds, sum.searched, sum.found, 100 * sum.success_rate, sum.already_triggering, sum.failed,
-                sum.mean_queries, sum.mean_seconds);
+                sum.mean_queries, sum.mean_seconds, o.precision.c_str());
   }
   return (sum.not_found == 0 && sum.failed == 0) ? 0 : 1;
 }
 
-int run_compress(const compress_cmd_options& o) {
+template <class T>
+int compress_impl(const compress_cmd_options& o) {
   const int asked = int(o.int8) + int(o.q8) + int(o.prune >= 0) + int(o.channel_prune >= 0);
   if (asked != 1) throw value_error("compress: give exactly one of --int8, --q8, --prune R, --channel-prune R");
   if (o.prune >= 0 && !(o.prune <= 1)) throw value_error(concat("--prune ", o.prune, ": expected a ratio in [0, 1]"));
@@ -275,24 +304,24 @@ int run_compress(const compress_cmd_options& o) {
   if (o.int8 && o.calibration.empty()) throw value_error("--int8: --calibration FILE is required (the activation ranges)");
 
   keep_batch_buffers_on_the_heap();
-  const DynamicNetwork net = load_model(o.model);
-  const shape in = net.input_shape();
+  const model<T> m = load_model<T>(o.model, o.layout);
+  const basic_dynamic_network<T>& net = m.net;
   const std::size_t classes = net.output_shape().size();
-  xt::xarray<float> cal;
+  xt::xarray<T> cal;
   if (!o.calibration.empty()) {
-    cal = read_samples(o.calibration, in);
+    cal = read_samples<T>(o.calibration, m.in);
     if (cal.shape()[0] == 0) throw data_error(o.calibration + ": no samples");
   }
 
-  DynamicNetwork twin = net;
-  std::shared_ptr<const compress::quantized_network<DynamicNetwork>> q;
+  basic_dynamic_network<T> twin = net;
+  using Q = compress::quantized_network<basic_dynamic_network<T>>;
+  std::shared_ptr<const Q> q;
   std::string what;
   json j;
   if (o.int8 || o.q8) {
     compress::quantize_options qo = o.q8 ? compress::quantize_options::dflare_reference() : compress::quantize_options{};
     if (o.per_tensor) qo.granularity = compress::quant_granularity::per_tensor;
-    q = std::make_shared<const compress::quantized_network<DynamicNetwork>>(o.q8 ? compress::quantize_weights(net, qo)
-                                                                                  : compress::quantize(net, cal, qo));
+    q = std::make_shared<const Q>(o.q8 ? compress::quantize_weights(net, qo) : compress::quantize(net, cal, qo));
     twin = q->dequantized();
     what = o.q8 ? "q8 (weight-only int8, tensors >= 1024 elements)" : "int8";
     j["quantized_layers"] = q->quantized_layers();
@@ -304,12 +333,16 @@ int run_compress(const compress_cmd_options& o) {
     what = concat("channel pruning ", o.channel_prune);
   }
   j["model"] = o.model;
+  j["precision"] = precision_name(parse_precision(o.precision));
   j["twin"] = what;
   j["output"] = o.output;
   j["weight_sparsity"] = compress::weight_sparsity(twin);
+  std::string note;
   if (o.int8)
-    j["note"] = "the file holds the dequantised weights (weight-only twin); int8 activations exist only in memory "
-                "(nnlens difftest MODEL int8 tests the full int8 twin)";
+    note = "the file holds the dequantised weights (weight-only twin); int8 activations exist only in memory "
+           "(nnlens difftest MODEL int8 tests the full int8 twin)";
+  if (const std::string n = maint::onnx_narrowing_note<T>(o.output); !n.empty()) note += (note.empty() ? "" : "; ") + n;
+  if (!note.empty()) j["note"] = note;
   if (!o.calibration.empty()) {
     const std::string lp = o.labels.empty() ? companion_labels(o.calibration) : o.labels;
     if (!lp.empty()) {
@@ -335,15 +368,23 @@ int run_compress(const compress_cmd_options& o) {
   if (o.json) {
     std::cout << j.dump(2) << "\n";
   } else {
-    std::printf("%s: %s -> %s; weight sparsity %.2f%%", o.model.c_str(), what.c_str(), o.output.c_str(),
+    std::printf("%s: %s (%s) -> %s; weight sparsity %.2f%%", o.model.c_str(), what.c_str(), o.precision.c_str(), o.output.c_str(),
                 100 * double(j["weight_sparsity"]));
     if (j.contains("quantized_layers")) std::printf(", %zu int8 weight tensors", std::size_t(j["quantized_layers"]));
     if (j.contains("accuracy"))
       std::printf("; accuracy %.2f%% -> %.2f%%", double(j["accuracy"]), double(j["twin_accuracy"]));
     std::printf("\n");
-    if (o.int8) std::printf("note: %s\n", std::string(j["note"]).c_str());
+    if (!note.empty()) std::printf("note: %s\n", note.c_str());
   }
   return 0;
+}
+
+int run_difftest(const difftest_cmd_options& o) {
+  return with_precision(parse_precision(o.precision), [&]<class T>() { return difftest_impl<T>(o); });
+}
+
+int run_compress(const compress_cmd_options& o) {
+  return with_precision(parse_precision(o.precision), [&]<class T>() { return compress_impl<T>(o); });
 }
 
 }  // namespace nnlens::tool

@@ -25,6 +25,13 @@
 //       "input":FILE}],"summary":{"seeds":..,"success_rate":r,"mean_queries":q,"mean_seconds":s,..}}
 //       A seed whose black box fails (a crashed or hanging child, garbage) is reported with
 //       "status":"failed" and its error; the others still run.
+//       --precision f32|f64: ORIGINAL and a model-file or on-the-fly twin are evaluated in float or
+//       double.  DFlare's search itself is float: the black-box interface (difftest/black_box.hpp)
+//       passes float pixels in and float probabilities out, so at f64 the models see the float
+//       pixels / scale and their probabilities are rounded to float before the labels are taken.
+//       --layout nchw|nhwc: the rows of --seeds and --calibration (default: ORIGINAL's declared
+//       layout).  The search mutates the internal C x H x W image; the triggering inputs written
+//       to --out-dir, and the rows an exec: child receives, are in the data layout.
 //   nnlens compress MODEL (--int8 | --q8 | --prune R | --channel-prune R) -o OUT [--calibration FILE]
 //                   [--per-tensor] [--json]
 //       writes a compressed twin: pruned twins as a model of the same kind (.onnx, or .nnlw for
@@ -32,6 +39,10 @@
 //       twin, exact for --q8; for --int8 the int8 activations are not representable in a float
 //       file, so the file is the weight-only part and the report says so).  Prints the twin's
 //       sparsity / quantised tensors and, with --calibration labelled data, the accuracy of both.
+//       --precision f64: the model, the calibration pass, the pruning and the twin in double.  An
+//       int8 twin's quantised layers are integer arithmetic with float32 scales (TFLite's scheme)
+//       at either precision; only its float fallback layers and the original run in double.  An
+//       .onnx output holds float32 weights (the JSON / text says so at f64); .nnlw keeps double.
 // Returns the exit code: 0 = every searched seed found a triggering input (difftest) / written
 // (compress), 1 = some seed did not; throws nnlens::error (one line) on bad input.
 #pragma once
@@ -52,6 +63,8 @@ struct difftest_cmd_options {
   std::uint64_t seed = 1;
   double pixel_scale = 255;
   std::size_t limit = 0;               // the first N seeds only (0: all)
+  std::string precision = "f32";       // f32 | f64
+  std::string layout;                  // "": ORIGINAL's declared layout; nchw | nhwc
   bool json = false, progress = true;
 };
 int run_difftest(const difftest_cmd_options& o);
@@ -60,6 +73,8 @@ struct compress_cmd_options {
   std::string model, output, calibration, labels;
   bool int8 = false, q8 = false, per_tensor = false, json = false;
   double prune = -1, channel_prune = -1;  // < 0: not asked
+  std::string precision = "f32";          // f32 | f64
+  std::string layout;                     // "": MODEL's declared layout; nchw | nhwc
 };
 int run_compress(const compress_cmd_options& o);
 

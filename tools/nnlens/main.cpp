@@ -4,12 +4,15 @@
 //   nnlens demo --data DIR --cache DIR [--out DIR] [--epochs N] [--seed S] [--threads N] [--retrain]
 //   nnlens info MODEL [--json]
 //   nnlens run MODEL --input FILE.csv [--output FILE.csv] [--batch N] [--no-progress]
-//   nnlens codegen MODEL -o FILE.hpp [--name NAME] [--namespace NS]
+//   nnlens codegen MODEL -o FILE.hpp [--name NAME] [--namespace NS] [--precision f32|f64]
 //   nnlens exact-line MODEL --from A.csv --to B.csv [--json] [--classes argmax|argmin] [--threads N]
-//                     [--merge-tol X] [--max-pieces N] [--validate] [--svg FILE]
+//                     [--merge-tol X] [--max-pieces N] [--validate] [--validate-tol X] [--svg FILE]
 //                     ExactLine on the segments A[i] -> B[i]: pieces, outputs, class intervals
 //   nnlens ig MODEL --input X.csv --baseline B.csv [--output-index k] [--json] [--m 50]
 //                     exact integrated gradients, and the Riemann sums' errors against them
+// Commands that load a model and read its data take --precision f32|f64 (exact-line and ig default
+// to f64, the others to f32) and --layout nchw|nhwc (default: the layout the model file declares,
+// `nnlens info` shows it; rows of an [N,H,W,C] ONNX input are read as NHWC).
 // (docs/exactline-tool.md; .nnet models in raw units, so the CSVs hold raw inputs.)
 //   nnlens profile MODEL --data FILE -o PROFILE [--granularity channel|element] [--threads N] [--batch N]
 //                  [--no-progress]       NNSlicer's profile: mean neuron activations over a dataset
@@ -158,8 +161,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   el_cmd->add_flag("--validate", el.validate,
-                   "Check every piece at 1/4, 1/2, 3/4 of its length against the network (tolerance 1e-9 in f64, 1e-4 in "
+                   "Check every piece at 1/4, 1/2, 3/4 of its length against the network (tolerance 1e-9 in f64, 1e-3 in "
                    "f32); a violation fails the command (exit 1)");
+  el_cmd->add_option("--validate-tol", el.validate_tol,
+                     "Relative tolerance of --validate: |f(x) - interpolation| <= tol (1 + |f(x)|) (default: 1e-9 in f64, "
+                     "1e-3 in f32)");
   el_cmd->add_option("--svg", el.svg, "Write an SVG strip chart (a band per class interval, a tick per break)");
   add_model_options(el_cmd, el.precision, el.layout, "f64");
 
@@ -192,6 +198,7 @@ int main(int argc, char** argv) {
   pr_cmd->add_option("--threads", pr_threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
   pr_cmd->add_option("--batch", pr.batch, "Samples per forward pass")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   pr_cmd->add_flag("--no-progress", pr_no_progress, "No progress bar on standard error");
+  add_model_options(pr_cmd, pr.precision, pr.layout, "f32");
 
   nnlens::tool::slice_cmd_options sl;
   std::size_t sl_threads = 0, sl_target = 0;
@@ -214,6 +221,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"max", "first"}));
   sl_cmd->add_option("--threads", sl_threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
   sl_cmd->add_flag("--no-progress", sl_no_progress, "No progress bar on standard error");
+  add_model_options(sl_cmd, sl.precision, sl.layout, "f32");
 
   nnlens::tool::coverage_cmd_options cv;
   std::size_t cv_threads = 0;
@@ -237,6 +245,7 @@ int main(int argc, char** argv) {
   cv_cmd->add_option("--tknc-k", cv.tknc_k, "TKNC: top neurons per layer")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cv_cmd->add_option("--threads", cv_threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
   cv_cmd->add_flag("--no-progress", cv_no_progress, "No progress bar on standard error");
+  add_model_options(cv_cmd, cv.precision, cv.layout, "f32");
 
   nnlens::tool::semslice_cmd_options ss;
   std::size_t ss_threads = 0;
@@ -262,6 +271,7 @@ int main(int argc, char** argv) {
   ss_cmd->add_flag("--json", ss.json,
                    "One JSON object: layers[{name, neurons, critical, k}], parameters, parameters_kept, compression, [accuracy], seconds");
   ss_cmd->add_option("--threads", ss_threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 1024));
+  add_model_options(ss_cmd, ss.precision, ss.layout, "f32");
 
   // ---- NeuSemSlice's maintenance tasks: restructure, readapt, increment (maintenance_cmd.hpp)
   struct maintenance_cli {
@@ -304,6 +314,7 @@ int main(int argc, char** argv) {
     c.cmd->add_option("--output,-o", m.output, "The model to write: .nnlw (the demo's LeNet-5) or .onnx")->required();
     c.cmd->add_flag("--json", m.json, json_help);
     c.cmd->add_flag("--no-progress", c.no_progress, "No progress bar on standard error");
+    add_model_options(c.cmd, m.precision, m.layout, "f32");
     return c;
   };
 
@@ -390,6 +401,14 @@ int main(int argc, char** argv) {
   dt_cmd->add_flag("--json", dt.json, "One JSON object: seeds[{seed, status, found, queries, seconds, labels, input}], summary{...}");
   dt_cmd->add_option("--threads", dt_threads, "Worker threads: seeds run in parallel (default: all cores)")->check(CLI::Range(1, 1024));
   dt_cmd->add_flag("--no-progress", dt_no_progress, "No progress bar on standard error");
+  add_model_options(dt_cmd, dt.precision, dt.layout, "f32");
+  dt_cmd->get_option("--precision")
+      ->description("Scalar type of ORIGINAL and of a model-file or on-the-fly twin: f32 or f64.  DFlare's search stays float "
+                    "(the black boxes take float pixels and return float probabilities); int8 / q8 twins compute their quantised "
+                    "layers in int8 with float32 scales at either precision");
+  dt_cmd->get_option("--layout")
+      ->description("Layout of the rows of --seeds and --calibration: nchw or nhwc (default: ORIGINAL's declared layout); the "
+                    "triggering inputs of --out-dir and the rows an exec: child reads are in it");
 
   nnlens::tool::compress_cmd_options cp;
   auto* cp_cmd = app.add_subcommand("compress", "A compressed twin of a model: int8 / q8 quantisation or magnitude / channel pruning");
@@ -402,6 +421,10 @@ int main(int argc, char** argv) {
   cp_cmd->add_option("--calibration", cp.calibration, "Samples: int8's activation ranges; with labels, the accuracy of both models");
   cp_cmd->add_option("--labels", cp.labels, "Labels of --calibration (default: the IDX labels file beside it)");
   cp_cmd->add_option("--output,-o", cp.output, "The twin: .onnx, or .nnlw for the demo's LeNet-5")->required();
+  add_model_options(cp_cmd, cp.precision, cp.layout, "f32");
+  cp_cmd->get_option("--precision")
+      ->description("Scalar type of MODEL and the twin: f32 or f64.  An int8 twin's quantised layers are int8 with float32 "
+                    "scales at either precision; an .onnx twin is written with float32 weights (the report says so at f64)");
   cp_cmd->add_flag("--json", cp.json, "One JSON object: model, twin, output, weight_sparsity, [quantized_layers, accuracy, twin_accuracy]");
 
   try {

@@ -62,7 +62,8 @@ void print_iterations(const restructure_report& r) {
 
 }  // namespace
 
-int run_restructure(const restructure_cmd_options& o) {
+template <class T>
+int restructure_impl(const restructure_cmd_options& o) {
   check_common(o);
   const auto method = parse_pruner(o.pruner);
   if (!(o.prune_step > 0 && o.prune_step < 1))
@@ -72,9 +73,10 @@ int run_restructure(const restructure_cmd_options& o) {
 
   keep_batch_buffers_on_the_heap();
   const auto t0 = clock_type::now();
-  const DynamicNetwork original = load_model(o.model);
-  const labelled train_d = read_labelled(original, o.data, o.labels, "--labels", o.limit);
-  const labelled test_d = read_labelled(original, o.test, o.test_labels, "--test-labels", o.limit);
+  const model<T> m = load_model<T>(o.model, o.layout);
+  const basic_dynamic_network<T>& original = m.net;
+  const labelled<T> train_d = read_labelled(m, o.data, o.labels, "--labels", o.limit);
+  const labelled<T> test_d = read_labelled(m, o.test, o.test_labels, "--test-labels", o.limit);
   std::optional<mask_info> mi;
   if (!o.slice.none) mi = obtain_mask(original, o, train_d, {}, "--categories");
 
@@ -89,7 +91,7 @@ int run_restructure(const restructure_cmd_options& o) {
   ro.seed = o.seed_given ? o.seed : 0;
   ro.reference_accuracy = accuracy_of(original, test_d);
 
-  auto run_one = [&](const neuron_mask* m, const std::string& label, DynamicNetwork& net) {
+  auto run_one = [&](const neuron_mask* mask, const std::string& label, basic_dynamic_network<T>& net) {
     std::optional<progress_bar> bar;  // per iteration, on stderr
     if (o.progress) bar.emplace(label, o.max_iterations);
     restructure_options r = ro;
@@ -100,18 +102,19 @@ int run_restructure(const restructure_cmd_options& o) {
                         it.accepted ? "" : "  (rejected: done)");
         });
       };
-    auto rep = restructure(execution::par, net, m, train_d.x, train_d.y, test_d.x, test_d.y, r);
+    auto rep = restructure(execution::par, net, mask, train_d.x, train_d.y, test_d.x, test_d.y, r);
     if (bar) bar->finish(concat("NI ", rep.ni, "  CR ", fmt(rep.compression, "%.2f"), "%  acc ", fmt(rep.accuracy, "%.2f"), "%"));
     return rep;
   };
   const std::string name = std::string(compress::pruning_method_name(method));
-  DynamicNetwork net = original;
+  basic_dynamic_network<T> net = original;
   const auto rep = run_one(mi ? &mi->mask : nullptr, mi ? "restructure NSS+" + name : "restructure " + name, net);
   std::optional<restructure_report> base;
   if (o.baseline && mi) {
-    DynamicNetwork bnet = original;
+    basic_dynamic_network<T> bnet = original;
     base = run_one(nullptr, "baseline " + name, bnet);
   }
+  const std::string note = onnx_narrowing_note<T>(o.output);
   write_model(o.output, o.model, net,
               concat("restructure ", mi ? "NSS+" : "", name, " p ", o.prune_step, ", NI ", rep.ni, ", CR ",
                      fmt(rep.compression, "%.2f"), "%"));
@@ -120,6 +123,7 @@ int run_restructure(const restructure_cmd_options& o) {
   if (o.json) {
     json j;
     j["model"] = o.model;
+    j["precision"] = precision_name(parse_precision(o.precision));
     j["pruner"] = name;
     j["p"] = o.prune_step;
     j["tolerance"] = o.max_drop;
@@ -132,13 +136,14 @@ int run_restructure(const restructure_cmd_options& o) {
     for (auto& [k, v] : r.items()) j[k] = v;
     if (base) j["baseline"] = report_json(*base);
     j["output"] = o.output;
+    if (!note.empty()) j["note"] = note;
     j["total_seconds"] = seconds;
     std::cout << j.dump() << "\n";
     return 0;
   }
   std::cout << o.model << ": restructure with " << (mi ? "NSS+" : "") << name << ", p " << fmt(o.prune_step, "%g")
             << ", tolerance " << fmt(o.max_drop, "%g") << " point(s), fine-tuning " << ro.epochs << " epoch(s) on "
-            << train_d.size() << " samples (Adam lr " << fmt(ro.lr, "%g") << ")\n";
+            << train_d.size() << " samples (Adam lr " << fmt(ro.lr, "%g") << "), " << o.precision << "\n";
   if (mi) std::cout << "  " << mask_line(original, *mi, o) << "\n";
   std::cout << "  accuracy on " << o.test << ": " << fmt(rep.reference_accuracy, "%.2f") << "%";
   if (mi) std::cout << ", " << fmt(rep.start_accuracy, "%.2f") << "% masked";
@@ -151,6 +156,7 @@ int run_restructure(const restructure_cmd_options& o) {
   summary(mi ? ("NSS+" + name).c_str() : name.c_str(), rep);
   if (base) summary((name + " alone (baseline)").c_str(), *base);
   std::cout << "  model written to " << o.output << "\n";
+  if (!note.empty()) std::cout << "  note: " << note << "\n";
   std::cout.flush();
   return 0;
 }
@@ -175,7 +181,8 @@ json readapt_json(const readapt_report& r) {
 }
 }  // namespace
 
-int run_readapt(const readapt_cmd_options& o) {
+template <class T>
+int readapt_impl(const readapt_cmd_options& o) {
   check_common(o);
   if (o.attack != "fgsm" && o.attack != "pgd") throw value_error("--attack: expected fgsm or pgd, got '" + o.attack + "'");
   if (!(o.eps >= 0 && o.eps <= 1)) throw value_error(concat("--eps ", o.eps, ": expected 0 <= eps <= 1 (pixels in [0, 1])"));
@@ -184,11 +191,12 @@ int run_readapt(const readapt_cmd_options& o) {
 
   keep_batch_buffers_on_the_heap();
   const auto t0 = clock_type::now();
-  const DynamicNetwork net = load_model(o.model);
-  const labelled train_d = read_labelled(net, o.data, o.labels, "--labels", o.limit);
-  std::optional<labelled> test_own;  // --test, when given (not a copy of --data otherwise)
-  const labelled& test_d =
-      o.test.empty() ? train_d : test_own.emplace(read_labelled(net, o.test, o.test_labels, "--test-labels", o.limit));
+  const model<T> m = load_model<T>(o.model, o.layout);
+  const basic_dynamic_network<T>& net = m.net;
+  const labelled<T> train_d = read_labelled(m, o.data, o.labels, "--labels", o.limit);
+  std::optional<labelled<T>> test_own;  // --test, when given (not a copy of --data otherwise)
+  const labelled<T>& test_d =
+      o.test.empty() ? train_d : test_own.emplace(read_labelled(m, o.test, o.test_labels, "--test-labels", o.limit));
   std::optional<mask_info> mi;
   if (!o.slice.none) mi = obtain_mask(net, o, train_d, {}, "--categories");
 
@@ -201,9 +209,9 @@ int run_readapt(const readapt_cmd_options& o) {
   const readapt_attack atk =
       o.attack == "fgsm" ? fgsm_attack(o.eps, o.adv_samples) : pgd_attack(o.eps, o.pgd_steps, o.adv_samples, ro.seed);
 
-  auto run_one = [&](const neuron_mask* m) {
+  auto run_one = [&](const neuron_mask* mask) {
     try {
-      return readapt(execution::par, net, m, train_d.x, train_d.y, test_d.x, test_d.y, atk, ro);
+      return readapt(execution::par, net, mask, train_d.x, train_d.y, test_d.x, test_d.y, atk, ro);
     } catch (const data_error& e) {
       throw data_error(concat(o.data, ": ", e.what()));
     }
@@ -212,6 +220,7 @@ int run_readapt(const readapt_cmd_options& o) {
   std::optional<readapt_report> base;
   if (o.baseline && mi) base = run_one(nullptr).report;
   const auto& rep = res.report;
+  const std::string note = onnx_narrowing_note<T>(o.output);
   write_model(o.output, o.model, res.model,
               concat("readapt ", mi ? "NSS" : "Full", " ", atk.name, " eps ", o.eps, ", RA ", fmt(100 * rep.ra, "%.2f"), "%"));
   const double seconds = seconds_since(t0);
@@ -219,6 +228,7 @@ int run_readapt(const readapt_cmd_options& o) {
   if (o.json) {
     json j;
     j["model"] = o.model;
+    j["precision"] = precision_name(parse_precision(o.precision));
     j["attack"] = atk.name;
     j["eps"] = o.eps;
     if (o.attack == "pgd") j["pgd_steps"] = o.pgd_steps;
@@ -229,6 +239,7 @@ int run_readapt(const readapt_cmd_options& o) {
     for (auto& [k, v] : r.items()) j[k] = v;
     if (base) j["baseline"] = readapt_json(*base);
     j["output"] = o.output;
+    if (!note.empty()) j["note"] = note;
     j["total_seconds"] = seconds;
     std::cout << j.dump() << "\n";
     return 0;
@@ -236,7 +247,7 @@ int run_readapt(const readapt_cmd_options& o) {
   std::cout << o.model << ": readapt (" << (mi ? "critical neurons only" : "every parameter") << ") against " << atk.name
             << " eps " << fmt(o.eps, "%g") << (o.attack == "pgd" ? concat(", ", o.pgd_steps, " steps") : std::string())
             << ", " << rep.adversarial << " adversarial samples from " << o.data << ", " << ro.epochs
-            << " epoch(s), Adam lr " << fmt(ro.lr, "%g") << "\n";
+            << " epoch(s), Adam lr " << fmt(ro.lr, "%g") << ", " << o.precision << "\n";
   if (mi) std::cout << "  " << mask_line(net, *mi, o) << "\n";
   std::cout << "              TPR   adv before       RA      RAA   clean before -> after (on "
             << (o.test.empty() ? o.data : o.test) << ")\n";
@@ -248,39 +259,42 @@ int run_readapt(const readapt_cmd_options& o) {
   row(mi ? "NSS     " : "Full    ", rep);
   if (base) row("Full    ", *base);
   std::cout << "  model written to " << o.output << "\n";
+  if (!note.empty()) std::cout << "  note: " << note << "\n";
   std::cout.flush();
   return 0;
 }
 
 // ============================================================================ increment
 
-int run_increment(const increment_cmd_options& o) {
+template <class T>
+int increment_impl(const increment_cmd_options& o) {
   check_common(o);
   if (!(o.replay >= 0 && o.replay <= 1)) throw value_error(concat("--replay ", o.replay, ": expected 0 <= fraction <= 1"));
 
   keep_batch_buffers_on_the_heap();
   const auto t0 = clock_type::now();
-  const DynamicNetwork net = load_model(o.model);
+  const model<T> m = load_model<T>(o.model, o.layout);
+  const basic_dynamic_network<T>& net = m.net;
   const std::size_t classes = net.output_shape().size();
   std::vector<std::size_t> old_classes, new_classes;
   if (!o.old_classes.empty()) old_classes = parse_classes(o.old_classes, classes, "--old-classes");
   if (!o.new_classes.empty()) new_classes = parse_classes(o.new_classes, classes, "--new-classes");
   // Every sample of the old classes' files is read, so that a category with no samples is named.
-  labelled old_d = read_labelled(net, o.old_data, o.old_labels, "--old-labels", 0);
+  labelled<T> old_d = read_labelled(m, o.old_data, o.old_labels, "--old-labels", 0);
   if (old_classes.empty()) {
     const std::set<std::size_t> s(old_d.y.begin(), old_d.y.end());
     old_classes.assign(s.begin(), s.end());
   }
   check_categories_present(old_d, old_classes, classes, "");
   old_d = select(std::move(old_d), o.limit, old_classes);
-  const labelled new_d = read_labelled(net, o.data, o.labels, "--labels", o.limit, new_classes);
-  std::optional<labelled> new_own, old_own;  // --test / --old-test, when given
-  const labelled& new_t =
-      o.test.empty() ? new_d : new_own.emplace(read_labelled(net, o.test, o.test_labels, "--test-labels", o.limit, new_classes));
-  const labelled& old_t =
+  const labelled<T> new_d = read_labelled(m, o.data, o.labels, "--labels", o.limit, new_classes);
+  std::optional<labelled<T>> new_own, old_own;  // --test / --old-test, when given
+  const labelled<T>& new_t =
+      o.test.empty() ? new_d : new_own.emplace(read_labelled(m, o.test, o.test_labels, "--test-labels", o.limit, new_classes));
+  const labelled<T>& old_t =
       o.old_test.empty()
           ? old_d
-          : old_own.emplace(read_labelled(net, o.old_test, o.old_test_labels, "--old-test-labels", o.limit, old_classes));
+          : old_own.emplace(read_labelled(m, o.old_test, o.old_test_labels, "--old-test-labels", o.limit, old_classes));
   std::optional<mask_info> mi;
   if (!o.slice.none) {
     mi = obtain_mask(net, o, old_d, old_classes, "--old-classes");
@@ -293,12 +307,12 @@ int run_increment(const increment_cmd_options& o) {
   io.batch = o.batch;
   io.seed = o.seed_given ? o.seed : 1;
   io.progress = o.progress;
-  std::optional<labelled_batch<float>> mix;
+  std::optional<labelled_batch<T>> mix;
   if (o.replay > 0) mix = replay_mix(new_d.x, new_d.y, old_d.x, old_d.y, o.replay, io.seed + 100);
-  auto run_one = [&](const neuron_mask* m) {
-    return mix ? increment(execution::par, net, m, mix->x, mix->y, io) : increment(execution::par, net, m, new_d.x, new_d.y, io);
+  auto run_one = [&](const neuron_mask* mask) {
+    return mix ? increment(execution::par, net, mask, mix->x, mix->y, io) : increment(execution::par, net, mask, new_d.x, new_d.y, io);
   };
-  auto scores = [&](const DynamicNetwork& n) { return task_scores(execution::par, n, old_t.x, old_t.y, new_t.x, new_t.y); };
+  auto scores = [&](const basic_dynamic_network<T>& n) { return task_scores(execution::par, n, old_t.x, old_t.y, new_t.x, new_t.y); };
   const auto before = scores(net);
   auto res = run_one(mi ? &mi->mask : nullptr);
   const auto after = scores(res.model);
@@ -310,6 +324,7 @@ int run_increment(const increment_cmd_options& o) {
     base = std::move(b.report);
   }
   const auto& rep = res.report;
+  const std::string note = onnx_narrowing_note<T>(o.output);
   write_model(o.output, o.model, res.model,
               concat("increment ", mi ? "NSS" : "Retrain", o.replay > 0 ? concat("+replay ", o.replay) : std::string(),
                      ", old ", fmt(100 * after.old_task, "%.2f"), "%, new ", fmt(100 * after.new_task, "%.2f"), "%"));
@@ -333,6 +348,7 @@ int run_increment(const increment_cmd_options& o) {
   if (o.json) {
     json j;
     j["model"] = o.model;
+    j["precision"] = precision_name(parse_precision(o.precision));
     j["old_classes"] = old_classes;
     j["replay"] = o.replay;
     j["epochs"] = io.epochs;
@@ -343,6 +359,7 @@ int run_increment(const increment_cmd_options& o) {
     for (auto& [k, v] : r.items()) j[k] = v;
     if (base) j["baseline"] = report_json(*base, *base_scores);
     j["output"] = o.output;
+    if (!note.empty()) j["note"] = note;
     j["total_seconds"] = seconds;
     std::cout << j.dump() << "\n";
     return 0;
@@ -352,7 +369,8 @@ int run_increment(const increment_cmd_options& o) {
   std::cout << o.model << ": increment (" << (mi ? "old task's critical neurons frozen" : "every parameter trains")
             << ") on " << rep.samples << " samples (" << o.data
             << (o.replay > 0 ? concat(" + ", rep.samples - new_d.size(), " old ones, replay ", fmt(o.replay, "%g")) : "")
-            << "), old classes " << oc << ", " << io.epochs << " epoch(s), Adam lr " << fmt(io.lr, "%g") << "\n";
+            << "), old classes " << oc << ", " << io.epochs << " epoch(s), Adam lr " << fmt(io.lr, "%g") << ", " << o.precision
+            << "\n";
   if (mi) std::cout << "  " << mask_line(net, *mi, o) << "\n";
   std::cout << "            trained   old task   new task     mean   frozen changed\n";
   auto row = [&](const char* what, const task_scores_report& s, const increment_report* r) {
@@ -365,8 +383,21 @@ int run_increment(const increment_cmd_options& o) {
   if (base) row("Retrain ", *base_scores, &*base);
   std::cout << "  accuracy on " << old_t.path << " (old) and " << new_t.path << " (new)\n";
   std::cout << "  model written to " << o.output << "\n";
+  if (!note.empty()) std::cout << "  note: " << note << "\n";
   std::cout.flush();
   return 0;
+}
+
+// ============================================================================ --precision
+
+int run_restructure(const restructure_cmd_options& o) {
+  return with_precision(parse_precision(o.precision), [&]<class T>() { return restructure_impl<T>(o); });
+}
+int run_readapt(const readapt_cmd_options& o) {
+  return with_precision(parse_precision(o.precision), [&]<class T>() { return readapt_impl<T>(o); });
+}
+int run_increment(const increment_cmd_options& o) {
+  return with_precision(parse_precision(o.precision), [&]<class T>() { return increment_impl<T>(o); });
 }
 
 }  // namespace nnlens::tool

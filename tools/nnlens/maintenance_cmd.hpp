@@ -29,7 +29,9 @@
 //       fraction, frozen_changed (0).  --baseline: Retrain (every parameter) as well.
 // Slice options, as `nnlens semslice`: --metric, --theta, --similarity, --categories, --samples,
 // --metric-samples, --seed.  Common: --batch, --limit N (the first N samples of each data file),
-// --threads, --no-progress.  OUT: .nnlw (the project's weights format; the tool reads it back for
+// --precision f32|f64 (the model, the slice, the training and the accuracies in float or double;
+// .nnlw output keeps the scalar, .onnx output holds float32 weights), --layout nchw|nhwc (the data
+// files' rows; default: what the model file declares), --threads, --no-progress.  OUT: .nnlw (the project's weights format; the tool reads it back for
 // the demo's LeNet-5 architecture) or .onnx (any model; builds with ONNX).
 // Each returns the process exit code; throws nnlens::error (one line naming the file / option) on
 // bad input.
@@ -57,6 +59,8 @@ struct mask_choice {
 /// The data, training and output options the three commands share.
 struct maintenance_common {
   std::string model, data, labels, test, test_labels, output;
+  std::string precision = "f32";    // f32 | f64
+  std::string layout;               // "": the model file's declared layout; nchw | nhwc
   mask_choice slice;
   std::size_t epochs = 0;           // 0: the command's default
   double lr = -1;                   // < 0: the command's default

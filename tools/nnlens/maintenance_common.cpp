@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <type_traits>
 
 #include <nnlens/core/error.hpp>
 #include <nnlens/core/progress.hpp>
 #include <nnlens/io/weights.hpp>
 #include <nnlens/slicing/neuron_mask.hpp>
+#include <nnlens/slicing/profile.hpp>  // detail::model_fingerprint
 #include <nnlens/slicing/semslice.hpp>
 #include <nnlens/train/fit.hpp>
 
@@ -122,7 +124,8 @@ void check_common(const maintenance_common& o) {
 
 /// Only the samples of d whose label is in `classes` (when not empty), then at most the first
 /// `limit` of them (0: all).
-labelled select(labelled d, std::size_t limit, const std::vector<std::size_t>& classes) {
+template <class T>
+labelled<T> select(labelled<T> d, std::size_t limit, const std::vector<std::size_t>& classes) {
   const std::size_t n = d.size();
   if (classes.empty() && (limit == 0 || limit >= n)) return d;
   std::vector<std::size_t> keep;
@@ -137,7 +140,7 @@ labelled select(labelled d, std::size_t limit, const std::vector<std::size_t>& c
   auto sh = d.x.shape();
   std::vector<std::size_t> shape(sh.begin(), sh.end());
   shape[0] = keep.size();
-  xt::xarray<float> x = xt::xarray<float>::from_shape(shape);
+  xt::xarray<T> x = xt::xarray<T>::from_shape(shape);
   std::vector<std::size_t> y(keep.size());
   for (std::size_t k = 0; k < keep.size(); ++k) {
     std::copy_n(d.x.data() + keep[k] * dim, dim, x.data() + k * dim);
@@ -148,47 +151,84 @@ labelled select(labelled d, std::size_t limit, const std::vector<std::size_t>& c
   return d;
 }
 
-/// The labelled samples of a file, then select(limit, classes).
-labelled read_labelled(const DynamicNetwork& net, const std::string& data, const std::string& labels,
-                       const char* labels_option, std::size_t limit, const std::vector<std::size_t>& classes) {
-  labelled d;
+/// The labelled samples of a file (rows in the model's data layout), then select(limit, classes).
+template <class T>
+labelled<T> read_labelled(const model<T>& m, const std::string& data, const std::string& labels, const char* labels_option,
+                          std::size_t limit, const std::vector<std::size_t>& classes) {
+  labelled<T> d;
   d.path = data;
-  d.x = read_samples(data, net.input_shape());
+  d.x = read_samples<T>(data, m.in);
   const std::size_t n = d.x.shape()[0];
   if (n == 0) throw data_error(data + ": no samples");
   const std::string lp = labels.empty() ? companion_labels(data) : labels;
   if (lp.empty()) throw value_error(concat(labels_option, " FILE is required: ", data, " has no IDX labels file beside it"));
-  d.y = read_labels(lp, n, net.output_shape().size());
+  d.y = read_labels(lp, n, m.net.output_shape().size());
   return select(std::move(d), limit, classes);
 }
 
-double accuracy_of(const DynamicNetwork& net, const labelled& d) {
+template <class T>
+double accuracy_of(const basic_dynamic_network<T>& net, const labelled<T>& d) {
   return 100.0 * train::evaluate(execution::par, net, d.x, d.y).accuracy;
 }
 
 /// Fails for a category with no samples in d (naming the data file, as `nnlens semslice` does).
-void check_categories_present(const labelled& d, const std::vector<std::size_t>& cs, std::size_t classes, const char* hint) {
+template <class T>
+void check_categories_present(const labelled<T>& d, const std::vector<std::size_t>& cs, std::size_t classes, const char* hint) {
   std::vector<std::size_t> count(classes, 0);
   for (auto c : d.y) ++count[c];
   for (auto c : cs)
     if (count[c] == 0) throw data_error(concat(d.path, ": category ", c, " has no samples", hint));
 }
 
+// -- precision
+
+template <class T>
+std::string other_precision(std::uint64_t fp, const std::string& model, const std::string& layout) {
+  using U = std::conditional_t<std::is_same_v<T, float>, double, float>;
+  try {
+    if (fp == nnlens::detail::model_fingerprint(load_model<U>(model, layout).net)) return std::is_same_v<U, float> ? "f32" : "f64";
+  } catch (const error&) {
+  }
+  return {};
+}
+
+template <class T>
+neuron_mask read_mask(const std::string& path, const basic_dynamic_network<T>& net, const std::string& model,
+                      const std::string& layout) {
+  std::ifstream f(path);
+  if (!f) throw io_error(path + ": cannot open");
+  neuron_mask m;
+  try {
+    m = load_neuron_mask(f, net, /*same_weights*/ false);  // the architecture
+  } catch (const data_error& e) {
+    throw data_error(concat(path, ": not a mask of ", model, ": ", e.what()));
+  }
+  const std::uint64_t mine = nnlens::detail::model_fingerprint(net);
+  if (m.fingerprint != 0 && m.fingerprint != mine) {
+    if (other_precision<T>(m.fingerprint, model, layout).empty())
+      throw data_error(concat(path, ": not a mask of ", model,
+                              ": load_neuron_mask: the mask was made on another model (the model fingerprints differ)"));
+    m.fingerprint = mine;  // the same model file sliced at the other precision: the same neurons
+  }
+  return m;
+}
+
+template <class T>
+std::string onnx_narrowing_note(const std::string& path) {
+  if (!std::is_same_v<T, double> || lower_extension(path) != ".onnx") return {};
+  return path + " holds float32 weights (ONNX export writes FLOAT tensors): the double network is rounded to float in the file";
+}
+
 // -- the neuron mask
 
 /// The mask from --mask, or semslice on d for `categories` (empty: every class, or --categories).
-mask_info obtain_mask(const DynamicNetwork& net, const maintenance_common& o, const labelled& d,
+template <class T>
+mask_info obtain_mask(const basic_dynamic_network<T>& net, const maintenance_common& o, const labelled<T>& d,
                       std::vector<std::size_t> categories, const char* category_option) {
   mask_info r;
   const auto t0 = clock_type::now();
   if (!o.slice.mask.empty()) {
-    std::ifstream f(o.slice.mask);
-    if (!f) throw io_error(o.slice.mask + ": cannot open");
-    try {
-      r.mask = load_neuron_mask(f, net);
-    } catch (const data_error& e) {
-      throw data_error(concat(o.slice.mask, ": not a mask of ", o.model, ": ", e.what()));
-    }
+    r.mask = read_mask(o.slice.mask, net, o.model, o.layout);
     r.source = o.slice.mask;
     r.categories = std::move(categories);
     return r;
@@ -218,7 +258,8 @@ mask_info obtain_mask(const DynamicNetwork& net, const maintenance_common& o, co
   return r;
 }
 
-nlohmann::ordered_json mask_json(const DynamicNetwork& net, const mask_info& m, const maintenance_common& o) {
+template <class T>
+nlohmann::ordered_json mask_json(const basic_dynamic_network<T>& net, const mask_info& m, const maintenance_common& o) {
   const auto us = neuron_units(net);
   const auto acc = parameter_accounting(net, m.mask);
   nlohmann::ordered_json j;
@@ -236,7 +277,8 @@ nlohmann::ordered_json mask_json(const DynamicNetwork& net, const mask_info& m, 
   return j;
 }
 
-std::string mask_line(const DynamicNetwork& net, const mask_info& m, const maintenance_common& o) {
+template <class T>
+std::string mask_line(const basic_dynamic_network<T>& net, const mask_info& m, const maintenance_common& o) {
   const auto us = neuron_units(net);
   std::string s = m.source == "semslice"
                       ? concat("neuron mask: semslice (", o.slice.metric, ", theta ", fmt(o.slice.theta, "%g"), ", ",
@@ -249,7 +291,8 @@ std::string mask_line(const DynamicNetwork& net, const mask_info& m, const maint
 
 // -- the output model
 
-void write_model(const std::string& path, const std::string& model, const DynamicNetwork& net, const std::string& what) {
+template <class T>
+void write_model(const std::string& path, const std::string& model, const basic_dynamic_network<T>& net, const std::string& what) {
   if (lower_extension(path) == ".onnx") {
 #if defined(NNLENS_TOOL_HAS_ONNX)
     io::onnx_export_options eo;
@@ -272,5 +315,25 @@ void write_model(const std::string& path, const std::string& model, const Dynami
   meta["source"] = std::filesystem::path(model).filename().string();
   io::save_weights(path, net, meta);
 }
+
+// Every template above, for --precision f32 and f64.
+#define NNLENS_MAINT_INSTANTIATE(T)                                                                                          \
+  template labelled<T> select(labelled<T>, std::size_t, const std::vector<std::size_t>&);                                 \
+  template labelled<T> read_labelled(const model<T>&, const std::string&, const std::string&, const char*, std::size_t,    \
+                                     const std::vector<std::size_t>&);                                                     \
+  template double accuracy_of(const basic_dynamic_network<T>&, const labelled<T>&);                                        \
+  template void check_categories_present(const labelled<T>&, const std::vector<std::size_t>&, std::size_t, const char*);  \
+  template std::string other_precision<T>(std::uint64_t, const std::string&, const std::string&);                          \
+  template neuron_mask read_mask(const std::string&, const basic_dynamic_network<T>&, const std::string&,                  \
+                                 const std::string&);                                                                      \
+  template std::string onnx_narrowing_note<T>(const std::string&);                                                         \
+  template mask_info obtain_mask(const basic_dynamic_network<T>&, const maintenance_common&, const labelled<T>&,            \
+                                 std::vector<std::size_t>, const char*);                                                   \
+  template nlohmann::ordered_json mask_json(const basic_dynamic_network<T>&, const mask_info&, const maintenance_common&); \
+  template std::string mask_line(const basic_dynamic_network<T>&, const mask_info&, const maintenance_common&);            \
+  template void write_model(const std::string&, const std::string&, const basic_dynamic_network<T>&, const std::string&);
+NNLENS_MAINT_INSTANTIATE(float)
+NNLENS_MAINT_INSTANTIATE(double)
+#undef NNLENS_MAINT_INSTANTIATE
 
 }  // namespace nnlens::tool::maint

@@ -42,13 +42,15 @@ std::vector<std::size_t> labels_for(const std::string& data, const std::string& 
   return read_labels(lp, n, classes);
 }
 
-double accuracy_of(const DynamicNetwork& net, const xt::xarray<float>& X, const std::vector<std::size_t>& y) {
+template <class T>
+double accuracy_of(const basic_dynamic_network<T>& net, const xt::xarray<T>& X, const std::vector<std::size_t>& y) {
   return 100.0 * train::evaluate(execution::par, net, X, y).accuracy;
 }
 
 }  // namespace
 
-int run_semslice(const semslice_cmd_options& o) {
+template <class T>
+int semslice_impl(const semslice_cmd_options& o) {
   // -- options first: no file is read for a bad option
   if (!(o.theta > 0 && o.theta <= 1))
     throw value_error(concat("--theta ", o.theta, ": expected 0 < theta <= 1"));
@@ -58,10 +60,10 @@ int run_semslice(const semslice_cmd_options& o) {
   if (!o.mask.empty() && !o.output.empty()) throw value_error("--mask and -o: a mask is either evaluated or made");
 
   keep_batch_buffers_on_the_heap();
-  const DynamicNetwork net = load_model(o.model);
-  const shape in = net.input_shape();
+  const model<T> md = load_model<T>(o.model, o.layout);
+  const basic_dynamic_network<T>& net = md.net;
   const std::size_t classes = net.output_shape().size();
-  const xt::xarray<float> X = read_samples(o.data, in);
+  const xt::xarray<T> X = read_samples<T>(o.data, md.in);
   const std::size_t n = X.shape()[0];
   if (n == 0) throw data_error(o.data + ": no samples");
   const auto y = labels_for(o.data, o.labels, "--labels", n, classes);
@@ -71,13 +73,7 @@ int run_semslice(const semslice_cmd_options& o) {
   neuron_mask mask;
   std::optional<semslice_report> rep;
   if (!o.mask.empty()) {
-    std::ifstream f(o.mask);
-    if (!f) throw io_error(o.mask + ": cannot open");
-    try {
-      mask = load_neuron_mask(f, net);
-    } catch (const data_error& e) {
-      throw data_error(concat(o.mask, ": not a mask of ", o.model, ": ", e.what()));
-    }
+    mask = maint::read_mask(o.mask, net, o.model, o.layout);
   } else {
     semslice_options so;
     so.metric = mt, so.theta = o.theta, so.similarity = sim, so.step = o.step;
@@ -126,21 +122,22 @@ int run_semslice(const semslice_cmd_options& o) {
   std::optional<std::pair<double, double>> accuracy;
   std::string acc_on;
   if (!o.mask.empty() || !o.test.empty()) {
-    const DynamicNetwork masked = apply_neuron_mask(net, mask);
+    const basic_dynamic_network<T> masked = apply_neuron_mask(net, mask);
     if (!o.mask.empty()) {
       accuracy = {accuracy_of(net, X, y), accuracy_of(masked, X, y)};
       acc_on = o.data;
     } else {
-      const xt::xarray<float> T = read_samples(o.test, in);
-      if (T.shape()[0] == 0) throw data_error(o.test + ": no samples");
-      const auto ty = labels_for(o.test, o.test_labels, "--test-labels", T.shape()[0], classes);
-      accuracy = {accuracy_of(net, T, ty), accuracy_of(masked, T, ty)};
+      const xt::xarray<T> TX = read_samples<T>(o.test, md.in);
+      if (TX.shape()[0] == 0) throw data_error(o.test + ": no samples");
+      const auto ty = labels_for(o.test, o.test_labels, "--test-labels", TX.shape()[0], classes);
+      accuracy = {accuracy_of(net, TX, ty), accuracy_of(masked, TX, ty)};
       acc_on = o.test;
     }
   }
 
   if (o.json) {
     json j;
+    j["precision"] = precision_name(parse_precision(o.precision));
     if (rep) {
       j["metric"] = to_string(rep->metric);
       j["similarity"] = to_string(rep->similarity);
@@ -170,9 +167,9 @@ int run_semslice(const semslice_cmd_options& o) {
     std::cout << o.model << ": NeuSemSlice on " << n << " sample" << (n == 1 ? "" : "s") << " from " << o.data << ", "
               << rep->categories.size() << " categor" << (rep->categories.size() == 1 ? "y" : "ies") << ", metric "
               << to_string(rep->metric) << ", theta " << fmt(rep->theta, "%g") << ", " << to_string(rep->similarity)
-              << ", m <= " << o.samples << ", " << format_duration(seconds) << "\n";
+              << ", m <= " << o.samples << ", " << o.precision << ", " << format_duration(seconds) << "\n";
   } else {
-    std::cout << o.model << ": mask " << o.mask << "\n";
+    std::cout << o.model << ": mask " << o.mask << ", " << o.precision << "\n";
   }
   const bool per_cat = rep && rep->categories.size() <= 10;
   std::string head = "  layer            critical / neurons";
@@ -202,6 +199,10 @@ int run_semslice(const semslice_cmd_options& o) {
   if (!o.output.empty()) std::cout << "  mask written to " << o.output << "\n";
   std::cout.flush();
   return 0;
+}
+
+int run_semslice(const semslice_cmd_options& o) {
+  return with_precision(parse_precision(o.precision), [&]<class T>() { return semslice_impl<T>(o); });
 }
 
 }  // namespace nnlens::tool

@@ -4,7 +4,7 @@
 //   nnlens semslice MODEL --data FILE [--labels FILE] [--metric taylor] [--theta 0.95]
 //                   [--similarity cka|uncentered|unbiased] [--categories 0,1,...] [--samples 500]
 //                   [--metric-samples N] [--step N] [--seed S] [--test FILE [--test-labels FILE]]
-//                   [--json] [-o MASK] [--threads N]
+//                   [--precision f32|f64] [--layout nchw|nhwc] [--json] [-o MASK] [--threads N]
 //       slices MODEL on the labelled samples of --data: per hidden Dense/Conv2D layer the union over
 //       the categories of the neurons whose Gram matrix reaches CKA similarity theta with the
 //       layer's; prints the critical neurons per layer (and k per category), the parameters kept
@@ -13,7 +13,11 @@
 //   nnlens semslice MODEL --mask MASK --data FILE [--labels FILE] [--json]
 //       evaluates an existing mask instead: its per-layer counts, parameters, and the accuracy of
 //       the model and of the masked model on --data.
-// Sample files as `nnlens profile --data` reads them (CSV, or IDX images scaled to [0, 1]); labels
+// --precision: the model, the metric, the Gram matrices and CKA, and the accuracies in float (f32,
+// the default) or double (f64); --json states it ("precision").  A mask made with the other precision
+// of the same model file is accepted (a mask is which neurons are kept).
+// Sample files as `nnlens profile --data` reads them (CSV, or IDX images scaled to [0, 1]; rows in
+// the model's declared layout, or --layout's); labels
 // as `nnlens coverage --train-labels` reads them (default: the IDX labels file beside IDX images).
 // Returns the process exit code; throws nnlens::error (one line naming the file / option) on bad
 // input: theta outside (0, 1], a category with no samples or not an output class, a mask of another
@@ -39,6 +43,8 @@ struct semslice_cmd_options {
   std::string test, test_labels;        // accuracy of the masked model on these
   std::string mask;                     // evaluate this mask instead of slicing
   std::string output;                   // -o: write the mask here
+  std::string precision = "f32";        // f32 | f64
+  std::string layout;                   // "": the model file's declared layout; nchw | nhwc
   bool json = false;
 };
 int run_semslice(const semslice_cmd_options& o);

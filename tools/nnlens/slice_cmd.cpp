@@ -22,6 +22,7 @@
 #include <nnlens/io/idx.hpp>
 #include <nnlens/slicing.hpp>
 
+#include "maintenance_common.hpp"  // maint::other_precision
 #include "model.hpp"
 #ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI (issue 9): `mpirun -np N nnlens profile` ----
 #include <nnlens/mpi/slicing.hpp>
@@ -50,7 +51,10 @@ granularity parse_granularity(const std::string& g) {
 
 }  // namespace
 
-int run_profile(const profile_cmd_options& o) {
+namespace {
+
+template <class T>
+int profile_impl(const profile_cmd_options& o) {
   const granularity grain = parse_granularity(o.granularity);
   if (o.batch == 0) throw value_error("--batch: expected at least 1 sample per batch");
 #ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI: under mpirun with N > 1 ranks, each profiles a block of rows ----
@@ -58,9 +62,10 @@ int run_profile(const profile_cmd_options& o) {
   open_mpi_world(world);  // before the thread pool starts: sets each rank's share of the cores
 #endif
   keep_batch_buffers_on_the_heap();
-  const DynamicNetwork net = load_model(o.model);
+  const model<T> m = load_model<T>(o.model, o.layout);
+  const basic_dynamic_network<T>& net = m.net;
   const shape in = net.input_shape();
-  const xt::xarray<float> X = read_samples(o.data, in);
+  const xt::xarray<T> X = read_samples<T>(o.data, m.in);
   const std::size_t n = X.shape()[0];
   profile_options po;
   po.grain = grain;
@@ -103,11 +108,26 @@ int run_profile(const profile_cmd_options& o) {
   for (const auto& s : p->sums) neurons += s.size();
   std::cout << o.output << ": profile of " << std::filesystem::path(o.model).filename().string() << ": " << p->samples
             << " samples, " << p->sums.size() << " tensors, " << neurons << " neurons (" << granularity_name(grain)
-            << " granularity)" << ranks << ", " << fmt(seconds) << " s\n";
+            << " granularity, " << o.precision << ")" << ranks << ", " << fmt(seconds) << " s\n";
   return 0;
 }
 
-int run_slice(const slice_cmd_options& o) {
+/// The CONTRIB of the input tensor's neurons in the data layout: at element granularity the values
+/// are per input element (internally NCHW); per-channel values (channel granularity) have no layout.
+std::vector<std::int64_t> input_contrib_in_data_layout(const std::vector<std::int64_t>& v, const input_layout& in) {
+  if (v.size() != in.net_input.size() || v.size() < 2) return v;
+  std::vector<std::size_t> sh{1};
+  for (std::size_t d = 0; d < in.net_input.rank; ++d) sh.push_back(in.net_input[d]);
+  xt::xarray<double> x = xt::xarray<double>::from_shape(sh);  // counts of samples: exact in double
+  std::copy(v.begin(), v.end(), x.begin());
+  const xt::xarray<double> y = to_data_layout<double>(x, in);
+  std::vector<std::int64_t> r(y.size());
+  std::transform(y.begin(), y.end(), r.begin(), [](double d) { return std::int64_t(d); });
+  return r;
+}
+
+template <class T>
+int slice_impl(const slice_cmd_options& o) {
   slice_options so;
   if (!(o.theta >= 0) || !std::isfinite(o.theta)) throw value_error(concat("--theta: expected a number >= 0, got ", o.theta));
   so.theta = o.theta;
@@ -130,7 +150,8 @@ int run_slice(const slice_cmd_options& o) {
 #endif
 
   keep_batch_buffers_on_the_heap();
-  const DynamicNetwork net = load_model(o.model);
+  const model<T> m = load_model<T>(o.model, o.layout);
+  const basic_dynamic_network<T>& net = m.net;
   const shape in = net.input_shape();
   const profile prof = load_profile(o.profile);  // io_error FILE:LINE when malformed
   try {
@@ -138,6 +159,10 @@ int run_slice(const slice_cmd_options& o) {
   } catch (const data_error& e) {
     std::string_view w = e.what();
     if (w.rfind("profile: ", 0) == 0) w.remove_prefix(9);
+    const std::string other = maint::other_precision<T>(prof.fingerprint, o.model, o.layout);
+    if (!other.empty())
+      throw data_error(concat(o.profile, ": a profile of ", o.model, " made with --precision ", other, "; slice with --precision ",
+                              other, ", or profile again with --precision ", o.precision));
     throw data_error(concat(o.profile, ": not a profile of ", o.model, ": ", w));
   }
   const shape out = net.output_shape();
@@ -145,7 +170,7 @@ int run_slice(const slice_cmd_options& o) {
   if (o.target && *o.target >= nout)
     throw value_error(concat("--target ", *o.target, ": out of range, the model has ", nout, " outputs (classes 0-",
                              nout - 1, ")"));
-  const xt::xarray<float> X = read_samples(o.samples, in);
+  const xt::xarray<T> X = read_samples<T>(o.samples, m.in);
   const std::size_t n = X.shape()[0];
   const criterion cr = o.target ? criterion::target(*o.target) : criterion::predicted();
 
@@ -200,15 +225,19 @@ int run_slice(const slice_cmd_options& o) {
                                  {"neurons_in_slice", s.neurons_in_slice},
                                  {"synapses", s.synapses},
                                  {"synapses_in_slice", s.synapses_in_slice}});
+    j["precision"] = precision_name(parse_precision(o.precision));
+    j["layout"] = io::layout_name(m.in.data);
     j["contrib"] = json::object();
-    for (std::size_t a = 0; a < tab->neurons.size(); ++a) j["contrib"][tab->tensor_names[a]] = tab->neurons[a];
+    for (std::size_t a = 0; a < tab->neurons.size(); ++a)  // tensor 0: the input, in the data layout
+      j["contrib"][tab->tensor_names[a]] = a == 0 ? input_contrib_in_data_layout(tab->neurons[a], m.in) : tab->neurons[a];
     j["seconds"] = seconds;
     std::cout << j.dump() << "\n";
     return 0;
   }
   std::cout << o.model << ": slice of " << n << " sample" << (n == 1 ? "" : "s") << " from " << o.samples << " ("
             << (o.target ? concat("class ", *o.target) : std::string("each sample's predicted class")) << "), theta "
-            << fmt(o.theta, "%g") << ", " << granularity_name(prof.grain) << " granularity, " << fmt(seconds) << " s\n";
+            << fmt(o.theta, "%g") << ", " << granularity_name(prof.grain) << " granularity, " << o.precision << ", " << fmt(seconds)
+            << " s\n";
   auto pct = [](std::size_t a, std::size_t b) { return b ? fmt(100.0 * double(a) / double(b), "%.1f%%") : std::string(); };
   auto row = [](const std::string& name, const std::string& nr, const std::string& np, const std::string& sr,
                 const std::string& sp) {
@@ -229,6 +258,16 @@ int run_slice(const slice_cmd_options& o) {
   row("total", "", "", concat(syn_in, " / ", syn), pct(syn_in, syn));
   std::cout.flush();
   return 0;
+}
+
+}  // namespace
+
+int run_profile(const profile_cmd_options& o) {
+  return with_precision(parse_precision(o.precision), [&]<class T>() { return profile_impl<T>(o); });
+}
+
+int run_slice(const slice_cmd_options& o) {
+  return with_precision(parse_precision(o.precision), [&]<class T>() { return slice_impl<T>(o); });
 }
 
 }  // namespace nnlens::tool

@@ -9,6 +9,12 @@
 //                [--threads N] [--no-progress]
 //       the CONTRIB table of the criterion (the samples of FILE; their predicted classes, or CLASS)
 //       and the slice sizes per layer; the granularity is the profile's.
+// Both take --precision f32|f64 (the model, the forward passes and the analysis in float or double;
+// default f32) and --layout nchw|nhwc (the rows of the sample files; default: the model file's
+// declared layout).  A profile records the model's fingerprint at its precision: slice refuses a
+// profile made with the other precision (the message names it).  slice --json states "precision" and
+// "layout"; the CONTRIB of the input's elements (element granularity) is in that data layout, the
+// order of the sample files' rows.
 // Sample files: a CSV of flattened inputs (as `nnlens run` reads them), or IDX images -- a name
 // ending in .idx, idx3-ubyte or either + .gz -- whose unsigned bytes are scaled to [0, 1] (v / 255,
 // io::read_idx_images: the demo's LeNet-5 expects exactly that).
@@ -26,6 +32,8 @@ namespace nnlens::tool {
 struct profile_cmd_options {
   std::string model, data, output;
   std::string granularity = "channel";  // or "element"
+  std::string precision = "f32";        // f32 | f64
+  std::string layout;                   // "": the model file's declared layout; nchw | nhwc
   std::size_t batch = 256;
   bool progress = true;
 };
@@ -40,6 +48,8 @@ struct slice_cmd_options {
   bool abs_sum = false;
   std::string denominator = "sum";  // or "activation"
   std::string cutoff = "max";       // or "first"
+  std::string precision = "f32";    // f32 | f64
+  std::string layout;               // "": the model file's declared layout; nchw | nhwc
   bool progress = true;
 };
 int run_slice(const slice_cmd_options& o);
