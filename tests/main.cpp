@@ -9,6 +9,8 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <set>
+#include <string>
 
 #include "test_skip.hpp"
 
@@ -45,7 +47,10 @@ int main(int argc, char** argv) {
   if (ctx.shouldExit()) return rc;
   const auto skips = nnlens_test::skips();
   if (!skips.empty()) {
-    std::printf("[nnlens] %zu test case%s skipped:\n", skips.size(), skips.size() == 1 ? "" : "s");
+    std::set<std::string> cases;
+    for (const auto& s : skips) cases.insert(s.test_case);
+    std::printf("[nnlens] %zu test case%s skipped (%zu skip%s):\n", cases.size(), cases.size() == 1 ? "" : "s", skips.size(),
+                skips.size() == 1 ? "" : "s");
     for (const auto& s : skips) std::printf("[nnlens]   %s: %s\n", s.test_case.c_str(), s.reason.c_str());
     if (rc == 0) std::printf("[nnlens] nothing failed; exit code %d (ctest: Skipped)\n", nnlens_test::skip_exit_code);
     std::fflush(stdout);
