@@ -67,9 +67,18 @@ std::vector<T> in_data_order(const std::vector<T>& v, const input_layout& in) {
 }
 
 /// The tolerance of --validate, and what "resolved" means for endpoints at precision T: relative
-/// deviations up to this are rounding (float: ~1000 ulp; double: 1e-9, the library's default).
+/// deviations up to this are rounding (double: 1e-9, the library's default; float: 1e-3 -- ACAS Xu
+/// segments inside the declared range deviate by up to 1.3e-4 in float).
 template <class T>
-constexpr double resolution_tol = std::is_same_v<T, float> ? 1e-4 : 1e-9;
+constexpr double resolution_tol = std::is_same_v<T, float> ? 1e-3 : 1e-9;
+
+/// How far outside the declared input range (in half-widths s, see range_excess) precision T still
+/// places the breaks to resolution_tol.  Measured on ACAS Xu 1_1 (segments reaching s half-widths
+/// along rho): the pieces deviate by about 100 eps s (f64: 7.0e-9 at s = 3.3e5; f32: 1.9e-3 at
+/// s = 297; f64 7.9e-10 at s = 2e4), so the limit is tol / (400 eps): 1.1e4 in f64, 21 in f32.  Segments between 1 and the
+/// limit are validated (and fail on a violation); beyond the limit they fail at once.
+template <class T>
+constexpr double resolution_limit = resolution_tol<T> / (400 * double(std::numeric_limits<T>::epsilon()));
 
 /// How far the segment P -> Q reaches outside the declared input range: max_i of
 /// max(|P_i - c_i|, |Q_i - c_i|) / h_i (c_i the range's centre, h_i its half-width; <= 1 inside);
@@ -183,8 +192,7 @@ void write_svg(const std::string& path, const std::vector<line_result<T>>& res, 
 template <class T>
 void check_endpoints(const csv_rows<T>& A, const csv_rows<T>& B, const input_layout& in, precision prec,
                      std::vector<std::string>& errors, std::vector<std::string>& warnings) {
-  const double eps = std::numeric_limits<T>::epsilon();
-  const double limit = resolution_tol<T> / (2 * eps);  // 2 s eps <= tol: breaks placed within tol of the range
+  const double limit = resolution_limit<T>;
   for (std::size_t i = 0; i < A.rows.size(); ++i) {
     std::size_t at = 0;
     const double e = range_excess(A.rows[i], B.rows[i], in, at);
@@ -194,12 +202,12 @@ void check_endpoints(const csv_rows<T>& A, const csv_rows<T>& B, const input_lay
     if (e > limit)
       errors[i] = concat("the segment reaches ", fmt(e, "%.3g"), " half-widths from the centre of ", elem,
                          "; beyond ", fmt(limit, "%.3g"), " ", precision_name(prec),
-                         " cannot place the breaks inside the range to ", fmt(resolution_tol<T>, "%g"),
+                         " cannot place the breaks to ", fmt(resolution_tol<T>, "%g"),
                          " (the pieces would not be exact)",
                          prec == precision::f32 ? "; use --precision f64 or shorter segments" : "; use shorter segments");
     else
       warnings[i] = concat("outside the declared input range: ", elem, " reaches ", fmt(e, "%.3g"),
-                           " half-widths from its centre (the network clamps it)");
+                           " half-widths from its centre (the network clamps it; the segment is validated)");
   }
 }
 
@@ -226,19 +234,44 @@ int exact_line_as(const exact_line_options& o, precision prec) {
   lo.merge_tol = o.merge_tol;
   lo.max_pieces = o.max_pieces;
   lo.validate = o.validate;
-  lo.validate_tol = resolution_tol<T>;
+  if (!(o.validate_tol >= 0 && o.validate_tol < 1))
+    throw value_error(concat("--validate-tol: expected a relative tolerance in [0, 1), got ", fmt(o.validate_tol, "%.6g")));
+  const double vtol = o.validate_tol > 0 ? o.validate_tol : resolution_tol<T>;
+  lo.validate_tol = vtol;
   lo.keep_going = true;
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::vector<T>> As, Bs;  // the segments that pass the checks
-  for (std::size_t i = 0; i < n; ++i)
-    if (pre_errors[i].empty()) As.push_back(A.rows[i]), Bs.push_back(B.rows[i]);
-  auto ran = exact_lines<T>(execution::par, m.net, As, Bs, lo);
+  // the segments that pass the checks: inside the declared range (validated with --validate), and
+  // outside it (always validated: a violation fails the segment)
   std::vector<line_result<T>> res(n);
-  for (std::size_t i = 0, k = 0; i < n; ++i) {
-    if (pre_errors[i].empty())
-      res[i] = std::move(ran[k++]);
-    else
+  std::vector<bool> checked(n, o.validate);
+  for (const bool outside : {false, true}) {
+    std::vector<std::vector<T>> As, Bs;
+    std::vector<std::size_t> idx;
+    for (std::size_t i = 0; i < n; ++i)
+      if (pre_errors[i].empty() && warnings[i].empty() != outside)
+        As.push_back(A.rows[i]), Bs.push_back(B.rows[i]), idx.push_back(i);
+    if (idx.empty()) continue;
+    line_options l = lo;
+    l.validate = lo.validate || outside;
+    auto ran = exact_lines<T>(execution::par, m.net, As, Bs, l);
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      res[idx[k]] = std::move(ran[k]);
+      checked[idx[k]] = l.validate;
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!pre_errors[i].empty()) {
       res[i].error = pre_errors[i];
+    } else if (!o.validate && checked[i] && res[i].error.empty() && res[i].stats.violations) {
+      // validated only because it leaves the declared range: not exact at this precision
+      const auto& st = res[i].stats;
+      res[i].error = concat(st.violations, " of ", st.validated_pieces, " pieces deviate from the network by up to ",
+                            fmt(st.max_deviation, "%.3g"), " (tolerance ", fmt(vtol, "%g"),
+                            "): the endpoints leave the declared input range further than ", precision_name(prec),
+                            " resolves", prec == precision::f32 ? "; use --precision f64 or shorter segments" : "; use shorter segments");
+      res[i].t.clear();
+      res[i].values.clear();
+    }
   }
   std::vector<intervals> cls(n);
   for (std::size_t i = 0; i < n; ++i)
@@ -253,7 +286,7 @@ int exact_line_as(const exact_line_options& o, precision prec) {
       raw_errors[i] = res[i].error;
       res[i].error = concat(A.where(i), " -> ", B.where(i), ": ", res[i].error);
       if (failed++ == 0) first_failed = i;
-    } else if (o.validate && res[i].stats.violations) {
+    } else if (checked[i] && res[i].stats.violations) {
       violations += res[i].stats.violations;
       if (invalid++ == 0) first_invalid = i;
     }
@@ -278,11 +311,11 @@ int exact_line_as(const exact_line_options& o, precision prec) {
       l["pieces"] = r.pieces();
       l["classes"] = json::array();
       for (const auto& c : cls[i]) l["classes"].push_back(json{{"from", c.from}, {"to", c.to}, {"label", c.label}});
-      if (o.validate && r.error.empty())
+      if (checked[i] && r.error.empty())
         l["validation"] = json{{"pieces", r.stats.validated_pieces},
                                {"violations", r.stats.violations},
                                {"max_deviation", r.stats.max_deviation},
-                               {"tolerance", resolution_tol<T>},
+                               {"tolerance", vtol},
                                {"valid", r.stats.violations == 0}};
       if (!warnings[i].empty()) l["warning"] = warnings[i];
       if (!r.error.empty()) l["error"] = r.error;
@@ -304,10 +337,10 @@ int exact_line_as(const exact_line_options& o, precision prec) {
       std::cout << r.pieces() << " piece" << (r.pieces() == 1 ? "" : "s") << ", " << cls[i].size() << " class interval"
                 << (cls[i].size() == 1 ? "" : "s") << "\n";
       if (!warnings[i].empty()) std::cout << "  warning: " << warnings[i] << "\n";
-      if (o.validate)
+      if (checked[i])
         std::cout << "  validated " << r.stats.validated_pieces << " pieces: " << r.stats.violations
                   << " violations, max deviation " << fmt(r.stats.max_deviation, "%.3g") << " (tolerance "
-                  << fmt(resolution_tol<T>, "%g") << ")" << (r.stats.violations ? ": NOT VALID" : "") << "\n";
+                  << fmt(vtol, "%g") << ")" << (r.stats.violations ? ": NOT VALID" : "") << "\n";
       std::printf("  %-16s %-16s %s\n", "from t", "to t", "class");
       std::fflush(stdout);
       for (const auto& c : cls[i]) std::printf("  %-16s %-16s %zu\n", fmt(c.from).c_str(), fmt(c.to).c_str(), c.label);
@@ -329,7 +362,7 @@ int exact_line_as(const exact_line_options& o, precision prec) {
   if (invalid)
     throw value_error(concat("validation failed: ", violations, " piece", violations == 1 ? "" : "s", " on ", invalid,
                              " segment", invalid == 1 ? "" : "s", " deviate from the network by more than ",
-                             fmt(resolution_tol<T>, "%g"), " (first: ", names[first_invalid], ", max deviation ",
+                             fmt(vtol, "%g"), " (first: ", names[first_invalid], ", max deviation ",
                              fmt(res[first_invalid].stats.max_deviation, "%.3g"), ")"));
   return 0;
 }

@@ -1,17 +1,26 @@
 // tools/nnlens/exactline_cmd.hpp -- the ExactLine subcommands of `nnlens` (docs/exactline-tool.md).
 //
 //   nnlens exact-line MODEL --from A.csv --to B.csv [--json] [--classes argmax|argmin] [--threads N]
-//                     [--merge-tol X] [--max-pieces N] [--validate] [--svg FILE]
-//       line i of A -> line i of B is segment i (flattened inputs, as `nnlens run` reads them);
-//       exact_lines over the segments in parallel, keep_going: a failed segment is reported in the
-//       output ("error") and, after everything is printed, as the tool's error (exit 1).
+//                     [--merge-tol X] [--max-pieces N] [--validate] [--validate-tol X] [--svg FILE]
+//                     [--precision f32|f64] [--layout nchw|nhwc]
+//       line i of A -> line i of B is segment i (rows in the model's declared layout, as `nnlens run`
+//       reads them); exact_lines over the segments in parallel at the precision (default f64: the
+//       model in double, .nnet weights as the file's float64 values), keep_going: a failed segment
+//       is reported in the output ("error") and, after everything is printed, as the tool's error
+//       (exit 1).  A --validate violation fails the command too (exit 1, JSON "valid": false).
+//       Endpoints outside the model's declared input range (.nnet: the clamp box) are warned about
+//       and validated (a violation fails the segment); beyond resolution_limit half-widths (what
+//       the precision resolves: 1.1e4 in f64, 21 in f32) the segment fails before it runs.
 //   nnlens ig MODEL --input X.csv --baseline B.csv [--output-index k] [--json] [--m 50]
+//             [--precision f32|f64] [--layout nchw|nhwc]
 //       exact IG of output k (default: the argmax of the output at X) for each line of X, against the
 //       same line of B (or B's single line for every X line); Riemann left / right / trapezoid sums
 //       with m partitions from the exact pieces, their relative errors, and samples to reach 5 %.
+//       Attributions are printed per input element in the data layout (NHWC rows -> NHWC order).
 // .nnet models are in raw units (tool::load_model), so the CSVs hold raw inputs.
 // Each returns the process exit code and throws nnlens::error (naming the CSV file and line) on bad
-// input: a wrong width, a non-number, P == Q, row counts that do not match.
+// input: a wrong width, a non-number, P == Q, row counts that do not match, --merge-tol outside
+// [0, 1].
 #pragma once
 
 #include <cstddef>
@@ -28,6 +37,7 @@ struct exact_line_options {
   double merge_tol = 0;
   std::size_t max_pieces = std::size_t(1) << 24;
   bool validate = false;
+  double validate_tol = 0;  // 0: the precision's default (f64 1e-9, f32 1e-3)
   std::string svg;  // "": no chart
 };
 int run_exact_line(const exact_line_options& o);

@@ -420,11 +420,35 @@ TEST_CASE("hostile input: out-of-range endpoints, validation failures, float ran
   {  // 1e308 is finite: f32 says it is out of float range; f64 reads it (the network clamps it)
     const result r = nnlens("run " + q(a11) + " --input " + q(fx / "acas_1e308.csv"));
     CHECK(r.rc != 0);
-    CHECK(r.err.find("out of float range, use --precision f64") != std::string::npos);
+    CHECK(r.err.find("out of float range") != std::string::npos);
+    CHECK(r.err.find("--precision f64") != std::string::npos);
     CHECK(r.err.find("acas_1e308.csv:1:1") != std::string::npos);
     CHECK(r.err.find("not a finite number") == std::string::npos);
     const result d = nnlens("run " + q(a11) + " --input " + q(fx / "acas_1e308.csv") + " --precision f64");
     CHECK_MESSAGE(d.rc == 0, d.err);
+  }
+  {  // a validation that finds violations fails: exit 1, "valid": false (here: a tolerance below rounding)
+    const result r = nnlens("exact-line " + q(a11) + " --from " + q(fx / "acas_from.csv") + " --to " + q(fx / "acas_to.csv") +
+                            " --json --validate --validate-tol 1e-17");
+    CHECK(r.rc != 0);
+    const json j = json::parse(r.out);
+    CHECK(j["valid"] == false);
+    CHECK(j["lines"][0]["validation"]["valid"] == false);
+    CHECK(j["lines"][0]["validation"]["violations"].get<int>() > 0);
+    CHECK(r.err.find("validation failed") != std::string::npos);
+    const result ok = nnlens("exact-line " + q(a11) + " --from " + q(fx / "acas_from.csv") + " --to " + q(fx / "acas_to.csv") +
+                             " --json --validate");
+    CHECK_MESSAGE(ok.rc == 0, ok.err);
+    CHECK(json::parse(ok.out)["valid"] == true);
+  }
+  {  // outside the declared range but resolvable (rho 150 half-widths out): a warning, validated, exact
+    const result r = nnlens("exact-line " + q(a11) + " --from " + q(fx / "acas_far_from.csv") + " --to " +
+                            q(fx / "acas_far_to.csv") + " --json");
+    CHECK_MESSAGE(r.rc == 0, r.err);
+    CHECK(r.err.find("warning") != std::string::npos);
+    const json j = json::parse(r.out);
+    CHECK(j["lines"][0].contains("warning"));
+    CHECK(j["lines"][0]["validation"]["valid"] == true);
   }
   {  // --merge-tol inf: a short message, no 309-digit number
     const result r = nnlens("exact-line " + q(a11) + " --from " + q(fx / "acas_from.csv") + " --to " + q(fx / "acas_to.csv") +
