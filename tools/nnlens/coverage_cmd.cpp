@@ -330,6 +330,8 @@ int coverage_impl(const coverage_cmd_options& o) {
     for (const auto& [c, r] : results) {
       json e{{"coverage", r.percent}, {"covered", r.covered}, {"total", r.total}};
       if (c == "idc") {
+        e["total_capped"] = p.idc_state->total_capped();  // |INCC| >= 2^64: "total" is SIZE_MAX, not the count
+        e["incc"] = p.idc_state->incc_exact();            // |INCC| exactly, as a decimal string
         e["layer"] = p.idc_state->layer();
         e["neurons"] = p.idc_state->neurons();
         e["clusters"] = p.idc_state->centroids();
