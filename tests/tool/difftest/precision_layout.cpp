@@ -130,7 +130,7 @@ TEST_CASE("compress and difftest: NHWC rows and the same rows as NCHW with --lay
       const auto f = run_outputs(model, x.at("input"), d, {"--precision", prec});
       CHECK(argmax(f[0]) == x.at("labels")[0].get<std::size_t>());
     }
-    MESSAGE(prec, ": ", found, " of ", h.at("seeds").size(), " seeds found a triggering input");
+    MESSAGE(std::string(prec), ": ", found, " of ", h.at("seeds").size(), " seeds found a triggering input");
     CHECK(found > 0);
   }
 }

@@ -68,7 +68,7 @@ TEST_CASE("profile and slice: ACAS Xu at f64 agree with f32 within 1e-5, and are
         differ += a.sums[t][i] != b.sums[t][i];
       }
     }
-    MESSAGE(g, ": ", differ, " of ", total, " profile sums differ in their bits between f32 and f64");
+    MESSAGE(std::string(g), ": ", differ, " of ", total, " profile sums differ in their bits between f32 and f64");
     CHECK(differ > total / 4);  // not float values widened: most sums carry double rounding
 
     const json s32 = tool_json({"slice", acas, "--profile", p32, "--samples", rows, "--json"});
