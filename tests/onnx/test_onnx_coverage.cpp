@@ -2,7 +2,8 @@
 // their 96 test images; ../shared/models/deepxplore-mnist) and the VNN-COMP residual CIFAR net.
 // LRP conserves relevance exactly with bias redistribution and loses exactly the bias share
 // without it; IDC prepares and measures on the real images; the dynamic (ONNX) network gives the
-// same relevance in double as the model's float run.
+// same relevance in double as the model's float run.  Without the models (nnlens_test::shared_dir(),
+// $NNLENS_SHARED_DIR) each case skips (NNLENS_SKIP).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -17,12 +18,13 @@
 #include "nnlens/io/onnx.hpp"
 #include "nnlens/network/cast.hpp"
 #include "nnlens/network/forward.hpp"
+#include "test_skip.hpp"
 
 using namespace nnlens;
 namespace fs = std::filesystem;
 
 namespace {
-const fs::path models = fs::path(NNLENS_SHARED_DIR) / "models";
+const fs::path models = nnlens_test::shared_dir() / "models";
 
 xt::xarray<float> deepxplore_images(bool generated) {
   std::vector<fs::path> files;
@@ -43,6 +45,8 @@ xt::xarray<float> deepxplore_images(bool generated) {
 }  // namespace
 
 TEST_CASE("LRP on DeepXplore's LeNets: exact conservation with bias redistribution, at every layer") {
+  for (const char* f : {"images", "lenet1.onnx", "lenet4.onnx", "lenet5.onnx"})
+    if (!fs::exists(models / "deepxplore-mnist" / f)) NNLENS_SKIP((models / "deepxplore-mnist" / f).string(), " not found");
   const auto X = deepxplore_images(false);
   REQUIRE(X.shape()[0] == 52);
   for (const char* m : {"lenet1", "lenet4", "lenet5"}) {
@@ -77,7 +81,9 @@ TEST_CASE("LRP on DeepXplore's LeNets: exact conservation with bias redistributi
 }
 
 TEST_CASE("LRP through residual blocks of a real CIFAR net: conservation with bias redistribution") {
-  const auto net = network_cast<double>(io::load_onnx((models / "vnncomp2021-cifar10_resnet" / "resnet_2b.onnx").string()));
+  const fs::path p = models / "vnncomp2021-cifar10_resnet" / "resnet_2b.onnx";
+  if (!fs::exists(p)) NNLENS_SKIP(p.string(), " not found");
+  const auto net = network_cast<double>(io::load_onnx(p.string()));
   xt::xarray<double> X = xt::xarray<double>::from_shape({3, 3, 32, 32});
   for (std::size_t i = 0; i < X.size(); ++i) X.data()[i] = double((i * 7919) % 255) / 255.0 - 0.5;
   const auto z = forward(net, X);
@@ -92,6 +98,8 @@ TEST_CASE("LRP through residual blocks of a real CIFAR net: conservation with bi
 }
 
 TEST_CASE("IDC on DeepXplore's LeNet-5 with its real images: prepare on the seeds, the generated images add coverage") {
+  for (const char* f : {"images", "lenet5.onnx"})
+    if (!fs::exists(models / "deepxplore-mnist" / f)) NNLENS_SKIP((models / "deepxplore-mnist" / f).string(), " not found");
   const auto net = io::load_onnx((models / "deepxplore-mnist" / "lenet5.onnx").string());
   const auto seeds = deepxplore_images(false), gen = deepxplore_images(true);
   REQUIRE(gen.shape()[0] == 44);

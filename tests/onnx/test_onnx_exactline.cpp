@@ -3,6 +3,8 @@
 // available, else random [0,1] images), vnncomp2021 cifar10 resnet_2b (residual), verivital
 // Convnet_maxpool (MaxPool 4x4), DeepXplore LeNet-1.  P1, P2 at every piece midpoint (relative
 // 1e-9 of the output scale, network evaluated in double), completeness of exact IG where cheap.
+// A case whose model (nnlens_test::shared_dir(), $NNLENS_SHARED_DIR) or Fashion-MNIST
+// (nnlens_test::fashion_dir(), $NNLENS_FASHION_DIR) is missing skips (NNLENS_SKIP).
 #include <doctest/doctest.h>
 
 #include <nnlens/exactline.hpp>
@@ -10,6 +12,7 @@
 
 #include "nnlens/io/idx.hpp"
 #include "nnlens/io/onnx.hpp"
+#include "test_skip.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -22,7 +25,7 @@ using namespace nnlens;
 
 namespace {
 
-const std::filesystem::path models = std::filesystem::path(NNLENS_SHARED_DIR) / "models";
+const std::filesystem::path models = nnlens_test::shared_dir() / "models";
 
 template <class Net>
 std::vector<double> eval(const Net& net, const std::vector<double>& X, std::size_t n) {
@@ -76,14 +79,17 @@ void check_line(const Net& net, const line_result<double>& r, double rel) {
 
 TEST_CASE("ExactLine on mnist-net_256x6.onnx: an image-to-image line") {
   const auto p = models / "vnncomp-mnistfc/mnist-net_256x6.onnx";
-  if (!std::filesystem::exists(p)) return;
+  if (!std::filesystem::exists(p)) NNLENS_SKIP(p.string(), " not found");
   const auto net = network_cast<double>(io::load_onnx(p));
   const std::size_t di = input_shape_of(net).size();
   REQUIRE(di == 784);
   std::vector<double> A, B;
 #if defined(NNLENS_HAS_ZLIB)
   {
-    const auto fm = io::load_mnist<double>(NNLENS_FASHION_DIR, "t10k", 2);
+    const std::filesystem::path dir = nnlens_test::fashion_dir();
+    if (!std::filesystem::exists(dir / "t10k-images-idx3-ubyte.gz") && !std::filesystem::exists(dir / "t10k-images-idx3-ubyte"))
+      NNLENS_SKIP("Fashion-MNIST not installed at ", dir.string());
+    const auto fm = io::load_mnist<double>(dir, "t10k", 2);
     A.assign(fm.images.begin(), fm.images.begin() + 784);
     B.assign(fm.images.begin() + 784, fm.images.begin() + 1568);
     if (*std::max_element(A.begin(), A.end()) > 1.5)
@@ -114,7 +120,7 @@ TEST_CASE("ExactLine on mnist-net_256x6.onnx: an image-to-image line") {
 
 TEST_CASE("ExactLine on vnncomp2021 cifar10 resnet_2b.onnx (residual blocks): one line, P2 at midpoints") {
   const auto p = models / "vnncomp2021-cifar10_resnet/resnet_2b.onnx";
-  if (!std::filesystem::exists(p)) return;
+  if (!std::filesystem::exists(p)) NNLENS_SKIP(p.string(), " not found");
   const auto net = network_cast<double>(io::load_onnx(p));
   std::mt19937_64 rng(42);
   const std::size_t di = input_shape_of(net).size();
@@ -126,9 +132,10 @@ TEST_CASE("ExactLine on vnncomp2021 cifar10 resnet_2b.onnx (residual blocks): on
 }
 
 TEST_CASE("ExactLine on verivital Convnet_maxpool.onnx (MaxPool) and DeepXplore LeNet-1") {
+  for (const char* rel : {"vnncomp2021-verivital/Convnet_maxpool.onnx", "deepxplore-mnist/lenet1.onnx"})
+    if (!std::filesystem::exists(models / rel)) NNLENS_SKIP((models / rel).string(), " not found");
   for (const char* rel : {"vnncomp2021-verivital/Convnet_maxpool.onnx", "deepxplore-mnist/lenet1.onnx"}) {
     const auto p = models / rel;
-    if (!std::filesystem::exists(p)) continue;
     CAPTURE(rel);
     const auto net = network_cast<double>(io::load_onnx(p));
     std::mt19937_64 rng(43);

@@ -2,7 +2,8 @@
 // external oracles: VNN-COMP 2022 counterexamples, DeepXplore's expected logits, resnet_2b's
 // expected.txt, the sisl/Marabou oracle rows, and the VNN-COMP robustness boxes' labels.  Plus the
 // static load (load_onnx<Net>), a synthetic NHWC graph against a naive NHWC evaluation, and bad
-// files (missing, truncated, corrupted) that must throw nnlens::error.
+// files (missing, truncated, corrupted) that must throw nnlens::error.  A model case whose files are
+// missing under nnlens_test::shared_dir() ($NNLENS_SHARED_DIR) skips (NNLENS_SKIP): ctest Skipped.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -19,13 +20,22 @@
 #include "nnlens/io/onnx.hpp"
 #include "nnlens/network/forward.hpp"
 #include "nnlens/network/sequential.hpp"
+#include "test_skip.hpp"
 
 namespace fs = std::filesystem;
 using namespace nnlens;
 
 namespace {
 
-const fs::path models = fs::path(NNLENS_SHARED_DIR) / "models";
+const fs::path models = nnlens_test::shared_dir() / "models";
+
+/// The first of `paths` (relative to models/) that does not exist, "" when all do: a case that
+/// needs them calls NNLENS_SKIP with it.
+std::string first_missing(std::initializer_list<fs::path> paths) {
+  for (const auto& p : paths)
+    if (!fs::exists(models / p)) return (models / p).string();
+  return {};
+}
 
 std::vector<double> split_numbers(const std::string& s, char sep) {
   std::vector<double> v;
@@ -99,6 +109,7 @@ TEST_CASE("onnx models: all 45 ACAS Xu networks load with the expected structure
   for (int a = 1; a <= 5; ++a)
     for (int b = 1; b <= 9; ++b) {
       const fs::path p = models / "vnncomp2021-acasxu" / ("ACASXU_run2a_" + std::to_string(a) + "_" + std::to_string(b) + "_batch_2000.onnx");
+      if (!fs::exists(p)) NNLENS_SKIP(p.string(), " not found");
       io::onnx_info info;
       const auto net = io::import_onnx(p.string(), info);
       CHECK(net.input_shape() == shape(1, 1, 5));
@@ -110,6 +121,7 @@ TEST_CASE("onnx models: all 45 ACAS Xu networks load with the expected structure
 }
 
 TEST_CASE("onnx models: VNN-COMP 2022 counterexamples reproduce (ACAS Xu, mnist_fc)") {
+  if (const auto m = first_missing({"vnncomp2022-counterexamples/index.csv"}); !m.empty()) NNLENS_SKIP(m, " not found");
   std::ifstream idx(models / "vnncomp2022-counterexamples" / "index.csv");
   REQUIRE(idx);
   std::string line;
@@ -120,6 +132,7 @@ TEST_CASE("onnx models: VNN-COMP 2022 counterexamples reproduce (ACAS Xu, mnist_
     if (line.empty() || line[0] == '#' || line.rfind("benchmark,", 0) == 0) continue;
     const auto f = split(line, ',');
     REQUIRE(f.size() >= 4);
+    if (const auto m = first_missing({f[1], f[3]}); !m.empty()) NNLENS_SKIP(m, " not found (listed in index.csv)");
     auto it = cache.find(f[1]);
     if (it == cache.end()) it = cache.emplace(f[1], io::load_onnx((models / f[1]).string())).first;
     std::vector<double> x, y;
@@ -138,6 +151,10 @@ TEST_CASE("onnx models: VNN-COMP 2022 counterexamples reproduce (ACAS Xu, mnist_
 }
 
 TEST_CASE("onnx models: DeepXplore LeNet-1/4/5 reproduce expected.csv (logits 1e-4, labels exact)") {
+  if (const auto m = first_missing({"deepxplore-mnist/lenet1.onnx", "deepxplore-mnist/lenet4.onnx",
+                                    "deepxplore-mnist/lenet5.onnx", "deepxplore-mnist/expected.csv"});
+      !m.empty())
+    NNLENS_SKIP(m, " not found");
   const fs::path dir = models / "deepxplore-mnist";
   std::map<std::string, DynamicNetwork> nets;
   for (const char* m : {"lenet1", "lenet4", "lenet5"}) nets[m] = io::load_onnx((dir / (std::string(m) + ".onnx")).string());
@@ -151,6 +168,7 @@ TEST_CASE("onnx models: DeepXplore LeNet-1/4/5 reproduce expected.csv (logits 1e
     if (line.empty()) continue;
     const auto c = split(line, ',');
     REQUIRE(c.size() == 13);
+    if (!fs::exists(dir / c[0])) NNLENS_SKIP((dir / c[0]).string(), " not found (listed in expected.csv)");
     const auto img = io::load_image<float>(dir / c[0]);
     REQUIRE(img.size() == 784);
     const auto got = run1(nets.at(c[1]), std::vector<double>(img.begin(), img.end()));
@@ -169,6 +187,9 @@ TEST_CASE("onnx models: DeepXplore LeNet-1/4/5 reproduce expected.csv (logits 1e
 }
 
 TEST_CASE("onnx models: resnet_2b (residual blocks) reproduces expected.txt") {
+  if (const auto m = first_missing({"vnncomp2021-cifar10_resnet/resnet_2b.onnx", "vnncomp2021-cifar10_resnet/expected.txt"});
+      !m.empty())
+    NNLENS_SKIP(m, " not found");
   const fs::path dir = models / "vnncomp2021-cifar10_resnet";
   const auto net = io::load_onnx((dir / "resnet_2b.onnx").string());
   CHECK(net.input_shape() == shape(3, 32, 32));
@@ -204,6 +225,10 @@ TEST_CASE("onnx models: resnet_2b (residual blocks) reproduces expected.txt") {
 }
 
 TEST_CASE("onnx models: oracle rows (TestNetwork2 W@x form, the BatchNorm toy)") {
+  if (const auto m = first_missing({"sisl-NNet/TestNetwork2.onnx", "vnncomp2021-test/test_small.onnx",
+                                    "marabou/linear2-3_bn1-linear3-1.onnx"});
+      !m.empty())
+    NNLENS_SKIP(m, " not found");
   {  // sisl NNet's export: raw input [5] (no batch axis), normalisation folded, outputs rescaled
     io::onnx_info info;
     const auto net = io::import_onnx((models / "sisl-NNet" / "TestNetwork2.onnx").string(), info);
@@ -249,10 +274,18 @@ TEST_CASE("onnx models: MNIST nets classify the centres of their VNN-COMP boxes 
       {"vnncomp-mnistfc/mnist-net_256x4.onnx", {"vnncomp-mnistfc/prop_1_0.03.vnnlib", "vnncomp-mnistfc/prop_2_0.03.vnnlib"}},
       {"vnncomp-mnistfc/mnist-net_256x6.onnx", {"vnncomp-mnistfc/prop_1_0.03.vnnlib", "vnncomp-mnistfc/prop_2_0.03.vnnlib"}},
   };
+  // every model and spec, or the case skips (it never checks a subset and passes)
+  for (const auto& it : items) {
+    if (const auto m = first_missing({it.onnx}); !m.empty()) NNLENS_SKIP(m, " not found");
+    for (const char* s : it.specs)
+      if (const auto m = first_missing({s}); !m.empty()) NNLENS_SKIP(m, " not found");
+  }
+  if (const auto m = first_missing({"marabou/cnn_max_mninst2.onnx", "marabou/cnn_max_mninst3.onnx", "marabou/mnist2x10.onnx"});
+      !m.empty())
+    NNLENS_SKIP(m, " not found");
   for (const auto& it : items) {
     const auto net = io::load_onnx((models / it.onnx).string());
     for (const char* s : it.specs) {
-      if (!fs::exists(models / s)) continue;
       std::vector<double> c;
       std::size_t label = 0;
       read_vnnlib_box(models / s, c, label);
@@ -276,16 +309,20 @@ TEST_CASE("onnx models: MNIST nets classify the centres of their VNN-COMP boxes 
 TEST_CASE("onnx models: the MNIST nets agree with LeNet-5 on DeepXplore's 44 MNIST seed digits (NHWC layouts)") {
   // No oracle ships with the Marabou CNNs (NHWC, Transpose + MatMul rows in HWC order): a wrong
   // layout would leave them at chance level.  Threshold: at least 40/44 (38 for the tiny 2x10 MLP).
+  const std::vector<std::pair<const char*, std::size_t>> nets = {
+      {"marabou/cnn_max_mninst2.onnx", 40}, {"marabou/cnn_max_mninst3.onnx", 40}, {"marabou/mnist2x10.onnx", 38},
+      {"vnncomp-mnistfc/mnist-net_256x2.onnx", 40}, {"vnncomp2021-eran/mnist_relu_9_200.onnx", 40},
+      {"vnncomp2021-verivital/Convnet_avgpool.onnx", 40}, {"vnncomp2021-verivital/Convnet_maxpool.onnx", 40}};
+  if (const auto m = first_missing({"deepxplore-mnist/lenet5.onnx", "deepxplore-mnist/images"}); !m.empty())
+    NNLENS_SKIP(m, " not found");
+  for (const auto& n : nets)
+    if (const auto m = first_missing({n.first}); !m.empty()) NNLENS_SKIP(m, " not found");
   const fs::path dir = models / "deepxplore-mnist";
   const auto ref = io::load_onnx((dir / "lenet5.onnx").string());
   std::vector<fs::path> imgs;
   for (const auto& e : fs::directory_iterator(dir / "images"))
     if (e.path().filename().string().find("_orig") != std::string::npos) imgs.push_back(e.path());
   REQUIRE(imgs.size() == 44);
-  const std::vector<std::pair<const char*, std::size_t>> nets = {
-      {"marabou/cnn_max_mninst2.onnx", 40}, {"marabou/cnn_max_mninst3.onnx", 40}, {"marabou/mnist2x10.onnx", 38},
-      {"vnncomp-mnistfc/mnist-net_256x2.onnx", 40}, {"vnncomp2021-eran/mnist_relu_9_200.onnx", 40},
-      {"vnncomp2021-verivital/Convnet_avgpool.onnx", 40}, {"vnncomp2021-verivital/Convnet_maxpool.onnx", 40}};
   std::vector<std::size_t> want;
   std::vector<std::vector<double>> xs;
   for (const auto& p : imgs) {
@@ -305,6 +342,9 @@ TEST_CASE("onnx models: the MNIST nets agree with LeNet-5 on DeepXplore's 44 MNI
 TEST_CASE("onnx models: load_onnx<Net> fills a static Sequential and checks its shapes") {
   using Acas = Sequential<Input<1, 1, 5>, Flatten, Dense<50>, ReLU, Dense<50>, ReLU, Dense<50>, ReLU, Dense<50>, ReLU,
                           Dense<50>, ReLU, Dense<50>, ReLU, Dense<5>>;
+  if (const auto m = first_missing({"vnncomp2021-acasxu/ACASXU_run2a_2_9_batch_2000.onnx", "deepxplore-mnist/lenet1.onnx"});
+      !m.empty())
+    NNLENS_SKIP(m, " not found");
   const std::string p = (models / "vnncomp2021-acasxu" / "ACASXU_run2a_2_9_batch_2000.onnx").string();
   const auto s = io::load_onnx<Acas>(p);
   const auto d = io::load_onnx(p);
@@ -421,6 +461,11 @@ TEST_CASE("onnx: bad files throw nnlens::error, never crash") {
     std::ofstream o(p, std::ios::binary);
     o.write(b.data(), std::streamsize(b.size()));
   };
+  // the rest mutates real models
+  if (const auto m = first_missing({"vnncomp2021-test/test_small.onnx", "deepxplore-mnist/lenet1.onnx",
+                                    "vnncomp2021-cifar10_resnet/resnet_2b.onnx", "marabou/cnn_max_mninst3.onnx"});
+      !m.empty())
+    NNLENS_SKIP(m, " not found");
   for (const char* model : {"vnncomp2021-test/test_small.onnx", "deepxplore-mnist/lenet1.onnx",
                             "vnncomp2021-cifar10_resnet/resnet_2b.onnx", "marabou/cnn_max_mninst3.onnx"}) {
     std::ifstream f(models / model, std::ios::binary);
@@ -500,6 +545,8 @@ TEST_CASE("onnx models: the 45 ACAS Xu networks agree in .nnet and ONNX (normali
   for (int a = 1; a <= 5; ++a)
     for (int b = 1; b <= 9; ++b) {
       const std::string stem = "ACASXU_run2a_" + std::to_string(a) + "_" + std::to_string(b) + "_batch_2000";
+      if (const auto m = first_missing({"vnncomp2021-acasxu/" + stem + ".onnx", "acasxu-nnet/" + stem + ".nnet"}); !m.empty())
+        NNLENS_SKIP(m, " not found");
       const auto onnx_net = io::load_onnx((models / "vnncomp2021-acasxu" / (stem + ".onnx")).string());
       const auto nnet = io::load_nnet<float>(models / "acasxu-nnet" / (stem + ".nnet"), raw);
       for (int k = 0; k < 20; ++k) {
