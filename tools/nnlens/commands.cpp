@@ -86,7 +86,7 @@ template <class T>
 int run_run_as(const run_options& o) {
   const model<T> m = load_model<T>(o.model, o.layout);
   const auto& net = m.net;
-  const xt::xarray<T> x = read_samples<T>(o.input, m.in);  // [rows, input shape...] (NCHW inside)
+  const xt::xarray<T> x = read_samples<T>(o.input, m.in, nullptr, o.header);  // [rows, input shape...] (NCHW inside)
   const std::size_t rows = x.shape()[0];
   const std::size_t in = net.input_shape().size();
   std::ofstream file;

@@ -2,13 +2,17 @@
 //
 //   nnlens info MODEL [--json]          the declared input ([N,32,32,3] (nhwc)), the layers
 //   nnlens run MODEL --input FILE.csv [--output FILE.csv] [--batch N] [--no-progress]
-//              [--precision f32|f64] [--layout nchw|nhwc]   rows in the model's declared layout
+//              [--precision f32|f64] [--layout nchw|nhwc] [--header | --no-header]
+//              rows in the model's declared layout; the CSV's first line is a header when every value on
+//              it is a non-number, or when --header says so (--no-header: every line is a sample)
 //   nnlens codegen MODEL -o FILE.hpp [--name NAME] [--namespace NS] [--precision f32|f64]
 // Each returns the process exit code and throws nnlens::error on bad input.
 #pragma once
 
 #include <cstddef>
 #include <string>
+
+#include <nnlens/io/csv.hpp>
 
 namespace nnlens::tool {
 
@@ -23,6 +27,7 @@ struct run_options {
   std::string precision = "f32", layout;  // layout "": the model's declared layout
   std::size_t batch = 256;
   bool progress = true;
+  io::csv_header header = io::csv_header::detect;  // --header: present, --no-header: absent
 };
 int run_run(const run_options& o);
 

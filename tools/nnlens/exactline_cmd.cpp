@@ -48,10 +48,10 @@ struct csv_rows {
 };
 
 template <class T>
-csv_rows<T> read_rows(const std::string& path, const input_layout& in) {
+csv_rows<T> read_rows(const std::string& path, const input_layout& in, io::csv_header header) {
   csv_rows<T> r;
   r.path = path;
-  r.x = read_samples<T>(path, in, &r.lines);
+  r.x = read_samples<T>(path, in, &r.lines, header);  // lines: the reader's own (io::read_csv_rows)
   const std::size_t n = r.x.shape()[0], d = in.net_input.size();
   r.rows.resize(n);
   for (std::size_t i = 0; i < n; ++i) r.rows[i].assign(r.x.data() + i * d, r.x.data() + (i + 1) * d);
@@ -223,7 +223,7 @@ int exact_line_as(const exact_line_options& o, precision prec) {
   if (!(o.merge_tol >= 0 && o.merge_tol <= 1))
     throw value_error(concat("--merge-tol: expected a distance in t between 0 and 1, got ", fmt(o.merge_tol, "%.6g")));
   const model<T> m = load_model<T>(o.model, o.layout);
-  const csv_rows<T> A = read_rows<T>(o.from, m.in), B = read_rows<T>(o.to, m.in);
+  const csv_rows<T> A = read_rows<T>(o.from, m.in, o.header), B = read_rows<T>(o.to, m.in, o.header);
   if (A.rows.size() != B.rows.size())
     throw shape_error(concat(o.from, " has ", A.rows.size(), " samples but ", o.to, " has ", B.rows.size(),
                              ": line i of each gives segment i"));
@@ -372,7 +372,7 @@ int ig_as(const ig_options& o, precision prec) {
   if (o.m == 0) throw value_error("--m: expected at least 1 partition");
   const model<T> md = load_model<T>(o.model, o.layout);
   const auto& net = md.net;
-  const csv_rows<T> X = read_rows<T>(o.input, md.in), B = read_rows<T>(o.baseline, md.in);
+  const csv_rows<T> X = read_rows<T>(o.input, md.in, o.header), B = read_rows<T>(o.baseline, md.in, o.header);
   if (B.rows.size() != 1 && B.rows.size() != X.rows.size())
     throw shape_error(concat(o.baseline, " has ", B.rows.size(), " samples; expected 1 (one baseline for every input)",
                              X.rows.size() > 1 ? concat(" or ", X.rows.size(), " (one per line of ", o.input, ")")

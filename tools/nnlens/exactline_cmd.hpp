@@ -2,7 +2,7 @@
 //
 //   nnlens exact-line MODEL --from A.csv --to B.csv [--json] [--classes argmax|argmin] [--threads N]
 //                     [--merge-tol X] [--max-pieces N] [--validate] [--validate-tol X] [--svg FILE]
-//                     [--precision f32|f64] [--layout nchw|nhwc]
+//                     [--precision f32|f64] [--layout nchw|nhwc] [--header | --no-header]
 //       line i of A -> line i of B is segment i (rows in the model's declared layout, as `nnlens run`
 //       reads them); exact_lines over the segments in parallel at the precision (default f64: the
 //       model in double, .nnet weights as the file's float64 values), keep_going: a failed segment
@@ -12,11 +12,13 @@
 //       and validated (a violation fails the segment); beyond resolution_limit half-widths (what
 //       the precision resolves: 1.1e4 in f64, 21 in f32) the segment fails before it runs.
 //   nnlens ig MODEL --input X.csv --baseline B.csv [--output-index k] [--json] [--m 50]
-//             [--precision f32|f64] [--layout nchw|nhwc]
+//             [--precision f32|f64] [--layout nchw|nhwc] [--header | --no-header]
 //       exact IG of output k (default: the argmax of the output at X) for each line of X, against the
 //       same line of B (or B's single line for every X line); Riemann left / right / trapezoid sums
 //       with m partitions from the exact pieces, their relative errors, and samples to reach 5 %.
 //       Attributions are printed per input element in the data layout (NHWC rows -> NHWC order).
+// The CSVs' header rule is `nnlens run`'s (--header / --no-header apply to both files); segments and
+// inputs are named by the file lines io::read_csv_rows reports.
 // .nnet models are in raw units (tool::load_model), so the CSVs hold raw inputs.
 // Each returns the process exit code and throws nnlens::error (naming the CSV file and line) on bad
 // input: a wrong width, a non-number, P == Q, row counts that do not match, --merge-tol outside
@@ -26,6 +28,8 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+
+#include <nnlens/io/csv.hpp>
 
 namespace nnlens::tool {
 
@@ -39,6 +43,7 @@ struct exact_line_options {
   bool validate = false;
   double validate_tol = 0;  // 0: the precision's default (f64 1e-9, f32 1e-3)
   std::string svg;  // "": no chart
+  io::csv_header header = io::csv_header::detect;  // of --from and --to
 };
 int run_exact_line(const exact_line_options& o);
 
@@ -48,6 +53,7 @@ struct ig_options {
   std::optional<std::size_t> output_index;  // default: argmax of the output at the input
   bool json = false;
   std::size_t m = 50;
+  io::csv_header header = io::csv_header::detect;  // of --input and --baseline
 };
 int run_ig(const ig_options& o);
 

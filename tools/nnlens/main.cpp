@@ -13,6 +13,8 @@
 // Commands that load a model and read its data take --precision f32|f64 (exact-line and ig default
 // to f64, the others to f32) and --layout nchw|nhwc (default: the layout the model file declares,
 // `nnlens info` shows it; rows of an [N,H,W,C] ONNX input are read as NHWC).
+// run, exact-line and ig take --header | --no-header for their CSV files (default: the first line is a
+// header only when every value on it is a non-number; docs/formats.md "CSV samples").
 // (docs/exactline-tool.md; .nnet models in raw units, so the CSVs hold raw inputs.)
 //   nnlens profile MODEL --data FILE -o PROFILE [--granularity channel|element] [--threads N] [--batch N]
 //                  [--no-progress]       NNSlicer's profile: mean neuron activations over a dataset
@@ -118,6 +120,18 @@ int main(int argc, char** argv) {
                      "layout (nchw, nhwc or none), network_input_shape (NCHW), output_shape, "
                      "layers[{type, output_shape, params}], params");
 
+  // --header / --no-header of the CSV sample files of run, exact-line and ig (io::csv_header).
+  auto add_header_options = [](CLI::App* cmd, nnlens::io::csv_header& header) {
+    auto* h = cmd->add_flag_callback(
+        "--header", [&header] { header = nnlens::io::csv_header::present; },
+        "The CSV files' first non-blank line is a header, whatever it holds (default: only when every value on it "
+        "is a non-number, e.g. x0,x1,label)");
+    auto* nh = cmd->add_flag_callback(
+        "--no-header", [&header] { header = nnlens::io::csv_header::absent; },
+        "Every line of the CSV files is a sample: a non-number on the first line is an error");
+    h->excludes(nh);
+  };
+
   nnlens::tool::run_options run;
   auto* run_cmd = app.add_subcommand("run", "Run a model on CSV samples; one CSV output line per sample");
   run_cmd->add_option("MODEL", run.model, formats)->required();
@@ -130,6 +144,7 @@ int main(int argc, char** argv) {
   bool no_progress = false;
   run_cmd->add_flag("--no-progress", no_progress, "No progress bar on standard error");
   add_model_options(run_cmd, run.precision, run.layout, "f32");
+  add_header_options(run_cmd, run.header);
 
   nnlens::tool::codegen_cmd_options cg;
   auto* cg_cmd = app.add_subcommand("codegen", "Write a C++ header with the static network type and its weights");
@@ -168,6 +183,7 @@ int main(int argc, char** argv) {
                      "1e-3 in f32)");
   el_cmd->add_option("--svg", el.svg, "Write an SVG strip chart (a band per class interval, a tick per break)");
   add_model_options(el_cmd, el.precision, el.layout, "f64");
+  add_header_options(el_cmd, el.header);
 
   nnlens::tool::ig_options ig;
   std::size_t ig_index = 0;
@@ -182,6 +198,7 @@ int main(int argc, char** argv) {
                    "data layout), precision, layout");
   ig_cmd->add_option("--m", ig.m, "Partitions of the Riemann sums")->capture_default_str()->check(CLI::Range(1, 1 << 24));
   add_model_options(ig_cmd, ig.precision, ig.layout, "f64");
+  add_header_options(ig_cmd, ig.header);
 
   nnlens::tool::profile_cmd_options pr;
   std::size_t pr_threads = 0;

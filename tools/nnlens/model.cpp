@@ -157,7 +157,8 @@ shape to_shape(const std::vector<std::size_t>& d) {
 }  // namespace
 
 template <class T>
-xt::xarray<T> read_samples(const std::string& path, const input_layout& in, std::vector<std::size_t>* lines) {
+xt::xarray<T> read_samples(const std::string& path, const input_layout& in, std::vector<std::size_t>* lines,
+                           io::csv_header header) {
   const shape data = to_shape(in.data_shape());
   xt::xarray<T> x;
   if (is_idx_name(path)) {
@@ -167,15 +168,19 @@ xt::xarray<T> read_samples(const std::string& path, const input_layout& in, std:
       for (std::size_t i = 0; i < lines->size(); ++i) (*lines)[i] = i + 1;
     }
   } else {
-    auto r = io::read_csv_rows<T>(path, data);  // io_error FILE:LINE:COLUMN (e.g. "out of float range"), or "no samples"
+    io::csv_options opt;
+    opt.header = header;
+    auto r = io::read_csv_rows<T>(path, data, opt);  // io_error FILE:LINE:COLUMN (e.g. "out of float range"), or "no samples"
     x = std::move(r.x);
     if (lines) *lines = std::move(r.lines);
   }
   return from_data_layout<T>(x, in);
 }
 
-template xt::xarray<float> read_samples<float>(const std::string&, const input_layout&, std::vector<std::size_t>*);
-template xt::xarray<double> read_samples<double>(const std::string&, const input_layout&, std::vector<std::size_t>*);
+template xt::xarray<float> read_samples<float>(const std::string&, const input_layout&, std::vector<std::size_t>*,
+                                               io::csv_header);
+template xt::xarray<double> read_samples<double>(const std::string&, const input_layout&, std::vector<std::size_t>*,
+                                                 io::csv_header);
 
 template <class T>
 xt::xarray<T> to_data_layout(const xt::xarray<T>& x, const input_layout& in) {

@@ -11,9 +11,11 @@
 //                     demo's, the file only holds the weights), and the input_layout: what the file
 //                     declares (io::data_layout, the declared per-sample dims) and the layout of the
 //                     user's data files (the declared one, or --layout)
-//   read_samples<T>(path, in)   the samples of a CSV file (one flattened sample per line in the data
-//                     layout) or of IDX images -- a name ending in .idx, -ubyte or either + .gz --
-//                     whose unsigned bytes are scaled to [0, 1], as [N, net_input...] (NCHW inside)
+//   read_samples<T>(path, in, lines, header)   the samples of a CSV file (one flattened sample per
+//                     line in the data layout; io::read_csv_rows' rules, header: --header /
+//                     --no-header, default detect) or of IDX images -- a name ending in .idx, -ubyte
+//                     or either + .gz -- whose unsigned bytes are scaled to [0, 1], as
+//                     [N, net_input...] (NCHW inside)
 //   to_data_layout / from_data_layout   internal [N, net_input...] <-> the data layout
 //   load_model(path) / read_samples(path, shape)   the float forms without layouts (transitional: the
 //                     commands not yet converted to the model<T> API)
@@ -32,6 +34,7 @@
 
 #include <nnlens/core/shape.hpp>
 #include <nnlens/core/tensor.hpp>
+#include <nnlens/io/csv.hpp>
 #include <nnlens/io/layout.hpp>
 #include <nnlens/network/dynamic_network.hpp>
 
@@ -80,11 +83,18 @@ template <class T>
 model<T> load_model(const std::string& path, const std::string& layout_override = "");
 
 /// A CSV/IDX sample file whose rows are in `in.data` layout -> [N, net_input...] (NCHW inside).
-/// `lines`, when given, receives the file line (1-based) of each CSV sample (IDX: the image number).
-/// For T = float, a CSV value beyond float's range is an io_error "FILE:LINE:COLUMN: ... out of
-/// float range (... --precision f64)" (io::read_csv).
+/// `lines`, when given, receives the file line (1-based) of each CSV sample (IDX: the image number):
+/// io::read_csv_rows' own lines, so they agree with what the reader took as header and data.
+/// `header` (CSV only; IDX files have none): detect (the first line is a header only when every
+/// value on it is a non-number), present (--header: the first non-blank line is one) or absent
+/// (--no-header).
+/// throws: io_error "FILE:LINE:COLUMN: what" for a line that does not parse (a wrong number of
+/// values, a non-number such as the 'abc' of a first line "0.1,abc,...", NaN/Inf, values another
+/// separator splits: "fields separated by ';' ..."); for T = float a value beyond float's range is
+/// "... out of float range (... --precision f64)"; "FILE: no samples" (io::read_csv_rows).
 template <class T>
-xt::xarray<T> read_samples(const std::string& path, const input_layout& in, std::vector<std::size_t>* lines = nullptr);
+xt::xarray<T> read_samples(const std::string& path, const input_layout& in, std::vector<std::size_t>* lines = nullptr,
+                           io::csv_header header = io::csv_header::detect);
 
 /// [N, net_input...] (internal) -> the same values in the data layout ([N, data_shape()...]), for
 /// per-input-element results (IG attributions, CONTRIB of input neurons, JSON fields indexed by
