@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -185,6 +186,9 @@ preparations load_state(const std::string& path, const std::string& model, const
 template <class T>
 int coverage_impl(const coverage_cmd_options& o) {
   const std::vector<std::string> crit = parse_criteria(o.criteria);
+  if (o.lsc_range != "spec" && o.lsc_range != "reference")
+    throw value_error("--lsc-range: expected spec or reference, got '" + o.lsc_range + "'");
+  const bool lsc_reference = o.lsc_range == "reference";
   if (o.m == 0) throw value_error("--m: expected at least 1 important neuron");
 #ifdef NNLENS_TOOL_HAS_MPI  // MPI: under mpirun with N > 1 ranks (before the thread pool starts)
   std::optional<nnlens::mpi::communicator> world;
@@ -291,9 +295,20 @@ int coverage_impl(const coverage_cmd_options& o) {
   std::shared_ptr<const surprise_model> sm;
   if (p.surprise) sm = std::make_shared<const surprise_model>(*p.surprise);
   std::vector<std::pair<std::string, coverage_result>> results;
+  // LSC / DSC: the range [lower, upper] and where the test inputs' values fell against it (an LSC
+  // whose inputs mostly fall outside its range must not be reported silently)
+  struct range_report {
+    surprise_coverage_options opts;
+    surprise_range_counts counts;
+  };
+  std::map<std::string, range_report> ranges;
+  auto measure_surprise = [&](auto crit_, auto&& run_) {
+    run_(crit_);
+    ranges[std::string(crit_.name())] = {crit_.options(), crit_.range()};
+  };
   for (const auto& c : crit) {
     step("measure " + c);
-    auto run = [&](auto&& criterion) {
+    auto run = [&](auto& criterion) {
       try {
         results.emplace_back(c, measure(execution::par, net, TX, criterion));
       } catch (const data_error& e) {
@@ -309,14 +324,24 @@ int coverage_impl(const coverage_cmd_options& o) {
       continue;
     }  // the other criteria: every rank measures the whole test set (the same result)
 #endif
+    auto run_new = [&](auto&& criterion) { run(criterion); };
     if (c == "idc") run(*p.idc_state);
-    else if (c == "nc") run(nc_criterion(net, {.threshold = o.nc_threshold}));
-    else if (c == "tknc") run(tknc_criterion(net, {.k = o.tknc_k}));
-    else if (c == "kmnc") run(kmnc_criterion(bounds, o.kmnc_k));
-    else if (c == "nbc") run(nbc_criterion(bounds));
-    else if (c == "snac") run(snac_criterion(bounds));
-    else if (c == "lsc") run(lsc_criterion(sm));
-    else if (c == "dsc") run(dsc_criterion(sm));
+    else if (c == "nc") run_new(nc_criterion(net, {.threshold = o.nc_threshold}));
+    else if (c == "tknc") run_new(tknc_criterion(net, {.k = o.tknc_k}));
+    else if (c == "kmnc") run_new(kmnc_criterion(bounds, o.kmnc_k));
+    else if (c == "nbc") run_new(nbc_criterion(bounds));
+    else if (c == "snac") run_new(snac_criterion(bounds));
+    else if (c == "lsc") {
+      surprise_coverage_options so;  // the spec's [0, 2000]
+      if (lsc_reference) {            // the reference code's: lower = the smallest LSA of the test set
+        try {
+          so = reference_surprise_range(lsa_values(execution::par, net, *sm, TX), surprise_kind::lsa);
+        } catch (const nnlens::error& e) {
+          throw value_error(concat("--lsc-range reference on ", o.test, ": ", e.what()));
+        }
+      }
+      measure_surprise(lsc_criterion(sm, so), run);
+    } else if (c == "dsc") measure_surprise(dsc_criterion(sm), run);
     ++done;
   }
   if (bar) bar->finish();
@@ -329,6 +354,13 @@ int coverage_impl(const coverage_cmd_options& o) {
     j["criteria"] = json::object();
     for (const auto& [c, r] : results) {
       json e{{"coverage", r.percent}, {"covered", r.covered}, {"total", r.total}};
+      if (const auto it = ranges.find(c); it != ranges.end()) {
+        const auto& [so, rc] = it->second;
+        e["range"] = json{{"lower", so.lower},       {"upper", so.upper},       {"buckets", so.buckets},
+                          {"inputs", rc.inputs},     {"in_range", rc.in_range}, {"below", rc.below},
+                          {"above", rc.above},       {"nan", rc.nan},           {"in_range_fraction", rc.in_range_fraction()}};
+        if (c == "lsc") e["range"]["source"] = o.lsc_range;
+      }
       if (c == "idc") {
         e["total_capped"] = p.idc_state->total_capped();  // |INCC| >= 2^64: "total" is SIZE_MAX, not the count
         e["incc"] = p.idc_state->incc_exact();            // |INCC| exactly, as a decimal string
@@ -357,15 +389,23 @@ int coverage_impl(const coverage_cmd_options& o) {
   row("criterion", "coverage", "covered / total", "");
   for (const auto& [c, r] : results) {
     std::string note;
-    if (c == "idc")
-      note = concat("layer ", layers[L].name, ", m ", p.idc_state->neurons().size(), ", |INCC| ",
-                    fmt(p.idc_state->incc_size(), "%.0f"));
+    std::string total = concat(r.total);
+    if (c == "idc") {
+      note = concat("layer ", layers[L].name, ", m ", p.idc_state->neurons().size(), ", |INCC| ", p.idc_state->incc_exact());
+      total = p.idc_state->incc_exact();  // exact even past 2^64, where r.total is capped at SIZE_MAX
+      if (p.idc_state->total_capped()) note += " (capped: coverage = covered / |INCC| in double)";
+    }
     else if (c == "nc") note = concat("threshold ", fmt(o.nc_threshold, "%g"));
     else if (c == "kmnc") note = concat("k ", o.kmnc_k);
     else if (c == "tknc") note = concat("k ", o.tknc_k);
-    else if (c == "lsc") note = "1000 buckets on [0, 2000], layer " + layers[L].name;
-    else if (c == "dsc") note = "1000 buckets on [0, 2], layer " + layers[L].name;
-    const std::string ct = concat(r.covered, " / ", r.total);
+    if (const auto it = ranges.find(c); it != ranges.end()) {
+      const auto& [so, rc] = it->second;
+      note = concat(so.buckets, " buckets on [", fmt(so.lower, "%.6g"), ", ", fmt(so.upper, "%.6g"), "]",
+                    c == "lsc" && lsc_reference ? " (reference: lower = min test LSA)" : "", ", layer ", layers[L].name, "; ",
+                    fmt(100 * rc.in_range_fraction(), "%.1f"), "% of inputs in range (", rc.in_range, " in, ", rc.below, " below, ",
+                    rc.above, " above", rc.nan ? concat(", ", rc.nan, " NaN") : std::string(), ")");
+    }
+    const std::string ct = concat(r.covered, " / ", total) + (c == "idc" && p.idc_state->total_capped() ? " (capped)" : "");
     row(c, fmt(r.percent, "%.2f%%"), ct, note);
   }
   std::cout << "  prepare " << format_duration(prepare_s) << ", measure " << format_duration(measure_s) << "\n";

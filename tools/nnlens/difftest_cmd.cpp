@@ -56,6 +56,16 @@ dt::selection_rule parse_selection(const std::string& s) {
   throw value_error("--selection: expected paper, reference, last-accepted or uniform, got '" + s + "'");
 }
 
+dt::distance_measure parse_distance(const std::string& s) {
+  if (s == "paper") return dt::distance_measure::top1_probability;
+  if (s == "logit-margin" || s == "logit_margin") return dt::distance_measure::logit_margin;
+  throw value_error("--distance: expected paper or logit-margin, got '" + s + "'");
+}
+
+const char* distance_name(dt::distance_measure d) {
+  return d == dt::distance_measure::logit_margin ? "logit-margin" : "paper";
+}
+
 double parse_ratio(const std::string& s, const std::string& what) {
   std::size_t used = 0;
   double r = -1;
@@ -125,6 +135,9 @@ int difftest_impl(const difftest_cmd_options& o) {
     throw value_error("--method: expected dflare or diffchaser, got '" + o.method + "'");
   const auto acc = parse_acceptance(o.acceptance);
   const auto sel = parse_selection(o.selection);
+  const auto dist = parse_distance(o.distance);
+  if (o.method != "dflare" && (o.skip_repeats || dist != dt::distance_measure::top1_probability))
+    throw value_error("--distance logit-margin and --skip-repeats are options of --method dflare, not of " + o.method);
   if (o.budget_queries == 0 && !(o.timeout > 0))
     throw value_error("--budget-queries 0 and --timeout 0: a search needs a query or a time budget");
   if (!(o.timeout >= 0) || !std::isfinite(o.timeout)) throw value_error(concat("--timeout ", o.timeout, ": expected seconds >= 0"));
@@ -204,6 +217,8 @@ int difftest_impl(const difftest_cmd_options& o) {
     d.image = img;
     d.accept = acc;
     d.selection = sel;
+    d.distance = dist;
+    d.skip_repeats = o.skip_repeats;
     d.max_queries = o.budget_queries;
     d.max_seconds = o.timeout;
     d.seed = o.seed;
@@ -273,11 +288,17 @@ int difftest_impl(const difftest_cmd_options& o) {
       if (!s.error.empty()) e["error"] = s.error;
       j["seeds"].push_back(e);
     }
-    j["summary"] = {{"method", o.method},           {"seeds", sum.seeds},
+    json& js = j["summary"];
+    js["method"] = o.method;
+    if (o.method == "dflare") {  // the search's rules, the two beyond the spec included
+      js["acceptance"] = o.acceptance, js["selection"] = o.selection;
+      js["distance"] = distance_name(dist), js["skip_repeats"] = o.skip_repeats;
+    }
+    js.update(json{{"seeds", sum.seeds},
                     {"searched", sum.searched},     {"found", sum.found},
                     {"already_triggering", sum.already_triggering}, {"failed", sum.failed},
                     {"success_rate", sum.success_rate}, {"mean_queries", sum.mean_queries},
-                    {"mean_seconds", sum.mean_seconds}, {"total_queries", sum.total_queries}};
+                    {"mean_seconds", sum.mean_seconds}, {"total_queries", sum.total_queries}});
     std::cout << j.dump(2) << "\n";
   } else {
     std::printf("%-6s %-18s %8s %10s %8s\n", "seed", "status", "queries", "seconds", "labels");
@@ -287,8 +308,11 @@ int difftest_impl(const difftest_cmd_options& o) {
                   s.label_g, files[i].empty() ? "" : "  ", files[i].c_str());
       if (!s.error.empty()) std::printf("       error: %s\n", s.error.c_str());
     }
+    std::string method = o.method;  // with DFlare's options beyond the spec, when asked
+    if (o.method == "dflare" && dist != dt::distance_measure::top1_probability) method += " --distance logit-margin";
+    if (o.method == "dflare" && o.skip_repeats) method += " --skip-repeats";
     std::printf("%s: %zu seeds, %zu searched, %zu found (success %.2f%%), %zu already differ, %zu failed; mean %.2f queries, %.4f s per triggering input; %s\n",
-                o.method.c_str(), sum.seeds, sum.searched, sum.found, 100 * sum.success_rate, sum.already_triggering, sum.failed,
+                method.c_str(), sum.seeds, sum.searched, sum.found, 100 * sum.success_rate, sum.already_triggering, sum.failed,
                 sum.mean_queries, sum.mean_seconds, o.precision.c_str());
   }
   return (sum.not_found == 0 && sum.failed == 0) ? 0 : 1;

@@ -4,7 +4,8 @@
 //
 //   nnlens difftest ORIGINAL COMPRESSED --seeds FILE [--budget-queries N] [--timeout S]
 //                   [--method dflare|diffchaser] [--acceptance paper|reference|no-novelty]
-//                   [--selection paper|reference|last-accepted|uniform] [--seed S]
+//                   [--selection paper|reference|last-accepted|uniform] [--distance paper|logit-margin]
+//                   [--skip-repeats] [--seed S]
 //                   [--pixel-scale 255] [--calibration FILE] [--limit N] [--out-dir DIR]
 //                   [--threads N] [--json] [--no-progress]
 //       COMPRESSED is one of
@@ -23,6 +24,11 @@
 //       in DIR/trigger-<seed>.csv (model-scale values: `nnlens run` reproduces the deviation).
 //       JSON: {"seeds":[{"seed":i,"status":..,"found":b,"queries":n,"seconds":s,"labels":[a,b],
 //       "input":FILE}],"summary":{"seeds":..,"success_rate":r,"mean_queries":q,"mean_seconds":s,..}}
+//       --distance logit-margin and --skip-repeats: DFlare's two options beyond the spec, off by
+//       default (dflare_options::distance = distance_measure::logit_margin: D is the relative gap of
+//       the two models' logit margins; dflare_options::skip_repeats: a mutant equal to x_max or to
+//       one already queried since x_max changed is not queried); --method dflare only.  The JSON's
+//       summary echoes "acceptance", "selection", "distance" and "skip_repeats".
 //       A seed whose black box fails (a crashed or hanging child, garbage) is reported with
 //       "status":"failed" and its error; the others still run.
 //       --precision f32|f64: ORIGINAL and a model-file or on-the-fly twin are evaluated in float or
@@ -58,6 +64,8 @@ struct difftest_cmd_options {
   std::string method = "dflare";       // dflare, diffchaser
   std::string acceptance = "paper";    // paper, reference, no-novelty
   std::string selection = "paper";     // paper, reference, last-accepted, uniform
+  std::string distance = "paper";      // paper (D: top-1 probabilities), logit-margin (beyond the spec)
+  bool skip_repeats = false;           // beyond the spec: known mutants are not queried
   std::size_t budget_queries = 10000;  // per seed; 0: none
   double timeout = 180;                // seconds per seed; 0: none
   std::uint64_t seed = 1;

@@ -23,7 +23,7 @@
 //                [--threads N] [--no-progress]   NNSlicer's slice (CONTRIB) of the samples' classes
 // (docs/nnslicer-tool.md; FILE: CSV as `run` reads, or IDX images scaled to [0, 1].)
 //   nnlens coverage MODEL --train FILE [--train-labels FILE] --test FILE [--layer L] [--m 6]
-//                   [--criteria idc,nc,kmnc,nbc,snac,tknc,lsc,dsc] [--json] [--state FILE]
+//                   [--criteria idc,nc,kmnc,nbc,snac,tknc,lsc,dsc] [--json] [--state FILE] [--lsc-range spec|reference]
 //                   DeepImportance's IDC and the DeepGauge / surprise criteria (docs/coverage-tool.md)
 //   nnlens semslice MODEL --data FILE [--labels FILE] [--metric taylor] [--theta 0.95] [--similarity cka]
 //                   [--categories 0,1,...] [--samples 500] [--test FILE] [--json] [-o MASK] [--mask MASK]
@@ -48,6 +48,7 @@
 //   nnlens difftest ORIGINAL COMPRESSED --seeds FILE [--budget-queries N] [--timeout S]
 //                   [--method dflare|diffchaser] [--acceptance paper|reference|no-novelty]
 //                   [--selection paper|reference|last-accepted|uniform] [--pixel-scale 255]
+//                   [--distance paper|logit-margin] [--skip-repeats]
 //                   [--calibration FILE] [--limit N] [--out-dir DIR] [--json]
 //                   COMPRESSED: a model file, exec:COMMAND (pipe protocol "nnlens-bb 1"), or a twin
 //                   made on the fly: int8, q8, prune:R, channel-prune:R
@@ -253,7 +254,13 @@ int main(int argc, char** argv) {
   cv_cmd->add_option("--layer", cv.layer, "Subject layer of IDC and LSC/DSC: an index (negative from the end) or Type#k (default: the layer feeding the last weighted layer)");
   cv_cmd->add_option("--m", cv.m, "IDC: important neurons")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cv_cmd->add_option("--criteria", cv.criteria, "Comma-separated criteria")->capture_default_str();
-  cv_cmd->add_flag("--json", cv.json, "One JSON object: criteria{name: {coverage, covered, total[, layer, neurons, clusters]}}, seconds{prepare, measure}");
+  cv_cmd->add_flag("--json", cv.json,
+                   "One JSON object: criteria{name: {coverage, covered, total[, total_capped, incc, layer, neurons, clusters][, range]}}, "
+                   "seconds{prepare, measure}");
+  cv_cmd->add_option("--lsc-range", cv.lsc_range,
+                     "LSC's bucket range: spec ([0, 2000]) or reference (the SA reference code's: [min LSA of the test set, 2000]); "
+                     "the share of test inputs inside it is always reported")
+      ->capture_default_str();
   cv_cmd->add_option("--state", cv.state, "Load the preparations from this file if it exists, else prepare and save them there");
   cv_cmd->add_option("--nc-threshold", cv.nc_threshold, "NC: activation threshold after per-layer min-max scaling")
       ->capture_default_str()
@@ -408,6 +415,12 @@ int main(int argc, char** argv) {
   dt_cmd->add_option("--acceptance", dt.acceptance, "DFlare's acceptance rule: paper, reference, no-novelty")->capture_default_str();
   dt_cmd->add_option("--selection", dt.selection, "DFlare's operator selection: paper, reference, last-accepted, uniform")
       ->capture_default_str();
+  dt_cmd->add_option("--distance", dt.distance,
+                     "DFlare's D: paper (top-1 probabilities) or logit-margin (beyond the spec: the relative gap of the two "
+                     "models' logit margins)")
+      ->capture_default_str();
+  dt_cmd->add_flag("--skip-repeats", dt.skip_repeats,
+                   "DFlare, beyond the spec: do not query a mutant equal to x_max or to one already queried since x_max changed");
   dt_cmd->add_option("--seed", dt.seed, "Random seed (each input seed gets its own stream)")->capture_default_str();
   dt_cmd->add_option("--pixel-scale", dt.pixel_scale,
                      "Seeds times this are raw pixels in [0, 255]; the models see pixels / this (1: models reading [0, 255])")
