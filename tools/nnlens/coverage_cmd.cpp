@@ -402,7 +402,11 @@ int coverage_impl(const coverage_cmd_options& o) {
       const auto& [so, rc] = it->second;
       note = concat(so.buckets, " buckets on [", fmt(so.lower, "%.6g"), ", ", fmt(so.upper, "%.6g"), "]",
                     c == "lsc" && lsc_reference ? " (reference: lower = min test LSA)" : "", ", layer ", layers[L].name, "; ",
-                    fmt(100 * rc.in_range_fraction(), "%.1f"), "% of inputs in range (", rc.in_range, " in, ", rc.below, " below, ",
+                    // 2 decimals, never rounded up to 100.00 (nor down to 0.00) unless it is exact
+                    fmt(rc.in_range == rc.inputs || rc.in_range == 0 ? 100 * rc.in_range_fraction()
+                                                                      : std::clamp(100 * rc.in_range_fraction(), 0.01, 99.99),
+                        "%.2f"),
+                    "% of inputs in range (", rc.in_range, " in, ", rc.below, " below, ",
                     rc.above, " above", rc.nan ? concat(", ", rc.nan, " NaN") : std::string(), ")");
     }
     const std::string ct = concat(r.covered, " / ", total) + (c == "idc" && p.idc_state->total_capped() ? " (capped)" : "");

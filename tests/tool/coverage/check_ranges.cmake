@@ -79,7 +79,7 @@ if(NOT below EQUAL 0 OR (spec_below GREATER 0 AND NOT lower LESS 0))
   message(FATAL_ERROR "--lsc-range reference: lower ${lower}, ${below} below (the spec's range had ${spec_below} below)")
 endif()
 run_tool(txtr --lsc-range reference)
-if(NOT txtr MATCHES "\n  lsc [^\n]*\\(reference: lower = min test LSA\\)[^\n]*; 100\\.0% of inputs in range|\n  lsc [^\n]*\\(reference: lower = min test LSA\\)[^\n]* 0 below")
+if(NOT txtr MATCHES "\n  lsc [^\n]*\\(reference: lower = min test LSA\\)[^\n]*; 100\\.00% of inputs in range|\n  lsc [^\n]*\\(reference: lower = min test LSA\\)[^\n]* 0 below")
   message(FATAL_ERROR "--lsc-range reference: the text does not name the range:\n${txtr}")
 endif()
 
