@@ -26,8 +26,8 @@
 #include <nnlens/io/idx.hpp>
 #include <nnlens/io/weights.hpp>
 #include <nnlens/nnlens.hpp>
-#include <nnlens/slicing/nnslicer.hpp>
-#include <nnlens/slicing/profile.hpp>
+#include <nnlens/nnslicer/nnslicer.hpp>
+#include <nnlens/nnslicer/profile.hpp>
 
 #include <cstdlib>
 #include <exception>

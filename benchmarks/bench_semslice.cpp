@@ -22,7 +22,7 @@
 #include <nnlens/io/idx.hpp>
 #include <nnlens/io/weights.hpp>
 #include <nnlens/nnlens.hpp>
-#include <nnlens/slicing/semslice.hpp>
+#include <nnlens/neusemslice/semslice.hpp>
 
 #include <cstdlib>
 #include <exception>

@@ -40,7 +40,7 @@
 #include <nnlens/layers/all.hpp>
 #include <nnlens/network/forward.hpp>
 #include <nnlens/network/parameters.hpp>
-#include <nnlens/slicing/profile.hpp>
+#include <nnlens/nnslicer/profile.hpp>
 #include <nnlens/thrust/coverage.hpp>
 #include <nnlens/thrust/forward.hpp>
 #include <nnlens/thrust/profile.hpp>

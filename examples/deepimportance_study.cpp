@@ -57,7 +57,7 @@
 #include <nnlens/io/idx.hpp>
 #include <nnlens/io/weights.hpp>
 #include <nnlens/nnlens.hpp>
-#include <nnlens/slicing/attacks.hpp>
+#include <nnlens/train/attacks.hpp>
 #include <nnlens/train/fit.hpp>
 #if defined(NNLENS_EXAMPLE_WITH_ONNX)
 #include <nnlens/io/image.hpp>

@@ -39,8 +39,8 @@
 #include <nnlens/io/idx.hpp>
 #include <nnlens/io/weights.hpp>
 #include <nnlens/nnlens.hpp>
-#include <nnlens/slicing/increment.hpp>
-#include <nnlens/slicing/semslice.hpp>
+#include <nnlens/neusemslice/increment.hpp>
+#include <nnlens/neusemslice/semslice.hpp>
 
 #include "../tools/nnlens/lenet5_recipe.hpp"
 #include "example_cli.hpp"

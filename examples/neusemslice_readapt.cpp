@@ -37,8 +37,8 @@
 #include <nnlens/io/idx.hpp>
 #include <nnlens/io/weights.hpp>
 #include <nnlens/nnlens.hpp>
-#include <nnlens/slicing/readapt.hpp>
-#include <nnlens/slicing/semslice.hpp>
+#include <nnlens/neusemslice/readapt.hpp>
+#include <nnlens/neusemslice/semslice.hpp>
 
 #include "../tools/nnlens/lenet5_recipe.hpp"
 #include "example_cli.hpp"

@@ -35,8 +35,8 @@
 #include <nnlens/io/idx.hpp>
 #include <nnlens/io/weights.hpp>
 #include <nnlens/nnlens.hpp>
-#include <nnlens/slicing/restructure.hpp>
-#include <nnlens/slicing/semslice.hpp>
+#include <nnlens/neusemslice/restructure.hpp>
+#include <nnlens/neusemslice/semslice.hpp>
 #include <nnlens/train/fit.hpp>
 
 #include "../tools/nnlens/lenet5_recipe.hpp"

@@ -14,9 +14,9 @@
 //    of ξ's effective path from the predicted logit (θ_EP = 0.5); FeatureMap -- the post-ReLU conv
 //    feature maps (floats).  NNSlicer-noout: NNSlicer's vector without the last layer's synapses,
 //    which spell out M(ξ) (only the predicted logit's row is ever kept).
-// 3. One CART tree per method (nnlens/slicing/decision_tree.hpp, scikit-learn's defaults) on N
+// 3. One CART tree per method (nnlens/nnslicer/decision_tree.hpp, scikit-learn's defaults) on N
 //    normal training samples (default 10,000), target = the model's predicted label.
-// 4. Attacks (nnlens/slicing/attacks.hpp): FGSM eps 2/256, 4/256, 8/256, 0.1; BIM and PGD at 8/256
+// 4. Attacks (nnlens/train/attacks.hpp): FGSM eps 2/256, 4/256, 8/256, 0.1; BIM and PGD at 8/256
 //    and 0.1; each from the same 500 random correctly classified test samples.  The successful
 //    adversarial examples (positives) and their originals (negatives) go to the detector, which
 //    flags ξ iff tree(vec_ξ) != M(ξ).  Precision, recall and F1 per attack and method.
@@ -40,9 +40,9 @@
 #include <nnlens/io/idx.hpp>
 #include <nnlens/io/weights.hpp>
 #include <nnlens/nnlens.hpp>
-#include <nnlens/slicing.hpp>
-#include <nnlens/slicing/attacks.hpp>
-#include <nnlens/slicing/decision_tree.hpp>
+#include <nnlens/nnslicer.hpp>
+#include <nnlens/train/attacks.hpp>
+#include <nnlens/nnslicer/decision_tree.hpp>
 #include <nnlens/train/fit.hpp>
 
 #include "../tools/nnlens/lenet5_recipe.hpp"

@@ -25,9 +25,9 @@
 #include <nnlens/io/idx.hpp>
 #include <nnlens/io/weights.hpp>
 #include <nnlens/nnlens.hpp>
-#include <nnlens/slicing/nnslicer.hpp>
-#include <nnlens/slicing/profile.hpp>
-#include <nnlens/slicing/slice.hpp>
+#include <nnlens/nnslicer/nnslicer.hpp>
+#include <nnlens/nnslicer/profile.hpp>
+#include <nnlens/nnslicer/slice.hpp>
 #include <nnlens/train/fit.hpp>
 #include <nnlens/train/mask.hpp>
 #include <nnlens/train/optimizer.hpp>

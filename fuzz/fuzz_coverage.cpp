@@ -12,7 +12,7 @@
 
 #include "nnlens/coverage.hpp"
 #include "nnlens/nnlens.hpp"
-#include "nnlens/slicing/neuron_mask.hpp"
+#include "nnlens/neusemslice/neuron_mask.hpp"
 
 namespace {
 using Net = nnlens::Sequential<nnlens::Input<4>, nnlens::Dense<5, double>, nnlens::ReLU, nnlens::Dense<3, double>>;

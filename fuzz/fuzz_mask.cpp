@@ -1,4 +1,4 @@
-// libFuzzer target: load_neuron_mask (nnlens/slicing/neuron_mask.hpp) on arbitrary bytes, and the
+// libFuzzer target: load_neuron_mask (nnlens/neusemslice/neuron_mask.hpp) on arbitrary bytes, and the
 // checked form against a small MLP.  Any input must load or throw nnlens::error; a loaded mask must
 // survive save -> load unchanged; a mask accepted for the MLP must apply, count parameters and
 // freeze without error.
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "nnlens/nnlens.hpp"
-#include "nnlens/slicing/neuron_mask.hpp"
+#include "nnlens/neusemslice/neuron_mask.hpp"
 
 namespace {
 using Mlp = nnlens::Sequential<nnlens::Input<6>, nnlens::Dense<5>, nnlens::ReLU, nnlens::Dense<4>, nnlens::ReLU, nnlens::Dense<3>>;

@@ -1,4 +1,4 @@
-// libFuzzer target: load_profile (nnlens/slicing/profile.hpp) on arbitrary bytes, written to a
+// libFuzzer target: load_profile (nnlens/nnslicer/profile.hpp) on arbitrary bytes, written to a
 // temporary file (the reader takes a path).  Any input must load or throw nnlens::error; a loaded
 // profile must survive save_profile -> load_profile unchanged and merge with itself.
 #include <cstddef>
@@ -10,7 +10,7 @@
 
 #include <unistd.h>
 
-#include "nnlens/slicing/profile.hpp"
+#include "nnlens/nnslicer/profile.hpp"
 
 namespace {
 const std::filesystem::path& tmp(const char* what) {

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "nnlens/exactline/classify.hpp"
-#include "nnlens/exactline/envelope.hpp"
+#include "nnlens/kernels/envelope.hpp"
 #include "nnlens/exactline/gradient.hpp"
 #include "nnlens/exactline/ig.hpp"
 #include "nnlens/exactline/line.hpp"

@@ -1,5 +1,8 @@
-// nnlens/nnlens.hpp -- the umbrella header: core, layers, networks and algorithms.
-// Optional parts (ONNX I/O, the thrust backend) are never included from here.
+// nnlens/nnlens.hpp -- the umbrella header: core, layers, networks, training, compression and
+// every host analysis (the five techniques: nnslicer.hpp, neusemslice.hpp, exactline.hpp,
+// coverage.hpp, difftest.hpp).  Never included from here: the optional parts (io/onnx and its
+// exporter, which need protobuf; the thrust and MPI backends), the file readers (io/), and
+// difftest/process.hpp (POSIX fork/exec).
 #pragma once
 
 #include "nnlens/config.hpp"
@@ -8,14 +11,22 @@
 #include "nnlens/core/shape.hpp"
 #include "nnlens/core/tensor.hpp"
 #include "nnlens/core/traits.hpp"
+#include "nnlens/compress.hpp"
+#include "nnlens/coverage.hpp"
+#include "nnlens/difftest.hpp"
 #include "nnlens/exactline.hpp"
 #include "nnlens/layers/all.hpp"
 #include "nnlens/network/cast.hpp"
 #include "nnlens/network/dynamic_network.hpp"
+#include "nnlens/network/fingerprint.hpp"
 #include "nnlens/network/forward.hpp"
+#include "nnlens/network/graph.hpp"
 #include "nnlens/network/parameters.hpp"
 #include "nnlens/network/sequential.hpp"
 #include "nnlens/network/trace.hpp"
+#include "nnlens/network/units.hpp"
 #include "nnlens/network/validate.hpp"
 #include "nnlens/network/visit.hpp"
-#include "nnlens/slicing.hpp"
+#include "nnlens/neusemslice.hpp"
+#include "nnlens/nnslicer.hpp"
+#include "nnlens/train.hpp"

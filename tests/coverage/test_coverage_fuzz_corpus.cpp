@@ -12,7 +12,7 @@
 
 #include <nnlens/coverage.hpp>
 #include <nnlens/nnlens.hpp>
-#include <nnlens/slicing/neuron_mask.hpp>
+#include <nnlens/neusemslice/neuron_mask.hpp>
 
 using namespace nnlens;
 namespace fs = std::filesystem;

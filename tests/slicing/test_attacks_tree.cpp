@@ -5,8 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <nnlens/nnlens.hpp>
-#include <nnlens/slicing/attacks.hpp>
-#include <nnlens/slicing/decision_tree.hpp>
+#include <nnlens/train/attacks.hpp>
+#include <nnlens/nnslicer/decision_tree.hpp>
 
 #include <cmath>
 #include <random>

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "nnlens/nnlens.hpp"
-#include "nnlens/slicing/neuron_mask.hpp"
+#include "nnlens/neusemslice/neuron_mask.hpp"
 
 using namespace nnlens;
 namespace fs = std::filesystem;

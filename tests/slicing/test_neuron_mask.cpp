@@ -1,4 +1,4 @@
-// Neuron masks (slicing/neuron_mask.hpp): NeuSemSlice's units, masking, parameter accounting and
+// Neuron masks (neusemslice/neuron_mask.hpp): NeuSemSlice's units, masking, parameter accounting and
 // freezing (specs/neusemslice.md §7 oracles 6, 7, 9), the mask file and its errors.
 #include <doctest/doctest.h>
 
@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include <nnlens/nnlens.hpp>
-#include <nnlens/slicing/neuron_mask.hpp>
+#include <nnlens/neusemslice/neuron_mask.hpp>
 #include <nnlens/train/optimizer.hpp>
 
 using namespace nnlens;

@@ -8,7 +8,7 @@
 
 #include <unistd.h>
 
-#include "nnlens/slicing/profile.hpp"
+#include "nnlens/nnslicer/profile.hpp"
 
 using namespace nnlens;
 namespace fs = std::filesystem;

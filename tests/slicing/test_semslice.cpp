@@ -1,4 +1,4 @@
-// NeuSemSlice (slicing/cka.hpp, slicing/semslice.hpp): the similarity forms, Algorithm 1's scan,
+// NeuSemSlice (neusemslice/cka.hpp, neusemslice/semslice.hpp): the similarity forms, Algorithm 1's scan,
 // the metrics and the slice (specs/neusemslice.md §7 oracles 1-5, 10, 11), errors, determinism.
 #include <doctest/doctest.h>
 
@@ -9,8 +9,8 @@
 
 #include <nnlens/nnlens.hpp>
 #include <nnlens/network/cast.hpp>
-#include <nnlens/slicing/cka.hpp>
-#include <nnlens/slicing/semslice.hpp>
+#include <nnlens/neusemslice/cka.hpp>
+#include <nnlens/neusemslice/semslice.hpp>
 
 using namespace nnlens;
 

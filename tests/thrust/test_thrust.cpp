@@ -13,7 +13,7 @@
 #include <nnlens/network/dynamic_network.hpp>
 #include <nnlens/network/forward.hpp>
 #include <nnlens/network/parameters.hpp>
-#include <nnlens/slicing/profile.hpp>
+#include <nnlens/nnslicer/profile.hpp>
 #include <nnlens/thrust/forward.hpp>
 #include <nnlens/thrust/profile.hpp>
 
@@ -162,7 +162,7 @@ TEST_CASE("thrust: profile_network equals the host profile") {
   const auto m = make<MLP>(2);
   const auto xm = random_x(70, MLP::input_shape, 6);
   check_profiles(profile_network(m, xm), profile_network(execution::thrust, m, xm));
-#if !defined(__CUDACC__)  // nvcc 13's front end rejects slicing/graph.hpp's op_graph of a DynamicNetwork
+#if !defined(__CUDACC__)  // nvcc 13's front end rejects network/graph.hpp's op_graph of a DynamicNetwork
                           // (the sign_is_composite concept, a lambda in a requires-expression)
   check_profiles(profile_network(m, xm), profile_network(execution::thrust, to_dynamic(m), xm));
 #endif

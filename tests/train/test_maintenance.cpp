@@ -1,12 +1,12 @@
-// NeuSemSlice's maintenance drivers (slicing/readapt.hpp, slicing/increment.hpp): spec
+// NeuSemSlice's maintenance drivers (neusemslice/readapt.hpp, neusemslice/increment.hpp): spec
 // specs/neusemslice.md §7 oracle 9 (frozen parameters bit-identical through training with momentum
 // and weight decay), TPR = the parameter mask's trainable fraction, the replay and mask helpers,
 // determinism.  Small synthetic data; runs in well under a second.
 #include <doctest/doctest.h>
 
 #include <nnlens/nnlens.hpp>
-#include <nnlens/slicing/increment.hpp>
-#include <nnlens/slicing/readapt.hpp>
+#include <nnlens/neusemslice/increment.hpp>
+#include <nnlens/neusemslice/readapt.hpp>
 
 #include <cstring>
 #include <random>

@@ -269,8 +269,8 @@ TEST_CASE("bad input is refused") {
   CHECK(prunable_weights(n, m) == std::pair<std::size_t, std::size_t>{8, 8});  // nothing changed
 }
 
-// ---- the §4.1 driver (slicing/restructure.hpp) on a small synthetic problem ----
-#include <nnlens/slicing/restructure.hpp>
+// ---- the §4.1 driver (neusemslice/restructure.hpp) on a small synthetic problem ----
+#include <nnlens/neusemslice/restructure.hpp>
 
 namespace {
 using Blob = Sequential<Input<4>, Dense<16>, ReLU, Dense<8>, ReLU, Dense<3>>;

@@ -21,7 +21,7 @@
 #include <nnlens/coverage.hpp>
 #include <nnlens/coverage/neuron_coverage.hpp>
 #include <nnlens/coverage/surprise.hpp>
-#include <nnlens/slicing/profile.hpp>  // detail::model_fingerprint
+#include <nnlens/network/fingerprint.hpp>
 
 #include "maintenance_common.hpp"  // maint::other_precision
 #include "model.hpp"

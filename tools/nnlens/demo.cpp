@@ -19,8 +19,8 @@
 #include <nnlens/exactline.hpp>
 #include <nnlens/exactline/svg.hpp>
 #include <nnlens/io/weights.hpp>
-#include <nnlens/slicing.hpp>
-#include <nnlens/slicing/semslice.hpp>
+#include <nnlens/nnslicer.hpp>
+#include <nnlens/neusemslice/semslice.hpp>
 #include <nnlens/compress/quantize.hpp>
 #include <nnlens/difftest/dflare.hpp>
 

@@ -14,10 +14,10 @@
 #include <nnlens/compress/pruning.hpp>
 #include <nnlens/core/error.hpp>
 #include <nnlens/core/progress.hpp>
-#include <nnlens/slicing/increment.hpp>
-#include <nnlens/slicing/neuron_mask.hpp>
-#include <nnlens/slicing/readapt.hpp>
-#include <nnlens/slicing/restructure.hpp>
+#include <nnlens/neusemslice/increment.hpp>
+#include <nnlens/neusemslice/neuron_mask.hpp>
+#include <nnlens/neusemslice/readapt.hpp>
+#include <nnlens/neusemslice/restructure.hpp>
 #include <nnlens/train/fit.hpp>
 
 #include "maintenance_common.hpp"

@@ -1,6 +1,6 @@
 // tools/nnlens/maintenance_cmd.hpp -- NeuSemSlice's maintenance tasks from the command line
 // (docs/neusemslice-tool.md; specs/neusemslice.md §4): `nnlens restructure`, `nnlens readapt`,
-// `nnlens increment`, built on include/nnlens/slicing/{restructure,readapt,increment}.hpp.
+// `nnlens increment`, built on include/nnlens/neusemslice/{restructure,readapt,increment}.hpp.
 //
 //   nnlens restructure MODEL --data FILE [--labels FILE] --test FILE [--test-labels FILE]
 //                      [--mask MASK | --metric taylor --theta 0.95 ... | --no-slice]

@@ -11,9 +11,9 @@
 #include <nnlens/core/error.hpp>
 #include <nnlens/core/progress.hpp>
 #include <nnlens/io/weights.hpp>
-#include <nnlens/slicing/neuron_mask.hpp>
-#include <nnlens/slicing/profile.hpp>  // detail::model_fingerprint
-#include <nnlens/slicing/semslice.hpp>
+#include <nnlens/neusemslice/neuron_mask.hpp>
+#include <nnlens/network/fingerprint.hpp>
+#include <nnlens/neusemslice/semslice.hpp>
 #include <nnlens/train/fit.hpp>
 
 #if defined(NNLENS_TOOL_HAS_ONNX)

@@ -31,8 +31,8 @@
 #include <nnlens/compress/pruning.hpp>
 #include <nnlens/core/tensor.hpp>
 #include <nnlens/network/dynamic_network.hpp>
-#include <nnlens/slicing/neuron_mask.hpp>
-#include <nnlens/slicing/semslice.hpp>
+#include <nnlens/neusemslice/neuron_mask.hpp>
+#include <nnlens/neusemslice/semslice.hpp>
 
 #include "maintenance_cmd.hpp"
 #include "model.hpp"

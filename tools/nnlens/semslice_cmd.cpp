@@ -15,8 +15,8 @@
 
 #include <nnlens/core/error.hpp>
 #include <nnlens/core/progress.hpp>
-#include <nnlens/slicing/neuron_mask.hpp>
-#include <nnlens/slicing/semslice.hpp>
+#include <nnlens/neusemslice/neuron_mask.hpp>
+#include <nnlens/neusemslice/semslice.hpp>
 #include <nnlens/train/fit.hpp>
 
 #include "maintenance_common.hpp"

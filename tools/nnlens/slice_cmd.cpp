@@ -20,7 +20,7 @@
 #include <nnlens/core/thread_pool.hpp>
 #include <nnlens/io/csv.hpp>
 #include <nnlens/io/idx.hpp>
-#include <nnlens/slicing.hpp>
+#include <nnlens/nnslicer.hpp>
 
 #include "maintenance_common.hpp"  // maint::other_precision
 #include "model.hpp"

@@ -2,7 +2,7 @@
 //
 //   nnlens profile MODEL --data FILE -o PROFILE [--granularity channel|element] [--threads N]
 //                  [--batch N] [--no-progress]
-//       the mean activation of every neuron over the samples of FILE (slicing/profile.hpp), in
+//       the mean activation of every neuron over the samples of FILE (nnslicer/profile.hpp), in
 //       parallel, written with save_profile; one summary line on standard output.
 //   nnlens slice MODEL --profile PROFILE --samples FILE [--target CLASS] [--theta 0.3] [--json]
 //                [--synapses OUT.json] [--abs-sum] [--denominator sum|activation] [--cutoff max|first]

@@ -49,7 +49,7 @@
 
 #include "nnlens/core/error.hpp"
 #include "nnlens/network/parameters.hpp"
-#include "nnlens/slicing/neuron_mask.hpp"
+#include "nnlens/network/units.hpp"
 #include "nnlens/train/mask.hpp"
 
 namespace nnlens::compress {

@@ -87,7 +87,7 @@ struct sign_item {
 /// What a sign_rule sees of one sample.  Neurons follow the granularity: per channel (a rank-3
 /// tensor has one neuron per channel, its spatial mean) or per element; a rank-1 tensor has one
 /// neuron per element either way.
-///   sign_rule<L> forms (nnlens/slicing/nnslicer.hpp dispatches on which members exist):
+///   sign_rule<L> forms (nnlens/nnslicer/nnslicer.hpp dispatches on which members exist):
 ///     items(l, ctx, n, out)        append the items of output neuron n (the threshold filter
 ///                                  runs on them afterwards); optional synapses(l): the number of
 ///                                  synapses (the first parameter tensor's size; default 0);

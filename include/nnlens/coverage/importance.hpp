@@ -28,7 +28,7 @@
 #include "nnlens/core/thread_pool.hpp"
 #include "nnlens/coverage/activations.hpp"
 #include "nnlens/coverage/lrp.hpp"
-#include "nnlens/slicing/profile.hpp"
+#include "nnlens/network/fingerprint.hpp"
 
 namespace nnlens {
 

@@ -58,7 +58,7 @@
 #include "nnlens/core/execution.hpp"
 #include "nnlens/coverage/activations.hpp"
 #include "nnlens/coverage/criterion.hpp"
-#include "nnlens/slicing/profile.hpp"  // detail::model_fingerprint
+#include "nnlens/network/fingerprint.hpp"
 
 namespace nnlens {
 

@@ -6,7 +6,7 @@
 //   line_density(line)           (number of endpoints) / ||Q - P||_2, the paper's §5 density
 //
 // Inside one affine piece every logit is a line in t, so the winner changes where the upper
-// envelope of the logits changes: the envelope walk (exactline/envelope.hpp) finds every change,
+// envelope of the logits changes: the envelope walk (kernels/envelope.hpp) finds every change,
 // also when three or more classes take turns inside one piece (SyReNN's ArgMax misses the middle
 // one: specs/exactline.md §2.5).  Adjacent intervals with the same label are merged; a label
 // describes the open interval (at an exact tie the class that wins just after it).
@@ -16,7 +16,7 @@
 #include <optional>
 #include <vector>
 
-#include "nnlens/exactline/envelope.hpp"
+#include "nnlens/kernels/envelope.hpp"
 #include "nnlens/exactline/line.hpp"
 
 namespace nnlens {

@@ -45,7 +45,7 @@
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/execution.hpp"
 #include "nnlens/core/thread_pool.hpp"
-#include "nnlens/exactline/envelope.hpp"
+#include "nnlens/kernels/envelope.hpp"
 #include "nnlens/network/cast.hpp"
 #include "nnlens/network/forward.hpp"
 #include "nnlens/network/validate.hpp"

@@ -22,7 +22,7 @@
 
 #include "nnlens/core/traits.hpp"
 #include "nnlens/kernels/conv.hpp"
-#include "nnlens/network/dynamic_form.hpp"
+#include "nnlens/core/dynamic_form.hpp"
 
 namespace nnlens {
 

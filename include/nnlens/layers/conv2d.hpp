@@ -38,7 +38,7 @@
 #include "nnlens/core/traits.hpp"
 #include "nnlens/kernels/conv.hpp"
 #include "nnlens/kernels/gemm.hpp"
-#include "nnlens/network/dynamic_form.hpp"
+#include "nnlens/core/dynamic_form.hpp"
 
 namespace nnlens {
 

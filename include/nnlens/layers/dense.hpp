@@ -108,7 +108,7 @@ struct layer_traits<Dense<Out, T>> : layer_defaults {
 
 }  // namespace nnlens
 
-#include "nnlens/network/dynamic_form.hpp"
+#include "nnlens/core/dynamic_form.hpp"
 
 namespace nnlens {
 template <std::size_t Out, class T>

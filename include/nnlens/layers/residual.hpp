@@ -50,7 +50,7 @@
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/layers/dropout.hpp"
-#include "nnlens/network/dynamic_form.hpp"
+#include "nnlens/core/dynamic_form.hpp"
 
 namespace nnlens {
 

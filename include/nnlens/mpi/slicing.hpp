@@ -16,8 +16,8 @@
 #include <optional>
 
 #include "nnlens/mpi/reduce.hpp"
-#include "nnlens/slicing/nnslicer.hpp"
-#include "nnlens/slicing/profile.hpp"
+#include "nnlens/nnslicer/nnslicer.hpp"
+#include "nnlens/nnslicer/profile.hpp"
 
 namespace nnlens::mpi {
 

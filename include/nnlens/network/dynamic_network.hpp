@@ -17,7 +17,7 @@
 
 #include "nnlens/core/finite.hpp"
 #include "nnlens/layers/all.hpp"
-#include "nnlens/network/dynamic_form.hpp"
+#include "nnlens/core/dynamic_form.hpp"
 #include "nnlens/network/sequential.hpp"
 
 namespace nnlens {

@@ -4,7 +4,7 @@
 //   auto p = profile_network(nnlens::execution::thrust, net, X, {.grain = granularity::element});
 //
 // requires: every layer has thrust kernels (nnlens/thrust/network.hpp), so the op graph is a plain
-//           chain: tensor 0 is the input, tensor i + 1 layer i's output (slicing/graph.hpp).
+//           chain: tensor 0 is the input, tensor i + 1 layer i's output (network/graph.hpp).
 // ensures:  the same profile as the host policy (grain, fingerprint, names, samples; sums equal up
 //           to float rounding of the activations: tests/thrust, relative 1e-5), the same errors
 //           (shape_error, value_error for NaN/Inf, data_error for an empty dataset).  The device
@@ -25,7 +25,7 @@
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/finite.hpp"
 #include "nnlens/core/progress.hpp"
-#include "nnlens/slicing/profile.hpp"
+#include "nnlens/nnslicer/profile.hpp"
 #include "nnlens/thrust/network.hpp"
 #include "nnlens/thrust/policy.hpp"
 

@@ -1,4 +1,4 @@
-// nnlens/network/dynamic_form.hpp -- the run-time-extent form of a static layer type.
+// nnlens/core/dynamic_form.hpp -- the run-time-extent form of a static layer type.
 //
 // dynamic_form<L>::type is the alternative a DynamicNetwork stores for L (Dense<120> -> Dense<dyn>);
 // to_dynamic(l) converts, from_dynamic(d, where) converts back and throws shape_error (naming

@@ -1,4 +1,4 @@
-// nnlens/slicing/readapt.hpp -- NeuSemSlice's model re-adaptation (specs/neusemslice.md §4.2,
+// nnlens/neusemslice/readapt.hpp -- NeuSemSlice's model re-adaptation (specs/neusemslice.md §4.2,
 // Eqs. 6-7): adversarial repair that trains only the critical neurons' parameters.
 //
 //   auto r = readapt([policy,] net, &mask, X, y, X_test, y_test, attack, {.epochs = 5});
@@ -48,8 +48,8 @@
 #include "nnlens/core/progress.hpp"
 #include "nnlens/core/thread_pool.hpp"
 #include "nnlens/network/parameters.hpp"
-#include "nnlens/slicing/attacks.hpp"
-#include "nnlens/slicing/neuron_mask.hpp"
+#include "nnlens/train/attacks.hpp"
+#include "nnlens/neusemslice/neuron_mask.hpp"
 #include "nnlens/train/fit.hpp"
 #include "nnlens/train/mask.hpp"
 #include "nnlens/train/optimizer.hpp"

@@ -1,4 +1,4 @@
-// nnlens/slicing/increment.hpp -- NeuSemSlice's incremental development (specs/neusemslice.md
+// nnlens/neusemslice/increment.hpp -- NeuSemSlice's incremental development (specs/neusemslice.md
 // §4.3, Eqs. 8-9): learn a new task while the old task's critical neurons stay frozen.
 //
 //   neuron_mask mA = semslice(net, X_A, y_A, {.categories = A}).mask;
@@ -30,7 +30,7 @@
 #include <utility>
 #include <vector>
 
-#include "nnlens/slicing/readapt.hpp"
+#include "nnlens/neusemslice/readapt.hpp"
 
 namespace nnlens {
 

@@ -1,4 +1,4 @@
-// nnlens/exactline/envelope.hpp -- the split rules ExactLine's pwl_rule traits are built from.
+// nnlens/kernels/envelope.hpp -- the split rules ExactLine's pwl_rule traits are built from.
 //
 //   knot_breaks(knots, a, b, n, out)   element-wise piecewise-linear units with knots k: the local
 //                                      ratios s in (0, 1) where a_i + s (b_i - a_i) crosses a knot

@@ -1,4 +1,4 @@
-// nnlens/slicing/decision_tree.hpp -- a CART classification tree (Gini impurity), the detector of
+// nnlens/nnslicer/decision_tree.hpp -- a CART classification tree (Gini impurity), the detector of
 // NNSlicer's adversarial-input study (specs/nnslicer.md §4.1) and of its baselines.
 //
 //   decision_tree t;

@@ -1,4 +1,4 @@
-// nnlens/slicing/slice.hpp -- NNSlicer's slices as sets, sizes and runnable masked networks.
+// nnlens/nnslicer/slice.hpp -- NNSlicer's slices as sets, sizes and runnable masked networks.
 //
 //   slice_sizes(table)                 per node: neurons / neurons in the slice (CONTRIB != 0) of
 //                                      its output tensor, synapses / synapses in the slice; the
@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "nnlens/core/error.hpp"
-#include "nnlens/slicing/graph.hpp"
-#include "nnlens/slicing/nnslicer.hpp"
+#include "nnlens/network/graph.hpp"
+#include "nnlens/nnslicer/nnslicer.hpp"
 
 namespace nnlens {
 

@@ -1,4 +1,4 @@
-// nnlens/slicing/graph.hpp -- a network as NNSlicer sees it: operations and the tensors between them.
+// nnlens/network/graph.hpp -- a network as NNSlicer sees it: operations and the tensors between them.
 //
 //   op_graph<T> g(net);            one node per layer; a Residual becomes its branches' layers plus
 //                                  an "Add" node (each inner op has its own neurons, spec §2.1)

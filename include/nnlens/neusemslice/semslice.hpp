@@ -1,4 +1,4 @@
-// nnlens/slicing/semslice.hpp -- NeuSemSlice: neuron-level semantic slicing (specs/neusemslice.md
+// nnlens/neusemslice/semslice.hpp -- NeuSemSlice: neuron-level semantic slicing (specs/neusemslice.md
 // §2.2-§2.6, Algorithm 1).
 //
 //   auto r = semslice([policy,] net, X, labels, {.metric = metric::taylor, .theta = 0.95});
@@ -63,8 +63,8 @@
 #include "nnlens/core/thread_pool.hpp"
 #include "nnlens/network/forward.hpp"
 #include "nnlens/network/trace.hpp"
-#include "nnlens/slicing/cka.hpp"
-#include "nnlens/slicing/neuron_mask.hpp"
+#include "nnlens/neusemslice/cka.hpp"
+#include "nnlens/neusemslice/neuron_mask.hpp"
 #include "nnlens/train/loss.hpp"
 
 namespace nnlens {

@@ -1,4 +1,4 @@
-// nnlens/slicing/restructure.hpp -- NeuSemSlice's model restructure (specs/neusemslice.md §4.1):
+// nnlens/neusemslice/restructure.hpp -- NeuSemSlice's model restructure (specs/neusemslice.md §4.1):
 // mask the non-critical neurons, then iterative magnitude pruning with fine-tuning.
 //
 //   auto r = restructure([policy,] net, &mask /* or nullptr: the pruner alone */,
@@ -35,7 +35,7 @@
 #include "nnlens/compress/pruning.hpp"
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/execution.hpp"
-#include "nnlens/slicing/neuron_mask.hpp"
+#include "nnlens/neusemslice/neuron_mask.hpp"
 #include "nnlens/train/fit.hpp"
 #include "nnlens/train/optimizer.hpp"
 

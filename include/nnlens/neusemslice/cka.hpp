@@ -1,4 +1,4 @@
-// nnlens/slicing/cka.hpp -- NeuSemSlice's semantic similarity between the embedding landscape of a
+// nnlens/neusemslice/cka.hpp -- NeuSemSlice's semantic similarity between the embedding landscape of a
 // neuron subset and that of the whole layer (specs/neusemslice.md §2.3, §2.4), with incremental
 // ("prefix sum") Gram updates for the linear scan of Algorithm 1.
 //

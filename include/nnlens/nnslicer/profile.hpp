@@ -1,4 +1,4 @@
-// nnlens/slicing/profile.hpp -- NNSlicer's profile: the mean activation of every neuron over a
+// nnlens/nnslicer/profile.hpp -- NNSlicer's profile: the mean activation of every neuron over a
 // dataset (specs/nnslicer.md §2.2, Eq. 1).
 //
 //   auto p = profile_network([policy,] net, X, {.granularity = granularity::channel});
@@ -10,7 +10,7 @@
 //                                                          // another model (shapes or weights)
 //
 // Neurons: per channel (a rank-3 tensor's channel mean: the default, as in the paper) or per
-// element; every tensor of the op graph (slicing/graph.hpp) has its own, the input included.
+// element; every tensor of the op graph (network/graph.hpp) has its own, the input included.
 // The profile stores sums and the sample count, so merging is exact up to rounding.
 #pragma once
 
@@ -34,7 +34,8 @@
 #include "nnlens/core/thread_pool.hpp"
 #include "nnlens/network/forward.hpp"
 #include "nnlens/network/parameters.hpp"
-#include "nnlens/slicing/graph.hpp"
+#include "nnlens/network/fingerprint.hpp"
+#include "nnlens/network/graph.hpp"
 
 namespace nnlens {
 
@@ -59,29 +60,6 @@ struct profile {
   void check_compatible(const Net& net) const;
 };
 
-namespace detail {
-inline std::uint64_t fnv(std::uint64_t h, const void* p, std::size_t n) {
-  const auto* b = static_cast<const unsigned char*>(p);
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  return h;
-}
-/// A fingerprint of the network: its tensors' shapes and the bits of every parameter (weights,
-/// biases, BatchNorm's gamma and beta, Affine's s and t) and buffer (BatchNorm's running
-/// statistics).
-template <class Net>
-std::uint64_t model_fingerprint(const Net& net) {
-  using T = network_scalar_t<Net>;
-  const op_graph<T> g(net);
-  std::uint64_t h = 1469598103934665603ull;
-  for (const auto& s : g.acts()) {
-    const std::size_t d[4] = {s.rank, s[0], s[1], s[2]};
-    h = fnv(h, d, sizeof d);
-  }
-  for (const auto& nd : g.nodes())
-    for (const auto& q : nd.parameters) h = fnv(h, q.data(), q.size() * sizeof(T));
-  return h;
-}
-}  // namespace detail
 
 template <class Net>
 void profile::check_compatible(const Net& net) const {

@@ -1,4 +1,4 @@
-// nnlens/slicing/attacks.hpp -- white-box L-inf gradient attacks on the cross-entropy loss of the
+// nnlens/train/attacks.hpp -- white-box L-inf gradient attacks on the cross-entropy loss of the
 // true label: FGSM, BIM and PGD (the attacks of NNSlicer's detection study, specs/nnslicer.md §4.1).
 //
 //   auto adv = fgsm([policy,] net, X, labels, eps);                       // one signed step of eps

@@ -1,4 +1,4 @@
-// nnlens/slicing/nnslicer.hpp -- NNSlicer: dynamic slicing by data-flow analysis (specs/nnslicer.md).
+// nnlens/nnslicer/nnslicer.hpp -- NNSlicer: dynamic slicing by data-flow analysis (specs/nnslicer.md).
 //
 //   auto prof = profile_network(execution::par, net, train_images);          // once per model
 //   auto tab  = nnslicer(execution::par, net, prof, images, criterion::predicted(), {.theta = 0.3});
@@ -7,7 +7,7 @@
 //   merge(t1, t2)        tables of disjoint sample sets add up (threads, processes)
 //   relative_activations(net, prof, X)   the forward analysis alone: Δ per sample, tensor, neuron
 //
-// Per sample (Algorithm 1, layer-wise): forward pass over the op graph (slicing/graph.hpp);
+// Per sample (Algorithm 1, layer-wise): forward pass over the op graph (network/graph.hpp);
 // Δ = neuron value - profile mean; C[o] = +1 for each criterion output o; then for every node in
 // reverse order and every output neuron n with C[n] != 0: the layer's sign_rule lists the items
 // (pred, synapse, c); the θ filter drops the smallest ones whose combined influence stays within θ;
@@ -36,8 +36,8 @@
 #include "nnlens/core/finite.hpp"
 #include "nnlens/core/thread_pool.hpp"
 #include "nnlens/network/forward.hpp"
-#include "nnlens/slicing/graph.hpp"
-#include "nnlens/slicing/profile.hpp"
+#include "nnlens/network/graph.hpp"
+#include "nnlens/nnslicer/profile.hpp"
 
 namespace nnlens {
 

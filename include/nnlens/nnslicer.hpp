@@ -1,0 +1,9 @@
+// nnlens/nnslicer.hpp -- NNSlicer (specs/nnslicer.md): profiles, dynamic slices (CONTRIB tables),
+// slices as masked networks.
+#pragma once
+
+#include "nnlens/network/graph.hpp"
+#include "nnlens/nnslicer/decision_tree.hpp"
+#include "nnlens/nnslicer/nnslicer.hpp"
+#include "nnlens/nnslicer/profile.hpp"
+#include "nnlens/nnslicer/slice.hpp"
