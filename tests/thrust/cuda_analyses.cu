@@ -12,7 +12,9 @@
 
 using Net = nnlens::Sequential<nnlens::Input<1, 12, 12>, nnlens::Conv2D<16, 3>, nnlens::ReLU, nnlens::MaxPool2D<2>,
                                nnlens::Flatten, nnlens::Dense<10>, nnlens::ReLU, nnlens::Dense<3>>;
-using Mlp = nnlens::Sequential<nnlens::Input<5>, nnlens::Dense<8>, nnlens::ReLU, nnlens::Dense<2>>;
+using Mlp = nnlens::Sequential<nnlens::Input<5>, nnlens::Dense<8>, nnlens::ReLU, nnlens::Dense<8>, nnlens::LeakyReLU,
+                               nnlens::Dense<6>, nnlens::HardTanh, nnlens::Clamp, nnlens::Dropout, nnlens::Identity,
+                               nnlens::Dense<2>>;
 
 void instantiate(const Net& net, const Mlp& mlp, const xt::xarray<float>& X, const std::vector<std::size_t>& y,
                  const std::vector<std::vector<double>>& A, std::span<const float> seeds) {
@@ -23,6 +25,9 @@ void instantiate(const Net& net, const Mlp& mlp, const xt::xarray<float>& X, con
   auto c = nnlens::prepare_idc(ex::thrust, net, X, y, {.m = 2});
   nnlens::measure(ex::thrust, net, X, c);
   auto lines = nnlens::exact_lines(ex::thrust, mlp, A, A);
+  auto out2 = nnlens::forward(ex::thrust, mlp, X);  // the element-wise ops' functors on the device
+  auto r2 = nnlens::relevance(ex::thrust, mlp, X);
+  (void)out2; (void)r2;
   auto f = nnlens::difftest::wrap(ex::thrust, net, "f");
   auto res = nnlens::difftest::dflare(ex::thrust, f, f, seeds, 1, {});
   (void)out; (void)p; (void)r; (void)lines; (void)res;

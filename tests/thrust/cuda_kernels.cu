@@ -3,6 +3,9 @@
 // that every functor is a valid __host__ __device__ function for both architectures.
 #include <thrust/device_vector.h>
 
+#include "nnlens/layers/hard_tanh.hpp"
+#include "nnlens/layers/leaky_relu.hpp"
+#include "nnlens/layers/relu.hpp"
 #include "nnlens/thrust/kernels.hpp"
 
 namespace tk = nnlens::thrust_kernels;
@@ -20,7 +23,11 @@ void instantiate_all() {
   tk::conv2d<T>(1, d, xp, wp, bp, yp);
   tk::conv2d_gemm<T, 16>(1, d, xp, wp, bp, yp);
   tk::max_pool2d<T>(1, d, xp, yp);
-  tk::relu<T>(64, xp, yp);
+  // the element-wise ops' scalar_map functors (core/properties.hpp): NNLENS_HD on the device
+  tk::map<T>(64, xp, yp, nnlens::layer_traits<nnlens::ReLU>::scalar_map({}));
+  tk::map<T>(64, xp, yp, nnlens::layer_traits<nnlens::LeakyReLU>::scalar_map({0.1}));
+  tk::map<T>(64, xp, yp, nnlens::layer_traits<nnlens::HardTanh>::scalar_map({}));
+  tk::map<T>(64, xp, yp, nnlens::layer_traits<nnlens::Clamp>::scalar_map({-1.0, 2.0}));
   tk::copy<T>(64, xp, yp);
   tk::neuron_partials<T>(2, 4, 8, xp, thrust::raw_pointer_cast(part.data()), 2);
 }

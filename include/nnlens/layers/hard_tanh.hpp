@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "nnlens/core/error.hpp"
+#include "nnlens/core/properties.hpp"
 #include "nnlens/core/traits.hpp"
 
 namespace nnlens {
@@ -35,6 +36,23 @@ namespace detail {
 /// The shared traits; Closed selects the derivative at the kinks (see the header comment).
 template <class L, bool Closed>
 struct clamp_traits : layer_defaults {
+  /// The element-wise map (ElementwiseMap): min(max(x, lo), hi) with lo, hi converted to T; the
+  /// gradient passes inside the interval, open or closed by Closed (see the header comment).
+  struct scalar_map_fn {
+    double lo, hi;
+    template <class T>
+    NNLENS_HD T operator()(T x) const {
+      const T l = T(lo), h = T(hi);
+      return x < l ? l : (x > h ? h : x);
+    }
+    template <class T>
+    NNLENS_HD T grad(T x, T dy) const {
+      const T l = T(lo), h = T(hi);
+      const bool pass = Closed ? (x >= l && x <= h) : (x > l && x < h);
+      return pass ? dy : T(0);
+    }
+  };
+  static constexpr scalar_map_fn scalar_map(const L& l) { return {l.lo, l.hi}; }
   static constexpr shape_check infer(shape in) { return {in, nullptr}; }
   static shape output_shape(const L& l, shape in) {
     if (std::isnan(l.lo) || std::isnan(l.hi) || l.lo > l.hi)
@@ -44,23 +62,16 @@ struct clamp_traits : layer_defaults {
 
   template <class T>
   static void forward(const L& l, const forward_args<T>& a) {
-    const T lo = T(l.lo), hi = T(l.hi);
+    const auto f = scalar_map(l);
     const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) {
-      const T v = a.x[i];
-      a.y[i] = v < lo ? lo : (v > hi ? hi : v);
-    }
+    for (std::size_t i = 0; i < n; ++i) a.y[i] = f(a.x[i]);
   }
   template <class T>
   static void backward(const L& l, const backward_args<T>& a, L*) {
     if (!a.dx) return;
-    const T lo = T(l.lo), hi = T(l.hi);
+    const auto f = scalar_map(l);
     const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) {
-      const T v = a.x[i];
-      const bool pass = Closed ? (v >= lo && v <= hi) : (v > lo && v < hi);
-      a.dx[i] = pass ? a.dy[i] : T(0);
-    }
+    for (std::size_t i = 0; i < n; ++i) a.dx[i] = f.grad(a.x[i], a.dy[i]);
   }
 };
 }  // namespace detail

@@ -14,6 +14,7 @@
 #include "nnlens/core/error.hpp"
 #include <span>
 
+#include "nnlens/core/properties.hpp"
 #include "nnlens/core/traits.hpp"
 
 namespace nnlens {
@@ -25,6 +26,16 @@ struct LeakyReLU {
 template <>
 struct layer_traits<LeakyReLU> : layer_defaults {
   static constexpr std::string_view name = "LeakyReLU";
+  /// The element-wise map (ElementwiseMap): x for x > 0, alpha x otherwise (alpha converted to T);
+  /// d/dx = 1 for x > 0, alpha for x <= 0 (PyTorch: the kink x = 0 takes the slope alpha).
+  struct scalar_map_fn {
+    double alpha;
+    template <class T>
+    NNLENS_HD T operator()(T x) const { return x > T(0) ? x : T(alpha) * x; }
+    template <class T>
+    NNLENS_HD T grad(T x, T dy) const { return x > T(0) ? dy : T(alpha) * dy; }
+  };
+  static constexpr scalar_map_fn scalar_map(const LeakyReLU& l) { return {l.alpha}; }
   static constexpr shape_check infer(shape in) { return {in, nullptr}; }
   static shape output_shape(const LeakyReLU& l, shape in) {
     if (!std::isfinite(l.alpha)) throw value_error(detail::concat("LeakyReLU: alpha is ", l.alpha, ", expected a finite slope"));
@@ -33,17 +44,16 @@ struct layer_traits<LeakyReLU> : layer_defaults {
 
   template <class T>
   static void forward(const LeakyReLU& l, const forward_args<T>& a) {
-    const T alpha = T(l.alpha);
+    const auto f = scalar_map(l);
     const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.y[i] = a.x[i] > T(0) ? a.x[i] : alpha * a.x[i];
+    for (std::size_t i = 0; i < n; ++i) a.y[i] = f(a.x[i]);
   }
-  /// d/dx = 1 for x > 0, alpha for x <= 0 (PyTorch: the kink x = 0 takes the slope alpha).
   template <class T>
   static void backward(const LeakyReLU& l, const backward_args<T>& a, LeakyReLU*) {
     if (!a.dx) return;
-    const T alpha = T(l.alpha);
+    const auto f = scalar_map(l);
     const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.dx[i] = a.x[i] > T(0) ? a.dy[i] : alpha * a.dy[i];
+    for (std::size_t i = 0; i < n; ++i) a.dx[i] = f.grad(a.x[i], a.dy[i]);
   }
 };
 

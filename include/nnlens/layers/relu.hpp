@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "nnlens/core/properties.hpp"
 #include "nnlens/core/traits.hpp"
 
 namespace nnlens {
@@ -14,20 +15,30 @@ struct ReLU {};
 template <>
 struct layer_traits<ReLU> : layer_defaults {
   static constexpr std::string_view name = "ReLU";
+  /// The element-wise map (ElementwiseMap): max(x, 0); the derivative at 0 is taken as 0
+  /// (PyTorch's convention).
+  struct scalar_map_fn {
+    template <class T>
+    NNLENS_HD T operator()(T x) const { return x > T(0) ? x : T(0); }
+    template <class T>
+    NNLENS_HD T grad(T x, T dy) const { return x > T(0) ? dy : T(0); }
+  };
+  static constexpr scalar_map_fn scalar_map(const ReLU&) { return {}; }
   static constexpr shape_check infer(shape in) { return {in, nullptr}; }
   static shape output_shape(const ReLU&, shape in) { return in; }
 
   template <class T>
-  static void forward(const ReLU&, const forward_args<T>& a) {
+  static void forward(const ReLU& l, const forward_args<T>& a) {
+    const auto f = scalar_map(l);
     const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.y[i] = a.x[i] > T(0) ? a.x[i] : T(0);
+    for (std::size_t i = 0; i < n; ++i) a.y[i] = f(a.x[i]);
   }
-  /// The derivative at 0 is taken as 0 (PyTorch's convention).
   template <class T>
-  static void backward(const ReLU&, const backward_args<T>& a, ReLU*) {
+  static void backward(const ReLU& l, const backward_args<T>& a, ReLU*) {
     if (!a.dx) return;
+    const auto f = scalar_map(l);
     const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.dx[i] = a.x[i] > T(0) ? a.dy[i] : T(0);
+    for (std::size_t i = 0; i < n; ++i) a.dx[i] = f.grad(a.x[i], a.dy[i]);
   }
 };
 

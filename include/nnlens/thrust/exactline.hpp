@@ -8,21 +8,26 @@
 // The same result type, options, statistics and errors as the host exact_lines(policy, ...)
 // (nnlens/exactline/line.hpp).  Algorithm: all segments of a pass at once, layer by layer.  The
 // points of every segment are rows of one device batch sorted by (segment, t), holding the ratio t
-// (R = double) and the tensor before the next layer (in S).  Affine layers map all rows: Dense with
-// thrust_kernels::line::dense_padded, Conv2D and Flatten with the kernels of thrust/network.hpp.
-// At a split layer (ReLU; MaxPool2D; the two fused, as the host does with fuse_max_pool) each pair
+// (R = double) and the tensor before the next layer (in S).  The layers are read by their pwl_rule
+// forms, as the host reads them (exactline/line.hpp): an affine layer maps all rows (a Dense-like
+// weight layer with thrust_kernels::line::dense_padded, any other with its kernels of
+// thrust/network.hpp); an element-wise layer (pwl_rule<L>::knots: ReLU, LeakyReLU, HardTanh,
+// Clamp) splits where a unit crosses a knot; a max window (pwl_rule<L>::breaks with a pool
+// geometry: MaxPool2D) splits by the envelope walk, fused with an adjacent element-wise max(x, c)
+// (pwl_rule<L>::max_floor) as the host does with fuse_max_pool.  At a split layer each pair
 // of consecutive points of a segment counts its candidate ratios, an exclusive scan gives the
 // offsets, each pair writes and sorts its run in place, and merges it with the host's rules (exact
 // repeats dropped; ratios within merge_tol of the last kept point or of the pair's end counted in
 // stats.merged).  New rows are interpolated from the pair's ends (exact on an affine piece), or
-// recomputed from the input with `reanchor`; then the layer runs on every row (a ReLU inside the
-// copies).  stats.points and stats.merged are those of the host; `validate` runs on the host
-// afterwards, as in line.hpp.  Kernels: nnlens/thrust/exactline_kernels.hpp.
+// recomputed from the input with `reanchor`; then the layer runs on every row.  stats.points and
+// stats.merged are those of the host; `validate` runs on the host afterwards, as in line.hpp.
+// Kernels: nnlens/thrust/exactline_kernels.hpp.
 //
-// requires: every layer is Dense, Conv2D, Flatten, ReLU or MaxPool2D (a Sequential with another
-//           layer is a compile error naming it, error_thrust_backend_has_no_kernel_for<L>; a
-//           DynamicNetwork holding one gets logic_error naming it before any segment runs, also
-//           with keep_going); R = double (ratios never narrow; S = float or double).
+// requires: every layer has thrust kernels (thrust/network.hpp) and an affine, knots (at most 8)
+//           or max-window pwl_rule (a Sequential with another layer is a compile error naming it,
+//           error_thrust_backend_has_no_kernel_for<L>; a DynamicNetwork holding one gets
+//           logic_error naming it before any segment runs, also with keep_going); R = double
+//           (ratios never narrow; S = float or double).
 // ensures:  the host's pieces: the ratios are computed with the host's formulas from the same
 //           values; the Dense kernel sums in input-index order (on ACAS Xu and the test nets the
 //           results were bit-identical to execution::seq in double).  A segment with an error
@@ -37,6 +42,7 @@
 #include <functional>
 #include <string>
 #include <type_traits>
+#include <optional>
 #include <vector>
 
 #include <thrust/copy.h>
@@ -57,23 +63,23 @@ namespace detail::thrust_line {
 using idx = std::size_t;
 namespace tk = thrust_kernels::line;
 
+/// A max window on the device: the host's window rule (pwl_rule<L>::breaks) on a pool geometry.
 template <class L>
-struct is_max_pool : std::false_type {};
-template <pool_geometry G>
-struct is_max_pool<MaxPool2DG<G>> : std::true_type {};
+concept max_window = pwl_has_window<L> && requires(const L* l) {
+  { layer_traits<L>::geometry_of(l) } -> std::convertible_to<pool_geometry>;
+};
 
-template <class L>
-struct is_dense : std::false_type {};
-template <std::size_t Out, class T>
-struct is_dense<Dense<Out, T>> : std::true_type {};
+enum class kind { affine, knots, pool };
 
-enum class kind { affine, relu, pool };
-
-/// One layer as the engine sees it: its kind, shapes, pool window and device forward pass.
+/// One layer as the engine sees it: its kind, shapes, knots and floor (kind::knots), pool window
+/// and device forward pass.
 template <class T>
 struct layer_run {
   kind k = kind::affine;
   shape in{}, out{};
+  double knots[tk::knot_proposer<T, double>::max_knots] = {};
+  idx nk = 0;
+  std::optional<double> floor;  // the op is max(x, *floor): fusable with an adjacent max window
   thrust_kernels::window_dims pool{};
   std::function<void(idx, const T*, T*)> forward;
 };
@@ -103,16 +109,22 @@ std::vector<layer_run<T>> make_runs(const Net& net, std::vector<thrust_params<T>
                                layer_traits<L>::name, ")"));
     } else if constexpr (!ThrustLayer<L>) {
       throw logic_error(concat("exact_lines (thrust): layer ", i, " (", layer_traits<L>::name,
-                               ") has no thrust ExactLine kernels (Dense, Conv2D, Flatten, ReLU, MaxPool2D have); run "
-                               "exact_lines with execution::seq or execution::par"));
+                               ") has no thrust kernels; run exact_lines with execution::seq or execution::par"));
     } else {
       layer_run<T> r;
       r.in = in, r.out = out;
       if constexpr (pwl_is_affine<L>) {
         r.k = kind::affine;
-      } else if constexpr (std::is_same_v<L, ReLU>) {
-        r.k = kind::relu;
-      } else if constexpr (is_max_pool<L>::value) {
+      } else if constexpr (pwl_has_knots<L>) {  // element-wise: the host's knots
+        r.k = kind::knots;
+        for (double k : pwl_rule<L>::knots(l)) {
+          if (r.nk == tk::knot_proposer<T, double>::max_knots)
+            throw logic_error(concat("exact_lines (thrust): layer ", i, " (", layer_traits<L>::name, ") has more than ",
+                                     r.nk, " knots; run exact_lines with execution::seq"));
+          r.knots[r.nk++] = k;
+        }
+        if constexpr (pwl_has_floor<L>) r.floor = pwl_rule<L>::max_floor(l);
+      } else if constexpr (max_window<L>) {
         r.k = kind::pool;
         r.pool = pool_dims(l, in, out);
       } else {
@@ -120,7 +132,7 @@ std::vector<layer_run<T>> make_runs(const Net& net, std::vector<thrust_params<T>
                                  ") has no thrust ExactLine rule; run exact_lines with execution::seq"));
       }
       const thrust_params<T>* p = &params[i];
-      if constexpr (is_dense<L>::value) {  // padded weights: full tiles only (thrust_kernels::line::dense_padded)
+      if constexpr (thrust_dense_like<L>) {  // padded weights: full tiles only (thrust_kernels::line::dense_padded)
         const idx I = in.size(), O = out.size(), Op = (O + 7) / 8 * 8;
         std::vector<T> w(I * Op, T(0)), b(Op, T(0));
         for (idx a = 0; a < I; ++a)
@@ -241,13 +253,17 @@ class engine {
     const idx nl = runs_->size();
     for (idx i = 0; i < nl; ++i) {
       const auto& L = (*runs_)[i];
-      const bool fusable = L.k != kind::affine && opt_->fuse_max_pool && i + 1 < nl &&
-                           ((L.k == kind::relu && (*runs_)[i + 1].k == kind::pool) ||
-                            (L.k == kind::pool && (*runs_)[i + 1].k == kind::relu));
-      if (fusable) {
+      // an element-wise max(x, c) next to a max window: one fused rule (the host's try_fuse)
+      const layer_run<S>* floor_layer = nullptr;
+      if (opt_->fuse_max_pool && i + 1 < nl) {
+        const auto& N = (*runs_)[i + 1];
+        if (L.k == kind::knots && L.floor && N.k == kind::pool) floor_layer = &L;
+        if (L.k == kind::pool && N.k == kind::knots && N.floor) floor_layer = &N;
+      }
+      if (floor_layer) {
         auto dm = L.k == kind::pool ? L.pool : (*runs_)[i + 1].pool;
         dm.C = L.in[0], dm.H = L.in[1], dm.W = L.in[2];
-        refine(tk::pool_proposer<S, R>{dm, true, S(0)}, i);
+        refine(tk::pool_proposer<S, R>{dm, true, S(*floor_layer->floor)}, i);
         apply(i);
         apply(i + 1);
         push_points();
@@ -255,10 +271,13 @@ class engine {
         ++i;
         continue;
       }
-      bool done = false;  // a ReLU's forward pass fused into the refinement's copies
-      if (L.k == kind::relu) done = refine(tk::relu_proposer<S, R>{d_}, i, !opt_->reanchor);
+      if (L.k == kind::knots && L.nk > 0) {
+        tk::knot_proposer<S, R> prop{d_, {}, L.nk};
+        for (idx q = 0; q < L.nk; ++q) prop.knots[q] = L.knots[q];
+        refine(prop, i);
+      }
       if (L.k == kind::pool) refine(tk::pool_proposer<S, R>{L.pool, false, S(0)}, i);
-      if (!done) apply(i);
+      apply(i);
       push_points();
     }
 
@@ -307,18 +326,17 @@ class engine {
     d_ = dout;
   }
 
-  /// Inserts the breaks prop proposes; with relu_out the copies apply max(., 0) too (returns
-  /// whether they did: only when new rows were made).
+  /// Inserts the breaks prop proposes (new rows: interpolated pre-activations).
   template <class P>
-  bool refine(const P& prop, idx layer, bool relu_out = false) {
+  void refine(const P& prop, idx layer) {
     const idx n = n_, d = d_;
-    if (n < 2) return false;
+    if (n < 2) return;
     cnt_.reserve(n);
     coff_.reserve(n);
     tk::launch(n, tk::count_pairs<S, R, P>{raw(seg_), raw(v_), n, d, prop, raw(cnt_)});
     ::thrust::exclusive_scan(::thrust::device, raw(cnt_), raw(cnt_) + n, raw(coff_));
     const idx total = coff_.at(n - 1);  // cnt[n - 1] == 0
-    if (total == 0) return false;
+    if (total == 0) return;
     s_.reserve(total);
     pair_.reserve(total);
     tk::launch(n, tk::fill_pairs<S, R, P>{raw(cnt_), raw(coff_), raw(v_), d, prop, raw(s_), raw(pair_)});
@@ -359,11 +377,10 @@ class engine {
       t2_.reserve(n + K);
       v2_.reserve((n + K) * d);
       if (opt_->reanchor) fresh_.reserve(K);
-      tk::launch(n, tk::scatter_old<S, R>{raw(seg_), raw(t_), raw(v_), raw(koff_), d, raw(seg2_), raw(t2_), raw(v2_),
-                                          relu_out});
+      tk::launch(n, tk::scatter_old<S, R>{raw(seg_), raw(t_), raw(v_), raw(koff_), d, raw(seg2_), raw(t2_), raw(v2_)});
       tk::launch(total, tk::scatter_new<S, R>{raw(seg_), raw(t_), raw(v_), raw(pair_), raw(s_), raw(keep_), raw(gpos_), d,
                                                raw(seg2_), raw(t2_), raw(v2_),
-                                               opt_->reanchor ? raw(fresh_) : static_cast<idx*>(nullptr), relu_out});
+                                               opt_->reanchor ? raw(fresh_) : static_cast<idx*>(nullptr)});
       seg_.swap(seg2_);
       t_.swap(t2_);
       v_.swap(v2_);
@@ -373,7 +390,6 @@ class engine {
       if (opt_->reanchor) reanchor(K, layer);
     }
     if (failed) compact();
-    return K > 0 && relu_out;
   }
 
   void check_caps(idx points, idx d, idx layer) const {
@@ -455,8 +471,8 @@ std::vector<line_result<S, R>> exact_lines(const execution::thrust_policy& polic
                                            const line_options& opt = {}) {
   static_assert(detail::require_pwl_network<Net>());
   static_assert(detail::require_thrust_network<Net>(),
-                "exact_lines(execution::thrust, ...): every layer needs thrust kernels (Dense, Conv2D, Flatten, ReLU, "
-                "MaxPool2D); the incomplete type 'error_thrust_backend_has_no_kernel_for<L>' names the layer");
+                "exact_lines(execution::thrust, ...): every layer needs thrust kernels (thrust/network.hpp); the "
+                "incomplete type 'error_thrust_backend_has_no_kernel_for<L>' names the layer");
   static_assert(std::is_same_v<R, double>, "exact_lines(execution::thrust, ...) computes ratios in double (R = double)");
   namespace tl = detail::thrust_line;
   check_shapes(net);

@@ -6,11 +6,13 @@
 // "pair" r is rows r and r + 1 of the same segment (a piece).
 //
 //   dense_padded(N, I, O, Op, x, Wp, bp, y)   Dense on weights padded to a multiple of 8 outputs
-//   relu_proposer<T, R>{d}               the ReLU rule: local ratios s in (0, 1) where a unit of the
-//                                        piece crosses 0 strictly (exactline::knot_breaks)
-//   pool_proposer<T, R>{dims, floor?}    the MaxPool2D rule: the arg-max changes of every window
-//                                        (and of the floor 0 for a fused ReLU), the envelope walk of
-//                                        exactline::envelope_walk, the same tie rules
+//   knot_proposer<T, R>{d, knots, nk}    an element-wise op's rule (pwl_rule<L>::knots, any op):
+//                                        local ratios s in (0, 1) where a unit of the piece crosses
+//                                        a knot strictly (exactline::knot_breaks), at most
+//                                        max_knots knots
+//   pool_proposer<T, R>{dims, floor?}    a max window's rule: the arg-max changes of every window
+//                                        (and of the floor c of a fused max(x, c)), the envelope walk
+//                                        of exactline::envelope_walk, the same tie rules
 //   count_pairs / fill_pairs             candidates per pair; written at exclusive-scan offsets and
 //                                        sorted there (sort_small: each work item owns its pair's run)
 //   merge_pairs                          per pair, over its sorted candidates: drops exact repeats
@@ -18,7 +20,7 @@
 //                                        point or of the pair's end (counted as merged), as the host
 //   scatter_old / scatter_new            the refined batch: old rows move by the kept count before
 //                                        them; kept candidates become rows with values interpolated
-//                                        between the pair's ends
+//                                        between the pair's ends (the layer then runs on every row)
 //   segment_update                       new row offsets per segment, merged and proposed counts
 //   endpoints_at / scatter_rows / compact_rows   reanchor inputs, writing rows back, dropping segments
 //
@@ -58,25 +60,31 @@ struct write_emit {
   NNLENS_HD void operator()(R s) { out[n++] = s; }
 };
 
-/// ReLU: a unit crosses 0 strictly inside the piece a -> b (an end on 0 never splits).
+/// An element-wise op with knots k (pwl_rule<L>::knots): a unit crosses a knot strictly inside the
+/// piece a -> b (an end on a knot never splits); the host's formulas, knot by knot.
 template <class T, class R>
-struct relu_proposer {
+struct knot_proposer {
+  static constexpr idx max_knots = 8;
   idx d;
+  double knots[max_knots];
+  idx nk;
   template <class E>
   NNLENS_HD void operator()(const T* a, const T* b, E& emit) const {
-    const T k = T(0);
-    for (idx i = 0; i < d; ++i) {
-      const T ai = a[i], bi = b[i];
-      if (((ai < k) & (bi > k)) | ((ai > k) & (bi < k))) {
-        const R s = (R(k) - R(ai)) / (R(bi) - R(ai));
-        if (s > R(0) && s < R(1)) emit(s);
+    for (idx q = 0; q < nk; ++q) {
+      const T k = static_cast<T>(knots[q]);
+      for (idx i = 0; i < d; ++i) {
+        const T ai = a[i], bi = b[i];
+        if (((ai < k) & (bi > k)) | ((ai > k) & (bi < k))) {
+          const R s = (R(k) - R(ai)) / (R(bi) - R(ai));
+          if (s > R(0) && s < R(1)) emit(s);
+        }
       }
     }
   }
 };
 
-/// MaxPool2D (optionally with the floor max(., 0) of a fused ReLU): per window, in the host's
-/// window order (channel, row, column; elements row-major), the envelope walk.
+/// A max window (optionally with the floor max(., c) of a fused element-wise op): per window, in
+/// the host's window order (channel, row, column; elements row-major), the envelope walk.
 template <class T, class R>
 struct pool_proposer {
   window_dims dm;
@@ -302,17 +310,13 @@ struct scatter_old {
   idx* seg2;
   R* t2;
   T* v2;
-  bool relu;  // write max(v, 0): the ReLU layer's forward pass fused into the copy
   NNLENS_HD void operator()(idx r) const {
     const idx nr = r + koff[r];
     seg2[nr] = seg[r];
     t2[nr] = t[r];
     const T* src = v + r * d;
     T* dst = v2 + nr * d;
-    if (relu)
-      for (idx i = 0; i < d; ++i) dst[i] = src[i] > T(0) ? src[i] : T(0);
-    else
-      for (idx i = 0; i < d; ++i) dst[i] = src[i];
+    for (idx i = 0; i < d; ++i) dst[i] = src[i];
   }
 };
 
@@ -331,7 +335,6 @@ struct scatter_new {
   R* t2;
   T* v2;
   idx* fresh;  // may be null: fresh[g[e]] = the new row (reanchor)
-  bool relu;   // as scatter_old
   NNLENS_HD void operator()(idx e) const {
     if (!keep[e]) return;
     const idx r = pair[e], row = r + 1 + g[e];
@@ -342,10 +345,7 @@ struct scatter_new {
     const T* va = v + r * d;
     const T* vb = va + d;
     T* dst = v2 + row * d;
-    for (idx i = 0; i < d; ++i) {
-      const T x = va[i] + a * (vb[i] - va[i]);
-      dst[i] = relu && !(x > T(0)) ? T(0) : x;
-    }
+    for (idx i = 0; i < d; ++i) dst[i] = va[i] + a * (vb[i] - va[i]);
     if (fresh) fresh[g[e]] = row;
   }
 };

@@ -15,7 +15,8 @@
 //   conv2d_gemm<T, NB>(n, dims, x, Wt, b, y)  the same as an implicit GEMM (4 pixels x NB channels
 //                                       per work item) on conv_transpose_weights<NB>(W)
 //   max_pool2d(n, dims, x, y)           padding never wins (max over the window inside the input)
-//   relu(count, x, y)
+//   map(count, x, y, f)                y[i] = f(x[i]): an element-wise op's scalar_map functor
+//                                      (core/properties.hpp, ElementwiseMap), any op, one transform
 //   neuron_partials(n, C, hw, x, part, S)  part[c*S+s] += sum over the samples of block s of the mean
 //                                      of x[sample, c, 0..hw) (double): NNSlicer's profile sums
 #pragma once
@@ -272,14 +273,16 @@ void max_pool2d(idx N, const window_dims& d, const T* x, T* y) {
                      ::thrust::counting_iterator<idx>(N * d.C * d.OH * d.OW), max_pool_elem<T>{x, y, d});
 }
 
-template <class T>
-struct relu_op {
-  NNLENS_HD T operator()(T v) const { return v > T(0) ? v : T(0); }
+template <class T, class F>
+struct map_op {
+  F f;
+  NNLENS_HD T operator()(T v) const { return f(v); }
 };
 
-template <class T>
-void relu(idx count, const T* x, T* y) {
-  ::thrust::transform(::thrust::device, x, x + count, y, relu_op<T>{});
+/// y[i] = f(x[i]) for i < count; f: an NNLENS_HD functor (layer_traits<L>::scalar_map(l)).
+template <class T, class F>
+void map(idx count, const T* x, T* y, const F& f) {
+  ::thrust::transform(::thrust::device, x, x + count, y, map_op<T, F>{f});
 }
 
 template <class T>

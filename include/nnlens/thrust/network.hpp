@@ -6,10 +6,13 @@
 //                                        output (NNSlicer's op graph of a plain chain)
 //   thrust_layer<L>                      the per-layer kernels (a trait, specialised below)
 //
-// Layers with thrust kernels: Dense, Conv2D (any geometry: strides, dilations, asymmetric
-// padding, groups), MaxPool2D (any geometry), ReLU, Flatten.  A Sequential with another layer is a
-// compile error naming it (error_thrust_backend_has_no_kernel_for<L>); a DynamicNetwork holding
-// one gets logic_error naming the layer when the device_network is made.
+// Layers with thrust kernels, from their properties (core/properties.hpp): every element-wise map
+// (ElementwiseMap: ReLU, LeakyReLU, HardTanh, Clamp; one thrust::transform of the op's own
+// scalar_map functor), every reshape-only op (reshape_only_v: Flatten, Dropout, Identity; a copy),
+// and the tuned kernels of Dense, Conv2D (any geometry: strides, dilations, asymmetric padding,
+// groups) and MaxPool2D (any geometry).  A Sequential with another layer is a compile error naming
+// it (error_thrust_backend_has_no_kernel_for<L>); a DynamicNetwork holding one gets logic_error
+// naming the layer when the device_network is made.
 // requires: check_shapes(net) passed; net outlives the device_network only for construction (the
 //           parameters are copied; later changes to net are not seen).
 #pragma once
@@ -24,11 +27,10 @@
 #include <thrust/device_vector.h>
 
 #include "nnlens/core/error.hpp"
+#include "nnlens/core/properties.hpp"
 #include "nnlens/layers/conv2d.hpp"
 #include "nnlens/layers/dense.hpp"
-#include "nnlens/layers/flatten.hpp"
 #include "nnlens/layers/max_pool2d.hpp"
-#include "nnlens/layers/relu.hpp"
 #include "nnlens/network/dynamic_network.hpp"
 #include "nnlens/network/visit.hpp"
 #include "nnlens/thrust/kernels.hpp"
@@ -60,15 +62,24 @@ struct thrust_layer;
 template <class L>
 concept ThrustLayer = requires { thrust_layer<L>::supported; };
 
-template <std::size_t Out, class T>
-struct thrust_layer<Dense<Out, T>> {
+/// y = x W + b with W [in, out]: a weight layer (core/properties.hpp) whose W's axis 1 runs over
+/// the outputs, without a window (Dense).
+template <class L>
+concept thrust_dense_like = WeightLayer<L> && output_channel_axis_v<L> == 1 && !has_window_geometry<L>;
+/// A convolution: a weight layer with W [O, C/groups, kh, kw] and a window geometry (Conv2D).
+template <class L>
+concept thrust_conv_like = WeightLayer<L> && output_channel_axis_v<L> == 0 && has_window_geometry<L>;
+
+template <class L>
+  requires thrust_dense_like<L>
+struct thrust_layer<L> {
+  using T = typename L::scalar_type;
   static constexpr bool supported = true;
-  static void upload(const Dense<Out, T>& l, thrust_params<T>& p) {
+  static void upload(const L& l, thrust_params<T>& p) {
     p.W.assign(l.W.data(), l.W.data() + l.W.size());
     p.b.assign(l.b.data(), l.b.data() + l.b.size());
   }
-  static void forward(const Dense<Out, T>&, const thrust_params<T>& p, shape in, shape out, std::size_t batch,
-                      const T* x, T* y) {
+  static void forward(const L&, const thrust_params<T>& p, shape in, shape out, std::size_t batch, const T* x, T* y) {
     thrust_kernels::dense<T>(batch, in[0], out[0], x, ::thrust::raw_pointer_cast(p.W.data()),
                              ::thrust::raw_pointer_cast(p.b.data()), y);
   }
@@ -77,9 +88,10 @@ struct thrust_layer<Dense<Out, T>> {
 /// Convolutions with at least 16 output channels per group run as an implicit GEMM on transposed
 /// weights (thrust_kernels::conv2d_gemm: 16 channels per loaded input value); narrower ones by
 /// output rows of 4 channels (thrust_kernels::conv2d).
-template <std::size_t Out, conv_geometry G, class T>
-struct thrust_layer<Conv2DG<Out, G, T>> {
-  using L = Conv2DG<Out, G, T>;
+template <class L>
+  requires thrust_conv_like<L>
+struct thrust_layer<L> {
+  using T = typename L::scalar_type;
   static constexpr bool supported = true;
   static constexpr std::size_t gemm_min_out = 16;
   static thrust_kernels::window_dims dims(const L& l, shape in, shape out) {
@@ -132,25 +144,20 @@ struct thrust_layer<MaxPool2DG<G>> {
   }
 };
 
-template <>
-struct thrust_layer<ReLU> {
+/// Any element-wise map (ElementwiseMap) and any reshape-only op: no parameters on the device; the
+/// op's scalar_map functor in one thrust::transform, or a copy.
+template <class L>
+  requires(ElementwiseMap<L> || reshape_only_v<L>)
+struct thrust_layer<L> {
   static constexpr bool supported = true;
   template <class T>
-  static void upload(const ReLU&, thrust_params<T>&) {}
+  static void upload(const L&, thrust_params<T>&) {}
   template <class T>
-  static void forward(const ReLU&, const thrust_params<T>&, shape in, shape, std::size_t batch, const T* x, T* y) {
-    thrust_kernels::relu<T>(batch * in.size(), x, y);
-  }
-};
-
-template <>
-struct thrust_layer<Flatten> {
-  static constexpr bool supported = true;
-  template <class T>
-  static void upload(const Flatten&, thrust_params<T>&) {}
-  template <class T>
-  static void forward(const Flatten&, const thrust_params<T>&, shape in, shape, std::size_t batch, const T* x, T* y) {
-    thrust_kernels::copy<T>(batch * in.size(), x, y);
+  static void forward(const L& l, const thrust_params<T>&, shape in, shape, std::size_t batch, const T* x, T* y) {
+    if constexpr (ElementwiseMap<L>)
+      thrust_kernels::map<T>(batch * in.size(), x, y, layer_traits<L>::scalar_map(l));
+    else
+      thrust_kernels::copy<T>(batch * in.size(), x, y);
   }
 };
 
@@ -185,7 +192,8 @@ class device_network {
  public:
   using T = network_scalar_t<Net>;
   static_assert(detail::require_thrust_network<Net>(),
-                "nnlens::thrust: every layer needs thrust kernels (Dense, Conv2D, MaxPool2D, ReLU, Flatten); the "
+                "nnlens::thrust: every layer needs thrust kernels (Dense, Conv2D, MaxPool2D, an element-wise map, a "
+                "reshape-only op); the "
                 "incomplete type 'error_thrust_backend_has_no_kernel_for<L>' in this diagnostic names the layer");
 
   explicit device_network(const Net& net) : net_(&net), params_(layer_count(net)) {

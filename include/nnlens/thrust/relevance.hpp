@@ -10,7 +10,9 @@
 //                                         (cls null); r: device [nb, size of tensor stop]
 //
 // requires: every layer has thrust kernels and an LRP step here: Dense, Conv2D (any geometry),
-//           MaxPool2D (any geometry), ReLU, Flatten.  Another layer in a Sequential is a compile
+//           MaxPool2D (any geometry), and every op whose relevance_rule is the pass-through form
+//           (core/relevance.hpp: the element-wise maps, Flatten, Dropout, Identity: R_in = R_out,
+//           nothing runs on the device).  Another layer in a Sequential is a compile
 //           error naming it (error_thrust_backend_has_no_kernel_for<L>); a DynamicNetwork holding
 //           one gets the thrust logic_error naming the layer.
 // ensures:  the host relevance(execution::seq, ...) of coverage/lrp.hpp: every rule of
@@ -64,10 +66,12 @@ struct thrust_lrp_scratch {
   double *fp = nullptr, *fn = nullptr, *bs = nullptr;
 };
 
-template <std::size_t Out, class T>
-struct thrust_lrp_layer<Dense<Out, T>> {
+template <class L>
+  requires thrust_dense_like<L>
+struct thrust_lrp_layer<L> {
+  using T = typename L::scalar_type;
   static constexpr bool supported = true, passthrough = false;
-  static void upload(const Dense<Out, T>& l, thrust_params<T>& p) {  // W transposed: [O, I]
+  static void upload(const L& l, thrust_params<T>& p) {  // W transposed: [O, I]
     const std::size_t I = l.W.shape(0), O = l.W.shape(1);
     std::vector<T> wt(I * O);
     for (std::size_t j = 0; j < I; ++j)
@@ -75,7 +79,7 @@ struct thrust_lrp_layer<Dense<Out, T>> {
     p.W.assign(wt.begin(), wt.end());
     p.b.assign(l.b.data(), l.b.data() + l.b.size());
   }
-  static void backward(const Dense<Out, T>&, const thrust_params<T>& p, shape in, shape out, std::size_t nb, const T* x,
+  static void backward(const L&, const thrust_params<T>& p, shape in, shape out, std::size_t nb, const T* x,
                        const T* z, const double* r_out, double* r_in, const thrust_lrp_scratch& s,
                        const thrust_kernels::lrp_params& rule) {
     const T* W = ::thrust::raw_pointer_cast(p.W.data());
@@ -86,9 +90,10 @@ struct thrust_lrp_layer<Dense<Out, T>> {
   }
 };
 
-template <std::size_t Out, conv_geometry G, class T>
-struct thrust_lrp_layer<Conv2DG<Out, G, T>> {
-  using L = Conv2DG<Out, G, T>;
+template <class L>
+  requires thrust_conv_like<L>
+struct thrust_lrp_layer<L> {
+  using T = typename L::scalar_type;
   static constexpr bool supported = true, passthrough = false;
   static void upload(const L& l, thrust_params<T>& p) {  // W as the host keeps it: [O, C/groups, kh, kw]
     p.W.assign(l.W.data(), l.W.data() + l.W.size());
@@ -121,12 +126,10 @@ struct thrust_lrp_layer<MaxPool2DG<G>> {
   }
 };
 
-template <>
-struct thrust_lrp_layer<ReLU> {
-  static constexpr bool supported = true, passthrough = true;
-};
-template <>
-struct thrust_lrp_layer<Flatten> {
+/// The pass-through form of relevance_rule (R_in = R_out, element n to element n), any op.
+template <class L>
+  requires requires { requires relevance_rule<L>::passthrough; }
+struct thrust_lrp_layer<L> {
   static constexpr bool supported = true, passthrough = true;
 };
 
@@ -168,7 +171,8 @@ class device_lrp {
  public:
   using T = network_scalar_t<Net>;
   static_assert(detail::require_thrust_lrp_network<Net>(),
-                "nnlens::thrust LRP: every layer needs a device LRP step (Dense, Conv2D, MaxPool2D, ReLU, Flatten); the "
+                "nnlens::thrust LRP: every layer needs a device LRP step (Dense, Conv2D, MaxPool2D, a pass-through "
+                "relevance rule); the "
                 "incomplete type 'error_thrust_lrp_has_no_step_for<L>' in this diagnostic names the layer");
 
   /// Uploads the network (device_network: logic_error for a layer without thrust kernels) and

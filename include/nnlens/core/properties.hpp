@@ -1,0 +1,122 @@
+// nnlens/core/properties.hpp -- what an analysis or a backend may ask about an op, as properties
+// with defaults, never as the op's name (docs/adding-a-layer.md, "Properties").
+//
+// Each property is an optional static member of layer_traits<L>, declared in the op's own header.
+// Generic code reads it through the variable templates and concepts below, which supply the default
+// when the member is absent (so a layer_traits that does not inherit layer_defaults still works):
+//
+//   reshape_only_v<L>            static constexpr bool reshape_only          default false
+//       y holds x's elements in the same order, only the shape may change (Flatten, Dropout at
+//       inference, Identity).  Coverage's layer lists skip it; int8 data passes it unchanged.
+//   output_is_distribution_v<L>  static constexpr bool output_is_distribution   default false
+//       every output sample is a probability distribution (Softmax).  DFlare's black box does not
+//       apply a softmax again; NeuSemSlice's gradient metrics refuse it (they need logits).
+//   output_channel_axis_v<L>     static constexpr int output_channel_axis     default -1
+//       >= 0: the op is y = W x + b with members W and b, and W's axis `output_channel_axis` runs
+//       over the output channels/units (Dense [in, out]: 1; Conv2D [OC, IC, KH, KW]: 0).  Int8
+//       quantisation and magnitude pruning treat such an op as a weight layer, per output channel.
+//   has_window_geometry<L>       static conv_geometry geometry_of(const L*)  (a convolution: the
+//       int8 path runs it through im2col)
+//   Int8Op<L>                    static void int8_forward(const L&, shape in, shape out,
+//                                    std::size_t batch, const std::int8_t* x, std::int8_t* y,
+//                                    int zero_point)
+//       the op runs on int8 codes directly and its output keeps its input's quantisation parameters
+//       (ReLU: max(q, zero point); MaxPool2D: the max of the codes, the quantisation being monotone).
+//   fuses_into_linear_v<L>       static constexpr bool int8_fuses_into_linear  default false
+//       an int8 weight layer directly before this op takes this op's output range as its own
+//       (PyTorch's fused Linear+ReLU / Conv+ReLU observer).
+//   ElementwiseMap<L>            static constexpr auto scalar_map(const L&)
+//       y[i] = f(x[i]) for every element, f = scalar_map(l): a small trivially-copyable functor with
+//         template <class T> NNLENS_HD T operator()(T x) const        f(x)
+//         template <class T> NNLENS_HD T grad(T x, T dy) const        dy f'(x), the op's own
+//                                                                     convention at a kink
+//       usable on the host and on a device (NNLENS_HD: __host__ __device__ under nvcc).  The op's
+//       host forward/backward run the same functor; the thrust backend runs the op as one
+//       thrust::transform (ReLU, LeakyReLU, HardTanh, Clamp).
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "nnlens/core/shape.hpp"
+#include "nnlens/core/traits.hpp"
+
+// NNLENS_HD as nnlens/config.hpp defines it (core/ may not include the top level; the two
+// definitions are identical, so either header may come first).
+#if !defined(NNLENS_HD)
+#if defined(__CUDACC__)
+#define NNLENS_HD __host__ __device__
+#else
+#define NNLENS_HD
+#endif
+#endif
+
+namespace nnlens {
+
+template <class L>
+inline constexpr bool reshape_only_v = [] {
+  if constexpr (requires { layer_traits<L>::reshape_only; })
+    return bool(layer_traits<L>::reshape_only);
+  else
+    return false;
+}();
+
+template <class L>
+inline constexpr bool output_is_distribution_v = [] {
+  if constexpr (requires { layer_traits<L>::output_is_distribution; })
+    return bool(layer_traits<L>::output_is_distribution);
+  else
+    return false;
+}();
+
+template <class L>
+inline constexpr int output_channel_axis_v = [] {
+  if constexpr (requires { layer_traits<L>::output_channel_axis; })
+    return int(layer_traits<L>::output_channel_axis);
+  else
+    return -1;
+}();
+
+/// An op y = W x + b with members W and b (a weight layer for quantisation and pruning).
+template <class L>
+concept WeightLayer = output_channel_axis_v<L> >= 0 && requires(const L& l) {
+  l.W;
+  l.b;
+};
+
+template <class L>
+concept has_window_geometry = requires(const L* l) { layer_traits<L>::geometry_of(l); };
+
+template <class L>
+concept Int8Op = requires(const L& l, shape s, const std::int8_t* x, std::int8_t* y) {
+  layer_traits<L>::int8_forward(l, s, s, std::size_t(1), x, y, 0);
+};
+
+namespace detail {
+/// What an element-wise map's functor provides (see ElementwiseMap in the header table).
+template <class F>
+concept scalar_map_functor = std::is_trivially_copyable_v<F> && requires(const F& f, float a, double b) {
+  { f(a) } -> std::same_as<float>;
+  { f(b) } -> std::same_as<double>;
+  { f.grad(a, a) } -> std::same_as<float>;
+  { f.grad(b, b) } -> std::same_as<double>;
+};
+}  // namespace detail
+
+/// An element-wise op y[i] = f(x[i]), f = layer_traits<L>::scalar_map(l), usable on a device.
+template <class L>
+concept ElementwiseMap = requires(const L& l) { layer_traits<L>::scalar_map(l); } &&
+                         detail::scalar_map_functor<decltype(layer_traits<L>::scalar_map(std::declval<const L&>()))>;
+
+template <class L>
+inline constexpr bool fuses_into_linear_v = [] {
+  if constexpr (requires { layer_traits<L>::int8_fuses_into_linear; })
+    return bool(layer_traits<L>::int8_fuses_into_linear);
+  else
+    return false;
+}();
+
+}  // namespace nnlens
