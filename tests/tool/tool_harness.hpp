@@ -7,6 +7,7 @@
 //   std::string d = work_dir("slice");                 // a fresh directory under the build tree
 //   write_rows(path, rows, per) / read_rows(path)      // CSV rows of doubles (%.17g: exact)
 //   nhwc_to_nchw(row, C, H, W)                         // one sample's values, permuted by hand
+//   auto l = write_layout_rows(dir, n, seed);         // NHWC model: l.nhwc / l.nchw files, l.C/H/W
 //   near(a, b, rel)                                    // |a - b| <= rel * max(1, |a|, |b|)
 // The paths come from compile definitions: NNLENS_TOOL (the tool), NNLENS_TOOL_WORK (scratch),
 // NNLENS_TOOL_FIXTURES (the build's LeNet-5 fixture), NNLENS_TOOL_TESTS (tests/tool) and, when the
@@ -168,6 +169,26 @@ inline std::vector<std::vector<double>> random_rows(std::size_t n, std::size_t p
     for (auto& v : row) v = px(g) / 255.0;
   return r;
 }
+
+#ifdef NNLENS_TOOL_NHWC
+/// The --layout checks' inputs for the synthetic NHWC model (NNLENS_TOOL_NHWC_C/H/W): n random
+/// samples stored NHWC in <dir>/nhwc.csv and the same samples transposed by hand in <dir>/nchw.csv.
+struct layout_rows {
+  std::size_t C = NNLENS_TOOL_NHWC_C, H = NNLENS_TOOL_NHWC_H, W = NNLENS_TOOL_NHWC_W;
+  std::string nhwc, nchw;  // the two files
+};
+inline layout_rows write_layout_rows(const std::string& dir, std::size_t n, unsigned seed) {
+  layout_rows l;
+  l.nhwc = dir + "/nhwc.csv";
+  l.nchw = dir + "/nchw.csv";
+  const auto nhwc = random_rows(n, l.C * l.H * l.W, seed);
+  std::vector<std::vector<double>> nchw;
+  for (const auto& r : nhwc) nchw.push_back(nhwc_to_nchw(r, l.C, l.H, l.W));
+  write_rows(l.nhwc, nhwc);
+  write_rows(l.nchw, nchw);
+  return l;
+}
+#endif
 
 inline bool near(double a, double b, double rel) {
   return std::fabs(a - b) <= rel * std::max({1.0, std::fabs(a), std::fabs(b)});

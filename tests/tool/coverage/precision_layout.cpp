@@ -72,13 +72,8 @@ TEST_CASE("coverage: the LeNet-5 fixture at f64 agrees with f32") {
 #ifdef NNLENS_TOOL_NHWC
 TEST_CASE("coverage: NHWC rows and the same rows as NCHW with --layout nchw") {
   const std::string d = work_dir("coverage_layout"), model = NNLENS_TOOL_NHWC;
-  const std::size_t H = NNLENS_TOOL_NHWC_H, W = NNLENS_TOOL_NHWC_W, C = NNLENS_TOOL_NHWC_C;
-  const auto nhwc = random_rows(24, C * H * W, 7);
-  std::vector<std::vector<double>> nchw;
-  for (const auto& r : nhwc) nchw.push_back(nhwc_to_nchw(r, C, H, W));
-  write_rows(d + "/nhwc.csv", nhwc);
-  write_rows(d + "/nchw.csv", nchw);
-  write_labels(d + "/labels.txt", predicted(model, d + "/nhwc.csv", d));
+  const auto l = write_layout_rows(d, 24, 7);
+  write_labels(d + "/labels.txt", predicted(model, l.nhwc, d));
   for (const char* prec : {"f32", "f64"}) {
     CAPTURE(prec);
     auto run = [&](const std::string& rows, std::vector<std::string> extra) {
@@ -87,10 +82,10 @@ TEST_CASE("coverage: NHWC rows and the same rows as NCHW with --layout nchw") {
       args.insert(args.end(), extra.begin(), extra.end());
       return without_times(tool_json(args));
     };
-    const json h = run(d + "/nhwc.csv", {}), c = run(d + "/nchw.csv", {"--layout", "nchw"});
+    const json h = run(l.nhwc, {}), c = run(l.nchw, {"--layout", "nchw"});
     CHECK(h == c);
     // read as NCHW, the NHWC rows are other inputs: the criteria see it (the check can fail)
-    const json wrong = run(d + "/nhwc.csv", {"--layout", "nchw"});
+    const json wrong = run(l.nhwc, {"--layout", "nchw"});
     CHECK(wrong.at("criteria") != h.at("criteria"));
   }
 }

@@ -85,18 +85,13 @@ TEST_CASE("difftest: DeepXplore's LeNet-5 against its q8 twin at f64; the trigge
 #ifdef NNLENS_TOOL_NHWC
 TEST_CASE("compress and difftest: NHWC rows and the same rows as NCHW with --layout nchw") {
   const std::string d = work_dir("difftest_layout"), model = NNLENS_TOOL_NHWC;
-  const std::size_t H = NNLENS_TOOL_NHWC_H, W = NNLENS_TOOL_NHWC_W, C = NNLENS_TOOL_NHWC_C;
-  const auto nhwc = random_rows(6, C * H * W, 11);
-  std::vector<std::vector<double>> nchw;
-  for (const auto& r : nhwc) nchw.push_back(nhwc_to_nchw(r, C, H, W));
-  write_rows(d + "/nhwc.csv", nhwc);
-  write_rows(d + "/nchw.csv", nchw);
+  const auto l = write_layout_rows(d, 6, 11);
   for (const char* prec : {"f32", "f64"}) {
     CAPTURE(prec);
     const std::string p = prec;
-    const json ch = tool_json({"compress", model, "--int8", "--calibration", d + "/nhwc.csv", "-o", d + "/h" + p + ".onnx", "--json",
+    const json ch = tool_json({"compress", model, "--int8", "--calibration", l.nhwc, "-o", d + "/h" + p + ".onnx", "--json",
                                "--precision", prec});
-    const json cc = tool_json({"compress", model, "--int8", "--calibration", d + "/nchw.csv", "-o", d + "/c" + p + ".onnx", "--json",
+    const json cc = tool_json({"compress", model, "--int8", "--calibration", l.nchw, "-o", d + "/c" + p + ".onnx", "--json",
                                "--precision", prec, "--layout", "nchw"});
     CHECK(ch.at("weight_sparsity") == cc.at("weight_sparsity"));
     CHECK(slurp(d + "/h" + p + ".onnx") == slurp(d + "/c" + p + ".onnx"));
@@ -104,8 +99,8 @@ TEST_CASE("compress and difftest: NHWC rows and the same rows as NCHW with --lay
     const std::vector<std::string> base{"difftest", model, "prune:0.5", "--budget-queries", "2000", "--timeout", "0", "--json",
                                         "--precision", prec};
     auto ah = base, ac = base;
-    ah.insert(ah.end(), {"--seeds", d + "/nhwc.csv", "--out-dir", d + "/th" + p});
-    ac.insert(ac.end(), {"--seeds", d + "/nchw.csv", "--out-dir", d + "/tc" + p, "--layout", "nchw"});
+    ah.insert(ah.end(), {"--seeds", l.nhwc, "--out-dir", d + "/th" + p});
+    ac.insert(ac.end(), {"--seeds", l.nchw, "--out-dir", d + "/tc" + p, "--layout", "nchw"});
     const auto rh = tool(ah), rc = tool(ac);
     REQUIRE_MESSAGE(rh.rc <= 1, rh.err);  // 1: some seed found nothing within the budget
     REQUIRE(rh.rc == rc.rc);
@@ -124,7 +119,7 @@ TEST_CASE("compress and difftest: NHWC rows and the same rows as NCHW with --lay
       const auto th = read_rows(x.at("input")), tc = read_rows(y.at("input"));
       REQUIRE(th.size() == 1);
       REQUIRE(tc.size() == 1);
-      CHECK(nhwc_to_nchw(th[0], C, H, W) == tc[0]);
+      CHECK(nhwc_to_nchw(th[0], l.C, l.H, l.W) == tc[0]);
       CHECK(th[0] != tc[0]);
       // the NHWC trigger, read in the model's declared layout, gives the original's label
       const auto f = run_outputs(model, x.at("input"), d, {"--precision", prec});

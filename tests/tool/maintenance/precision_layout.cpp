@@ -87,13 +87,9 @@ TEST_CASE("restructure, readapt, increment: the LeNet-5 fixture at f64 agrees wi
 #ifdef NNLENS_TOOL_NHWC
 TEST_CASE("restructure, readapt, increment: NHWC rows and the same rows as NCHW with --layout nchw") {
   const std::string d = work_dir("maintenance_layout"), model = NNLENS_TOOL_NHWC;
-  const std::size_t H = NNLENS_TOOL_NHWC_H, W = NNLENS_TOOL_NHWC_W, C = NNLENS_TOOL_NHWC_C;
-  const auto nhwc = random_rows(16, C * H * W, 5);
-  std::vector<std::vector<double>> nchw;
+  const auto l = write_layout_rows(d, 16, 5);
   std::vector<std::size_t> y, y2;
-  for (const auto& r : nhwc) nchw.push_back(nhwc_to_nchw(r, C, H, W)), y.push_back(y.size() % 2), y2.push_back(y2.size() % 2 + 2);
-  write_rows(d + "/nhwc.csv", nhwc);
-  write_rows(d + "/nchw.csv", nchw);
+  for (std::size_t i = 0; i < 16; ++i) y.push_back(i % 2), y2.push_back(i % 2 + 2);
   write_labels(d + "/labels.txt", y);
   write_labels(d + "/new_labels.txt", y2);
   const std::string L = d + "/labels.txt", N = d + "/new_labels.txt";
@@ -111,7 +107,7 @@ TEST_CASE("restructure, readapt, increment: NHWC rows and the same rows as NCHW 
         return tool_json(args);
       };
       const std::string oh = d + "/" + name + "_h.onnx", oc = d + "/" + name + "_c.onnx";
-      const json h = run(d + "/nhwc.csv", oh, {}), c = run(d + "/nchw.csv", oc, {"--layout", "nchw"});
+      const json h = run(l.nhwc, oh, {}), c = run(l.nchw, oc, {"--layout", "nchw"});
       CHECK(comparable(h) == comparable(c));
       CHECK(h.at("precision") == prec);
       CHECK(h.contains("note") == (std::string(prec) == "f64"));

@@ -13,14 +13,8 @@ file(MAKE_DIRECTORY ${WORK})
 set(mask ${WORK}/semslice.mask)
 file(REMOVE ${mask})
 
-function(run_json out)
-  execute_process(COMMAND ${TOOL} semslice ${MODEL} --data ${SAMPLES} --labels ${LABELS} --json ${ARGN}
-                  RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "nnlens semslice ${ARGN} failed (${rc}): ${e}")
-  endif()
-  set(${out} "${o}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/../tool_checks.cmake)
+set(semslice semslice ${MODEL} --data ${SAMPLES} --labels ${LABELS})
 
 function(critical_of j out)
   string(JSON n LENGTH "${j}" layers)
@@ -44,7 +38,7 @@ function(critical_of j out)
 endfunction()
 
 # 1.
-run_json(j1 --categories 0,1 --samples 5 -o ${mask})
+tool_output(j1 ${semslice} --json --categories 0,1 --samples 5 -o ${mask})
 if(NOT EXISTS ${mask})
   message(FATAL_ERROR "-o ${mask} was not written")
 endif()
@@ -62,15 +56,12 @@ endif()
 if(cr LESS 0 OR cr GREATER 100)
   message(FATAL_ERROR "compression ${cr} outside [0, 100]")
 endif()
-string(JSON t TYPE "${j1}" seconds)
-if(NOT t STREQUAL "NUMBER")
-  message(FATAL_ERROR "seconds is not a number")
-endif()
+expect_json_seconds("${j1}")
 
 # 2.
-run_json(j2 --categories 0,1 --samples 5 --theta 0.5)
+tool_output(j2 ${semslice} --json --categories 0,1 --samples 5 --theta 0.5)
 critical_of("${j2}" c50)
-run_json(j3 --categories 0,1 --samples 5 --theta 1)
+tool_output(j3 ${semslice} --json --categories 0,1 --samples 5 --theta 1)
 critical_of("${j3}" c100)
 foreach(a b IN ZIP_LISTS c50 c95)
   if(a GREATER b)
@@ -84,7 +75,7 @@ foreach(a b IN ZIP_LISTS c95 c100)
 endforeach()
 
 # 3.
-run_json(jm --mask ${mask})
+tool_output(jm ${semslice} --json --mask ${mask})
 critical_of("${jm}" cm)
 if(NOT cm STREQUAL c95)
   message(FATAL_ERROR "--mask: critical ${cm}, the slice had ${c95}")
@@ -101,12 +92,7 @@ foreach(f model masked)
 endforeach()
 
 # 4.
-execute_process(COMMAND ${TOOL} semslice ${MODEL} --data ${SAMPLES} --labels ${LABELS} --categories 0,1 --samples 5
-                        --metric avg --test ${SAMPLES} --test-labels ${LABELS}
-                RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "nnlens semslice (text) failed (${rc}): ${e}")
-endif()
+tool_output(o ${semslice} --categories 0,1 --samples 5 --metric avg --test ${SAMPLES} --test-labels ${LABELS})
 if(NOT o MATCHES "2 categories, metric avg, theta 0.95, linear_cka.*k per category \\(0 1\\)\n  0 Conv2D .*output, never sliced\n  parameters: [0-9]+ / ${p} kept, compression [0-9.]+%\n  accuracy on [^\n]*: [0-9.]+% -> [0-9.]+% masked\n")
   message(FATAL_ERROR "unexpected text output:\n${o}")
 endif()

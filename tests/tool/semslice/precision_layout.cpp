@@ -43,13 +43,9 @@ TEST_CASE("semslice: the LeNet-5 fixture at f64 agrees with f32; masks cross pre
 #ifdef NNLENS_TOOL_NHWC
 TEST_CASE("semslice: NHWC rows and the same rows as NCHW with --layout nchw") {
   const std::string d = work_dir("semslice_layout"), model = NNLENS_TOOL_NHWC;
-  const std::size_t H = NNLENS_TOOL_NHWC_H, W = NNLENS_TOOL_NHWC_W, C = NNLENS_TOOL_NHWC_C;
-  const auto nhwc = random_rows(20, C * H * W, 3);
-  std::vector<std::vector<double>> nchw;
+  const auto l = write_layout_rows(d, 20, 3);
   std::vector<std::size_t> y;
-  for (const auto& r : nhwc) nchw.push_back(nhwc_to_nchw(r, C, H, W)), y.push_back(y.size() % 2);
-  write_rows(d + "/nhwc.csv", nhwc);
-  write_rows(d + "/nchw.csv", nchw);
+  for (std::size_t i = 0; i < 20; ++i) y.push_back(i % 2);
   write_labels(d + "/labels.txt", y);
   for (const char* prec : {"f32", "f64"}) {
     CAPTURE(prec);
@@ -59,7 +55,7 @@ TEST_CASE("semslice: NHWC rows and the same rows as NCHW with --layout nchw") {
       args.insert(args.end(), extra.begin(), extra.end());
       return without_times(tool_json(args));
     };
-    const json h = run(d + "/nhwc.csv", {}), c = run(d + "/nchw.csv", {"--layout", "nchw"});
+    const json h = run(l.nhwc, {}), c = run(l.nchw, {"--layout", "nchw"});
     CHECK(h == c);
     CHECK(h.at("precision") == prec);
   }

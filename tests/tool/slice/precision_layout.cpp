@@ -92,21 +92,17 @@ TEST_CASE("profile and slice: ACAS Xu at f64 agree with f32 within 1e-5, and are
 #ifdef NNLENS_TOOL_NHWC
 TEST_CASE("profile and slice: NHWC rows and the same rows as NCHW with --layout nchw") {
   const std::string d = work_dir("slice_layout"), model = NNLENS_TOOL_NHWC;
-  const std::size_t H = NNLENS_TOOL_NHWC_H, W = NNLENS_TOOL_NHWC_W, C = NNLENS_TOOL_NHWC_C;
-  const auto nhwc = random_rows(12, C * H * W, 16);
-  std::vector<std::vector<double>> nchw;
-  for (const auto& r : nhwc) nchw.push_back(nhwc_to_nchw(r, C, H, W));
-  write_rows(d + "/nhwc.csv", nhwc);
-  write_rows(d + "/nchw.csv", nchw);
+  const auto l = write_layout_rows(d, 12, 16);
+  const std::size_t C = l.C, H = l.H, W = l.W;
   for (const char* prec : {"f32", "f64"}) {
     CAPTURE(prec);
     const std::string ph = d + "/h_" + prec + ".profile", pc = d + "/c_" + prec + ".profile";
-    REQUIRE(tool({"profile", model, "--data", d + "/nhwc.csv", "-o", ph, "--granularity", "element", "--precision", prec}).rc == 0);
-    REQUIRE(tool({"profile", model, "--data", d + "/nchw.csv", "-o", pc, "--granularity", "element", "--layout", "nchw",
+    REQUIRE(tool({"profile", model, "--data", l.nhwc, "-o", ph, "--granularity", "element", "--precision", prec}).rc == 0);
+    REQUIRE(tool({"profile", model, "--data", l.nchw, "-o", pc, "--granularity", "element", "--layout", "nchw",
                   "--precision", prec}).rc == 0);
     CHECK(slurp(ph) == slurp(pc));  // the same activations, bit for bit
-    const json jh = tool_json({"slice", model, "--profile", ph, "--samples", d + "/nhwc.csv", "--json", "--precision", prec});
-    const json jc = tool_json({"slice", model, "--profile", ph, "--samples", d + "/nchw.csv", "--json", "--precision", prec,
+    const json jh = tool_json({"slice", model, "--profile", ph, "--samples", l.nhwc, "--json", "--precision", prec});
+    const json jc = tool_json({"slice", model, "--profile", ph, "--samples", l.nchw, "--json", "--precision", prec,
                                "--layout", "nchw"});
     CHECK(jh.at("layout") == "nhwc");
     CHECK(jc.at("layout") == "nchw");
