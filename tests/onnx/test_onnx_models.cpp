@@ -20,10 +20,12 @@
 #include "nnlens/io/onnx.hpp"
 #include "nnlens/network/forward.hpp"
 #include "nnlens/network/sequential.hpp"
+#include "onnx_builder.hpp"
 #include "test_skip.hpp"
 
 namespace fs = std::filesystem;
 using namespace nnlens;
+using namespace onnx_builder;
 
 namespace {
 
@@ -366,35 +368,6 @@ TEST_CASE("onnx models: load_onnx<Net> fills a static Sequential and checks its 
 }
 
 // ---- a synthetic keras-style NHWC graph against a naive NHWC evaluation ----
-namespace {
-void add_init(onnx::GraphProto& g, const std::string& name, std::vector<std::int64_t> dims, const std::vector<float>& v) {
-  auto* t = g.add_initializer();
-  t->set_name(name);
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  for (auto d : dims) t->add_dims(d);
-  for (float x : v) t->add_float_data(x);
-}
-onnx::NodeProto* add_node(onnx::GraphProto& g, const std::string& op, std::vector<std::string> in, std::string out) {
-  auto* n = g.add_node();
-  n->set_op_type(op);
-  n->set_name(op + "_" + out);
-  for (auto& s : in) n->add_input(s);
-  n->add_output(out);
-  return n;
-}
-void add_ints(onnx::NodeProto* n, const std::string& name, std::vector<std::int64_t> v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (auto x : v) a->add_ints(x);
-}
-void set_value(onnx::ValueInfoProto* v, const std::string& name, std::vector<std::int64_t> dims) {
-  v->set_name(name);
-  auto* tt = v->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnx::TensorProto::FLOAT);
-  for (auto d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-}
-}  // namespace
 
 TEST_CASE("onnx: NHWC input + Transpose(0,3,1,2) ... Transpose(0,2,3,1) + Flatten + MatMul (keras2onnx pattern)") {
   const std::size_t H = 5, W = 4, C = 2, O = 3, K = 2, OH = H - K + 1, OW = W - K + 1, F = 4;
@@ -403,9 +376,7 @@ TEST_CASE("onnx: NHWC input + Transpose(0,3,1,2) ... Transpose(0,2,3,1) + Flatte
   std::vector<float> cw(O * C * K * K), cb(O), dw(OH * OW * O * F), db(F), x(H * W * C);
   for (auto* v : {&cw, &cb, &dw, &db, &x})
     for (auto& e : *v) e = u(rng);
-  onnx::ModelProto m;
-  m.set_ir_version(7);
-  m.add_opset_import()->set_version(12);
+  onnx::ModelProto m = new_model(12);
   auto& g = *m.mutable_graph();
   set_value(g.add_input(), "x", {1, std::int64_t(H), std::int64_t(W), std::int64_t(C)});
   set_value(g.add_output(), "y", {1, std::int64_t(F)});
@@ -504,9 +475,7 @@ TEST_CASE("onnx: bad files throw nnlens::error, never crash") {
 }
 
 TEST_CASE("onnx: unsupported operators are named with the supported set") {
-  onnx::ModelProto m;
-  m.set_ir_version(7);
-  m.add_opset_import()->set_version(13);
+  onnx::ModelProto m = new_model(13);
   auto& g = *m.mutable_graph();
   set_value(g.add_input(), "x", {1, 4});
   set_value(g.add_output(), "y", {1, 4});
@@ -569,9 +538,7 @@ namespace {
 std::string write_pad_model(const std::string& name, int opset, const std::vector<std::int64_t>& pad,
                             const std::string& op, const std::vector<std::int64_t>& own_pads, bool cip) {
   const std::int64_t C = 2, H = 7, W = 6;
-  onnx::ModelProto m;
-  m.set_ir_version(7);
-  m.add_opset_import()->set_version(opset);
+  onnx::ModelProto m = new_model(opset);
   auto& g = *m.mutable_graph();
   set_value(g.add_input(), "x", {1, C, H, W});
   set_value(g.add_output(), "y", {1, 2, 1, 1});

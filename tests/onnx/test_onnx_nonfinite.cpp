@@ -18,37 +18,18 @@
 
 #include "nnlens/io/onnx.hpp"
 #include "nnlens/network/forward.hpp"
+#include "onnx_builder.hpp"
 #include "test_skip.hpp"
 
 namespace fs = std::filesystem;
 using namespace nnlens;
+using namespace onnx_builder;
 
 namespace {
 
 const float nan_f = std::numeric_limits<float>::quiet_NaN();
 const float inf_f = std::numeric_limits<float>::infinity();
 
-void add_init(onnx::GraphProto& g, const std::string& name, std::vector<std::int64_t> dims, const std::vector<float>& v) {
-  auto* t = g.add_initializer();
-  t->set_name(name);
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  for (auto d : dims) t->add_dims(d);
-  for (float x : v) t->add_float_data(x);
-}
-onnx::NodeProto* add_node(onnx::GraphProto& g, const std::string& op, std::vector<std::string> in, std::string out) {
-  auto* n = g.add_node();
-  n->set_op_type(op);
-  n->set_name(op + "_" + out);
-  for (auto& s : in) n->add_input(s);
-  n->add_output(out);
-  return n;
-}
-void set_value(onnx::ValueInfoProto* v, const std::string& name, std::vector<std::int64_t> dims) {
-  v->set_name(name);
-  auto* tt = v->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnx::TensorProto::FLOAT);
-  for (auto d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-}
 std::vector<float> ramp(std::size_t n, float scale) {
   std::vector<float> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = scale * float(int(i % 7) - 3);
@@ -60,9 +41,7 @@ struct small_cnn {
   std::vector<float> conv1_w = ramp(18, 0.1f), conv1_b = ramp(2, 0.01f), fc1_w = ramp(4 * 32, 0.05f),
                      fc1_b = ramp(4, 0.01f), fc2_w = ramp(12, 0.2f), fc2_b = ramp(3, 0.1f);
   onnx::ModelProto model() const {
-    onnx::ModelProto m;
-    m.set_ir_version(7);
-    m.add_opset_import()->set_version(13);
+    onnx::ModelProto m = new_model(13);
     auto& g = *m.mutable_graph();
     set_value(g.add_input(), "x", {1, 1, 6, 6});
     set_value(g.add_output(), "y", {1, 3});
@@ -177,9 +156,7 @@ TEST_CASE("onnx: non-finite Constant nodes, attributes and double initializers b
 
 TEST_CASE("onnx: Clip's bounds may be infinite, never NaN; float shapes must be integers in range") {
   auto clip_model = [](float lo, float hi) {
-    onnx::ModelProto m;
-    m.set_ir_version(7);
-    m.add_opset_import()->set_version(13);
+    onnx::ModelProto m = new_model(13);
     auto& g = *m.mutable_graph();
     set_value(g.add_input(), "x", {1, 3});
     set_value(g.add_output(), "y", {1, 3});
@@ -199,9 +176,7 @@ TEST_CASE("onnx: Clip's bounds may be infinite, never NaN; float shapes must be 
   CHECK(has(import_error(clip_model(nan_f, 1.0f), "clip.onnx"),
             "initializer 'lo' (input 1 of node 'Clip_y' (Clip)): element 0 is NaN"));
   {  // Reshape with a float shape tensor holding 1e30 (converting it to int64 is undefined behaviour)
-    onnx::ModelProto m;
-    m.set_ir_version(7);
-    m.add_opset_import()->set_version(13);
+    onnx::ModelProto m = new_model(13);
     auto& g = *m.mutable_graph();
     set_value(g.add_input(), "x", {1, 2, 2, 2});
     set_value(g.add_output(), "y", {1, 8});
