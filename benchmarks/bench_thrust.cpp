@@ -207,35 +207,34 @@ void lenet_batches(benchmark::internal::Benchmark* b) {
 }
 void once(benchmark::internal::Benchmark* b) { b->Iterations(1)->UseRealTime()->Unit(benchmark::kMillisecond); }
 
-}  // namespace
-
-BENCHMARK_CAPTURE(bm_forward_lenet5, lenet5/seq, seq)->Apply(lenet_batches);
-BENCHMARK_CAPTURE(bm_forward_lenet5, lenet5/par, par)->Apply(lenet_batches);
+/// One row a back-end: seq and par, then the GPU (nvcc) or thrust on 1 and 2 OpenMP threads (g++;
+/// the MLP on 2 only), each named <function>/<row>/<policy> as BENCHMARK_CAPTURE(function, row/policy)
+/// would, registered in this order (as the BENCHMARK_CAPTURE lines were).
+struct backend {
+  const char* name;
+  pol p;
+};
 #if defined(__CUDACC__)
-BENCHMARK_CAPTURE(bm_forward_lenet5, lenet5/cuda, gpu)->Apply(lenet_batches);
-BENCHMARK_CAPTURE(bm_forward_mlp, mlp/seq, seq)->Apply(batches);
-BENCHMARK_CAPTURE(bm_forward_mlp, mlp/par, par)->Apply(batches);
-BENCHMARK_CAPTURE(bm_forward_mlp, mlp/cuda, gpu)->Apply(batches);
-BENCHMARK_CAPTURE(bm_profile, profile/lenet5/seq, seq)->Apply(once);
-BENCHMARK_CAPTURE(bm_profile, profile/lenet5/par, par)->Apply(once);
-BENCHMARK_CAPTURE(bm_profile, profile/lenet5/cuda, gpu)->Apply(once);
-BENCHMARK_CAPTURE(bm_idc, idc/prepare/lenet5/seq, seq)->Apply(once);
-BENCHMARK_CAPTURE(bm_idc, idc/prepare/lenet5/par, par)->Apply(once);
-BENCHMARK_CAPTURE(bm_idc, idc/prepare/lenet5/cuda, gpu)->Apply(once);
+const std::vector<backend> backends{{"seq", seq}, {"par", par}, {"cuda", gpu}};
+const std::vector<backend> mlp_backends = backends;
 #else
-BENCHMARK_CAPTURE(bm_forward_lenet5, lenet5/thrust1, thrust1)->Apply(lenet_batches);
-BENCHMARK_CAPTURE(bm_forward_lenet5, lenet5/thrust2, thrust2)->Apply(lenet_batches);
-BENCHMARK_CAPTURE(bm_forward_mlp, mlp/seq, seq)->Apply(batches);
-BENCHMARK_CAPTURE(bm_forward_mlp, mlp/par, par)->Apply(batches);
-BENCHMARK_CAPTURE(bm_forward_mlp, mlp/thrust2, thrust2)->Apply(batches);
-BENCHMARK_CAPTURE(bm_profile, profile/lenet5/seq, seq)->Apply(once);
-BENCHMARK_CAPTURE(bm_profile, profile/lenet5/par, par)->Apply(once);
-BENCHMARK_CAPTURE(bm_profile, profile/lenet5/thrust1, thrust1)->Apply(once);
-BENCHMARK_CAPTURE(bm_profile, profile/lenet5/thrust2, thrust2)->Apply(once);
-BENCHMARK_CAPTURE(bm_idc, idc/prepare/lenet5/seq, seq)->Apply(once);
-BENCHMARK_CAPTURE(bm_idc, idc/prepare/lenet5/par, par)->Apply(once);
-BENCHMARK_CAPTURE(bm_idc, idc/prepare/lenet5/thrust1, thrust1)->Apply(once);
-BENCHMARK_CAPTURE(bm_idc, idc/prepare/lenet5/thrust2, thrust2)->Apply(once);
+const std::vector<backend> backends{{"seq", seq}, {"par", par}, {"thrust1", thrust1}, {"thrust2", thrust2}};
+const std::vector<backend> mlp_backends{{"seq", seq}, {"par", par}, {"thrust2", thrust2}};
 #endif
+
+void add_rows(const std::string& row, void (*fn)(benchmark::State&, pol), const std::vector<backend>& bs,
+              void (*apply)(benchmark::internal::Benchmark*)) {
+  for (const auto& b : bs) benchmark::RegisterBenchmark((row + "/" + b.name).c_str(), fn, b.p)->Apply(apply);
+}
+
+[[maybe_unused]] const bool registered = [] {
+  add_rows("bm_forward_lenet5/lenet5", bm_forward_lenet5, backends, lenet_batches);
+  add_rows("bm_forward_mlp/mlp", bm_forward_mlp, mlp_backends, batches);
+  add_rows("bm_profile/profile/lenet5", bm_profile, backends, once);
+  add_rows("bm_idc/idc/prepare/lenet5", bm_idc, backends, once);
+  return true;
+}();
+
+}  // namespace
 
 BENCHMARK_MAIN();
