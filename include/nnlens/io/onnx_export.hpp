@@ -5,7 +5,8 @@
 //   io::save_onnx(path, net [, options]);                 // writes the serialized model
 //
 // The graph: input "input" [N, sample shape...] (N symbolic), output "output" [N, out...], float32
-// weights as initializers, one node (or two) per layer, by the per-layer rule onnx_export_rule<L>:
+// weights as initializers, one node (or two) per layer, by the per-layer rule onnx_export_rule<L>
+// (core/onnx_form.hpp; each op's rule is in its own header, writing through onnx_sink):
 //   Dense         Gemm(x, W, b), transB = 0 (W is [in, out])
 //   Conv2D        Conv (kernel_shape, strides, pads [top, left, bottom, right], dilations, group)
 //   MaxPool2D     MaxPool (kernel_shape, strides, pads, ceil_mode)
@@ -29,6 +30,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <span>
+#include <string_view>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -38,6 +41,7 @@
 
 #include "nnlens/config.hpp"
 #include "nnlens/core/error.hpp"
+#include "nnlens/core/onnx_form.hpp"
 #include "nnlens/network/dynamic_network.hpp"
 
 namespace nnlens::io {
@@ -48,270 +52,104 @@ struct onnx_export_options {
   std::int64_t opset = 13;
 };
 
-/// The graph being built: fresh value names, initializers and nodes.
-class onnx_export_context {
+/// The graph being built (the protobuf side of core/onnx_form.hpp's onnx_sink): fresh value names
+/// (stem_<counter>), float32 initializers and nodes, in the order the rules ask for them.
+class onnx_export_context final : public onnx_sink {
  public:
   explicit onnx_export_context(onnx::GraphProto& g) : g_(g) {}
 
-  std::string fresh(const std::string& stem) { return stem + "_" + std::to_string(counter_++); }
+  std::string fresh(std::string_view stem) { return std::string(stem) + "_" + std::to_string(counter_++); }
 
-  /// A float32 initializer named after `stem`; returns its name.
-  template <class It>
-  std::string initializer(const std::string& stem, const std::vector<std::int64_t>& dims, It first, std::size_t n) {
+  std::string initializer(std::string_view stem, const std::vector<std::int64_t>& dims,
+                          std::span<const float> v) override {
+    return put(stem, dims, v);
+  }
+  std::string initializer(std::string_view stem, const std::vector<std::int64_t>& dims,
+                          std::span<const double> v) override {
+    return put(stem, dims, v);
+  }
+  std::string node(std::string_view op, const std::vector<std::string>& inputs,
+                   const std::vector<onnx_attr>& attrs) override {
+    std::string out = fresh(op);
+    onnx::NodeProto* n = g_.add_node();
+    n->set_op_type(std::string(op));
+    n->set_name(fresh("node_" + std::string(op)));
+    for (const auto& i : inputs) n->add_input(i);
+    n->add_output(out);
+    for (const onnx_attr& at : attrs) {
+      auto* a = n->add_attribute();
+      a->set_name(at.name);
+      std::visit(
+          [&](const auto& v) {
+            using V = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, std::int64_t>) {
+              a->set_type(onnx::AttributeProto::INT);
+              a->set_i(v);
+            } else if constexpr (std::is_same_v<V, float>) {
+              a->set_type(onnx::AttributeProto::FLOAT);
+              a->set_f(v);
+            } else if constexpr (std::is_same_v<V, std::string>) {
+              a->set_type(onnx::AttributeProto::STRING);
+              a->set_s(v);
+            } else {
+              a->set_type(onnx::AttributeProto::INTS);
+              for (auto x : v) a->add_ints(x);
+            }
+          },
+          at.value);
+    }
+    return out;
+  }
+
+ private:
+  template <class V>
+  std::string put(std::string_view stem, const std::vector<std::int64_t>& dims, std::span<const V> v) {
     const std::string name = fresh(stem);
     onnx::TensorProto* t = g_.add_initializer();
     t->set_name(name);
     t->set_data_type(onnx::TensorProto::FLOAT);
     for (auto d : dims) t->add_dims(d);
-    for (std::size_t i = 0; i < n; ++i, ++first) t->add_float_data(static_cast<float>(*first));
+    for (V x : v) t->add_float_data(static_cast<float>(x));
     return name;
   }
-  template <class E>
-  std::string initializer(const std::string& stem, const std::vector<std::int64_t>& dims, const E& tensor) {
-    return initializer(stem, dims, tensor.data(), tensor.size());
-  }
 
-  /// A node op(inputs) -> one fresh output; returns the output's name.
-  onnx::NodeProto* node(const std::string& op, const std::vector<std::string>& inputs, std::string& out) {
-    out = fresh(op);
-    onnx::NodeProto* n = g_.add_node();
-    n->set_op_type(op);
-    n->set_name(fresh("node_" + op));
-    for (const auto& i : inputs) n->add_input(i);
-    n->add_output(out);
-    return n;
-  }
-  static void attr(onnx::NodeProto* n, const std::string& name, std::int64_t v) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(v);
-  }
-  static void attr(onnx::NodeProto* n, const std::string& name, float v) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::FLOAT);
-    a->set_f(v);
-  }
-  static void attr(onnx::NodeProto* n, const std::string& name, const std::vector<std::int64_t>& v) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INTS);
-    for (auto x : v) a->add_ints(x);
-  }
-
- private:
   onnx::GraphProto& g_;
   std::size_t counter_ = 0;
 };
 
-/// The per-layer export rule: `static std::string emit(const L&, onnx_export_context&,
-/// const std::string& x, shape in, shape out)` adds the layer's nodes reading value x and returns
-/// the name of its output value.  Specialised below for every run-time layer form.
-template <class L>
-struct onnx_export_rule;
+/// The per-layer export rule (core/onnx_form.hpp; specialised in each op's header).
+using nnlens::onnx_export_rule;
 
 namespace detail {
-inline std::vector<std::int64_t> i64(std::initializer_list<std::size_t> v) {
-  return std::vector<std::int64_t>(v.begin(), v.end());
-}
-/// A node with no attributes and no parameters: op(x).
-template <class L>
-struct onnx_unary {
-  static std::string op();
-};
-template <class L>
-struct onnx_simple_rule {
-  static std::string emit(const L&, onnx_export_context& c, const std::string& x, shape, shape) {
-    std::string y;
-    c.node(onnx_unary<L>::op(), {x}, y);
-    return y;
-  }
-};
-template <>
-inline std::string onnx_unary<ReLU>::op() { return "Relu"; }
-template <>
-inline std::string onnx_unary<GlobalAvgPool>::op() { return "GlobalAveragePool"; }
-template <>
-inline std::string onnx_unary<Dropout>::op() { return "Identity"; }
-template <>
-inline std::string onnx_unary<Identity>::op() { return "Identity"; }
-
-template <class L>
-struct onnx_clip_rule {
-  static std::string emit(const L& l, onnx_export_context& c, const std::string& x, shape, shape) {
-    const float lo[1] = {static_cast<float>(l.lo)}, hi[1] = {static_cast<float>(l.hi)};
-    std::vector<std::string> in{x};
-    in.push_back(std::isinf(l.lo) && l.lo < 0 ? std::string{} : c.initializer("clip_min", {}, lo, 1));
-    if (!(std::isinf(l.hi) && l.hi > 0)) in.push_back(c.initializer("clip_max", {}, hi, 1));
-    if (in.back().empty()) in.pop_back();  // no bounds at all: Clip(x)
-    std::string y;
-    c.node("Clip", in, y);
-    return y;
-  }
-};
-
-inline void onnx_pool_attrs(onnx::NodeProto* n, const pool_geometry& g) {
-  onnx_export_context::attr(n, "kernel_shape", i64({g.kh, g.kw}));
-  onnx_export_context::attr(n, "strides", i64({g.stride_h, g.stride_w}));
-  onnx_export_context::attr(n, "pads", i64({g.pad_top, g.pad_left, g.pad_bottom, g.pad_right}));
-  onnx_export_context::attr(n, "ceil_mode", std::int64_t(g.ceil_mode));
-}
-}  // namespace detail
-
-template <>
-struct onnx_export_rule<ReLU> : detail::onnx_simple_rule<ReLU> {};
-template <>
-struct onnx_export_rule<GlobalAvgPool> : detail::onnx_simple_rule<GlobalAvgPool> {};
-template <>
-struct onnx_export_rule<Dropout> : detail::onnx_simple_rule<Dropout> {};
-template <>
-struct onnx_export_rule<Identity> : detail::onnx_simple_rule<Identity> {};
-template <>
-struct onnx_export_rule<HardTanh> : detail::onnx_clip_rule<HardTanh> {};
-template <>
-struct onnx_export_rule<Clamp> : detail::onnx_clip_rule<Clamp> {};
-
-template <>
-struct onnx_export_rule<Flatten> {
-  static std::string emit(const Flatten&, onnx_export_context& c, const std::string& x, shape, shape) {
-    std::string y;
-    onnx_export_context::attr(c.node("Flatten", {x}, y), "axis", std::int64_t(1));
-    return y;
-  }
-};
-template <>
-struct onnx_export_rule<Softmax> {
-  static std::string emit(const Softmax&, onnx_export_context& c, const std::string& x, shape, shape) {
-    std::string y;
-    onnx_export_context::attr(c.node("Softmax", {x}, y), "axis", std::int64_t(-1));
-    return y;
-  }
-};
-template <>
-struct onnx_export_rule<LeakyReLU> {
-  static std::string emit(const LeakyReLU& l, onnx_export_context& c, const std::string& x, shape, shape) {
-    std::string y;
-    onnx_export_context::attr(c.node("LeakyRelu", {x}, y), "alpha", static_cast<float>(l.alpha));
-    return y;
-  }
-};
-
-template <class T>
-struct onnx_export_rule<Dense<dyn, T>> {
-  static std::string emit(const Dense<dyn, T>& l, onnx_export_context& c, const std::string& x, shape, shape) {
-    const std::string W = c.initializer("dense_W", detail::i64({l.W.shape()[0], l.W.shape()[1]}), l.W);
-    const std::string b = c.initializer("dense_b", detail::i64({l.b.size()}), l.b);
-    std::string y;
-    onnx::NodeProto* n = c.node("Gemm", {x, W, b}, y);
-    onnx_export_context::attr(n, "transB", std::int64_t(0));
-    return y;
-  }
-};
-
-template <class T>
-struct onnx_export_rule<Conv2DG<dyn, conv_geometry_dyn, T>> {
-  static std::string emit(const Conv2DG<dyn, conv_geometry_dyn, T>& l, onnx_export_context& c, const std::string& x,
-                          shape, shape) {
-    const auto& s = l.W.shape();
-    const std::string W = c.initializer("conv_W", detail::i64({s[0], s[1], s[2], s[3]}), l.W);
-    const std::string b = c.initializer("conv_b", detail::i64({l.b.size()}), l.b);
-    const conv_geometry& g = l.geometry;
-    std::string y;
-    onnx::NodeProto* n = c.node("Conv", {x, W, b}, y);
-    onnx_export_context::attr(n, "kernel_shape", detail::i64({g.kh, g.kw}));
-    onnx_export_context::attr(n, "strides", detail::i64({g.stride_h, g.stride_w}));
-    onnx_export_context::attr(n, "pads", detail::i64({g.pad_top, g.pad_left, g.pad_bottom, g.pad_right}));
-    onnx_export_context::attr(n, "dilations", detail::i64({g.dilation_h, g.dilation_w}));
-    onnx_export_context::attr(n, "group", std::int64_t(g.groups));
-    return y;
-  }
-};
-
-template <>
-struct onnx_export_rule<MaxPool2D<dyn>> {
-  static std::string emit(const MaxPool2D<dyn>& l, onnx_export_context& c, const std::string& x, shape, shape) {
-    std::string y;
-    detail::onnx_pool_attrs(c.node("MaxPool", {x}, y), l.geometry);
-    return y;
-  }
-};
-template <>
-struct onnx_export_rule<AvgPool2D<dyn>> {
-  static std::string emit(const AvgPool2D<dyn>& l, onnx_export_context& c, const std::string& x, shape, shape) {
-    std::string y;
-    onnx::NodeProto* n = c.node("AveragePool", {x}, y);
-    detail::onnx_pool_attrs(n, l.geometry);
-    onnx_export_context::attr(n, "count_include_pad", std::int64_t(l.geometry.count_include_pad));
-    return y;
-  }
-};
-
-template <class T>
-struct onnx_export_rule<BatchNorm<dyn, T>> {
-  static std::string emit(const BatchNorm<dyn, T>& l, onnx_export_context& c, const std::string& x, shape, shape) {
-    const auto C = detail::i64({l.gamma.size()});
-    std::vector<std::string> in{x, c.initializer("bn_scale", C, l.gamma), c.initializer("bn_B", C, l.beta),
-                                c.initializer("bn_mean", C, l.running_mean), c.initializer("bn_var", C, l.running_var)};
-    std::string y;
-    onnx_export_context::attr(c.node("BatchNormalization", in, y), "epsilon", static_cast<float>(l.eps));
-    return y;
-  }
-};
-
-template <class T>
-struct onnx_export_rule<Affine<dyn, T>> {
-  /// The broadcast shape of s and t (affine.hpp's rule): per element, per channel, or one value.
-  static std::vector<std::int64_t> dims(std::size_t n, shape in) {
-    if (n == in.size() || in.rank == 1) {
-      if (n == 1 && in.size() != 1) return {1};
-      std::vector<std::int64_t> d;
-      for (std::size_t i = 0; i < in.rank; ++i) d.push_back(std::int64_t(in[i]));
-      return d;
-    }
-    if (n == 1) return {1};
-    return {std::int64_t(n), 1, 1};  // per channel of {C, H, W}
-  }
-  static std::string emit(const Affine<dyn, T>& l, onnx_export_context& c, const std::string& x, shape in, shape) {
-    const auto d = dims(l.s.size(), in);
-    std::string m, y;
-    c.node("Mul", {x, c.initializer("affine_s", d, l.s)}, m);
-    c.node("Add", {m, c.initializer("affine_t", d, l.t)}, y);
-    return y;
-  }
-};
-
-namespace detail {
+/// The first run-time layer form that exports as a pass-through of its input (no parameters, output
+/// = input): it stands for the network of no layers.  V is the layer variant.
 template <class V>
-std::string onnx_emit_variant(const V& v, onnx_export_context& c, const std::string& x, shape in, shape out) {
-  return std::visit(
-      [&](const auto& l) -> std::string {
-        using L = std::decay_t<decltype(l)>;
-        return onnx_export_rule<L>::emit(l, c, x, in, out);
-      },
-      v);
-}
-template <class T>
-std::string onnx_emit_chain(const DynamicBlock<T>& b, onnx_export_context& c, std::string x, shape in) {
-  for (const auto& l : b.layers) {
-    const shape out = std::visit([&](const auto& ll) { return layer_traits<std::decay_t<decltype(ll)>>::output_shape(ll, in); }, l);
-    x = onnx_emit_variant(l, c, x, in, out);
-    in = out;
+struct onnx_passthrough_form;
+template <class... Ls>
+struct onnx_passthrough_form<std::variant<Ls...>> {
+  template <class L>
+  static constexpr bool is_pass() {
+    if constexpr (OnnxImportable<L>) {
+      if constexpr (requires { onnx_import_rule<L>::passthrough; })
+        return onnx_import_rule<L>::passthrough && std::is_empty_v<L>;
+      else
+        return false;
+    } else {
+      return false;
+    }
   }
-  return x;
-}
-}  // namespace detail
-
-template <class T>
-struct onnx_export_rule<DynamicResidual<T>> {
-  static std::string emit(const DynamicResidual<T>& l, onnx_export_context& c, const std::string& x, shape in, shape) {
-    const std::string b = detail::onnx_emit_chain(l.block, c, x, in);
-    const std::string s = detail::onnx_emit_chain(l.shortcut, c, x, in);  // empty: x itself
-    std::string y;
-    c.node("Add", {b, s}, y);
-    return y;
+  template <class L, class... Rs>
+  static auto pick() {
+    if constexpr (is_pass<L>())
+      return std::type_identity<L>{};
+    else {
+      static_assert(sizeof...(Rs) > 0, "ONNX export: no run-time layer form is a pass-through");
+      return pick<Rs...>();
+    }
   }
+  using type = typename decltype(pick<Ls...>())::type;
 };
+}  // namespace detail
 
 namespace detail {
 inline void onnx_value_info(onnx::ValueInfoProto* v, const std::string& name, shape s) {
@@ -341,14 +179,16 @@ onnx::ModelProto to_onnx(const basic_dynamic_network<T>& net, const onnx_export_
   g->set_name(o.graph_name);
   onnx_export_context c(*g);
   std::string x = "input";
-  for (std::size_t i = 0; i < net.size(); ++i) x = detail::onnx_emit_variant(net.layer(i), c, x, checked.shape_at(i), checked.shape_at(i + 1));
-  // The last value is renamed "output" (an Identity when the network has no layers).
+  for (std::size_t i = 0; i < net.size(); ++i)
+    x = nnlens::detail::onnx_emit_variant(net.layer(i), c, x, checked.shape_at(i), checked.shape_at(i + 1));
+  // The last value is renamed "output" (the network of no layers: one pass-through node).
   if (g->node_size() == 0 || x == "input") {
-    onnx::NodeProto* n = g->add_node();
-    n->set_op_type("Identity");
+    using P = typename detail::onnx_passthrough_form<typename basic_dynamic_network<T>::layer_type>::type;
+    const int first = g->node_size();
+    onnx_export_rule<P>::emit(P{}, c, x, checked.input_shape(), checked.input_shape());
+    onnx::NodeProto* n = g->mutable_node(first);
     n->set_name("node_output");
-    n->add_input(x);
-    n->add_output("output");
+    n->set_output(0, "output");
   } else {
     for (auto& n : *g->mutable_node())
       for (auto& s : *n.mutable_input())

@@ -19,7 +19,9 @@
 
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/tensor.hpp"
+#include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/traits.hpp"
+#include "nnlens/core/onnx_form.hpp"
 #include "nnlens/core/dynamic_form.hpp"
 
 namespace nnlens {
@@ -154,6 +156,39 @@ struct relevance_rule<Affine<N, T>> {
     const std::size_t per = a.in.size() / l.s.size();
     detail::affine_relevance(
         a, 1, [&](std::size_t k) { return double(l.t(k / per)); }, [&](std::size_t k, auto&& f) { f(k, double(l.s(k / per))); });
+  }
+};
+
+
+// ---- io forms: codegen spelling, ONNX export Mul(x, s) + Add(., t) (imported by io/onnx from
+// Add/Sub/Mul/Div by a constant, then folded into a neighbour where it can be)
+template <class T>
+struct codegen_rule<Affine<dyn, T>> {
+  static std::string type(const Affine<dyn, T>& l, codegen_context& c) {
+    return "nnlens::Affine<" + std::to_string(l.s.size()) + c.scalar_arg() + ">";
+  }
+  static void fill(const Affine<dyn, T>& l, codegen_context& c, const std::string& lv) {
+    c.tensor(lv + ".s", l.s, "s");
+    c.tensor(lv + ".t", l.t, "t");
+  }
+};
+template <class T>
+struct onnx_export_rule<Affine<dyn, T>> {
+  /// The broadcast shape of s and t (this header's rule): per element, per channel, or one value.
+  static std::vector<std::int64_t> dims(std::size_t n, shape in) {
+    if (n == in.size() || in.rank == 1) {
+      if (n == 1 && in.size() != 1) return {1};
+      std::vector<std::int64_t> d;
+      for (std::size_t i = 0; i < in.rank; ++i) d.push_back(std::int64_t(in[i]));
+      return d;
+    }
+    if (n == 1) return {1};
+    return {std::int64_t(n), 1, 1};  // per channel of {C, H, W}
+  }
+  static std::string emit(const Affine<dyn, T>& l, onnx_sink& s, const std::string& x, shape in, shape) {
+    const auto d = dims(l.s.size(), in);
+    const std::string m = s.node("Mul", {x, s.tensor("affine_s", d, l.s)}, {});
+    return s.node("Add", {m, s.tensor("affine_t", d, l.t)}, {});
   }
 };
 

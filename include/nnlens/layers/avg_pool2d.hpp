@@ -20,7 +20,10 @@
 #include <cstddef>
 #include <string>
 
+#include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/traits.hpp"
+#include "nnlens/core/onnx_form.hpp"
+#include "nnlens/layers/pool_forms.hpp"
 #include "nnlens/kernels/conv.hpp"
 #include "nnlens/core/dynamic_form.hpp"
 
@@ -185,6 +188,50 @@ struct relevance_rule<AvgPool2DG<G>> {
           for (std::size_t r = wh.lo; r < wh.hi; ++r)
             for (std::size_t q = ww.lo; q < ww.hi; ++q) f(ch * H * W + r * W + q, w);
         });
+  }
+};
+
+
+// ---- io forms: codegen spelling, ONNX AveragePool both ways (pool_forms.hpp); a preceding Pad
+// node's zeros are absorbed (count_include_pad then holds: they are input elements)
+template <>
+struct codegen_rule<AvgPool2D<dyn>> {
+  static std::string type(const AvgPool2D<dyn>& l, codegen_context&) {
+    const std::string sq = detail::codegen_pool_square(l.geometry);
+    if (sq.empty()) return "nnlens::AvgPool2DG<" + detail::codegen_pool_full(l.geometry) + ">";
+    if (l.geometry.count_include_pad) return "nnlens::AvgPool2D<" + sq + ">";
+    const pool_geometry& g = l.geometry;
+    return "nnlens::AvgPool2D<" + detail::codegen_list({g.kh, g.stride_h, g.pad_top}) + ", false>";
+  }
+  static void fill(const AvgPool2D<dyn>&, codegen_context&, const std::string&) {}
+};
+template <>
+struct onnx_export_rule<AvgPool2D<dyn>> {
+  static std::string emit(const AvgPool2D<dyn>& l, onnx_sink& s, const std::string& x, shape, shape) {
+    std::vector<onnx_attr> a = detail::onnx_pool_attrs(l.geometry);
+    a.push_back({"count_include_pad", std::int64_t(l.geometry.count_include_pad)});
+    return s.node("AveragePool", {x}, a);
+  }
+};
+template <>
+struct onnx_import_rule<AvgPool2D<dyn>> {
+  static constexpr std::string_view ops[] = {"AveragePool"};
+  template <class Emit>
+  static void build(onnx_node_view& n, Emit&& emit) {
+    pool_geometry g = detail::onnx_pool_geometry(n);
+    const bool own_pad = g.pad_top || g.pad_left || g.pad_bottom || g.pad_right;
+    g.count_include_pad = n.attr_i("count_include_pad", 0) != 0;
+    if (n.padded()) {
+      if (own_pad && !g.count_include_pad)
+        n.fail("a Pad node before an AveragePool with its own pads and count_include_pad = 0 is not supported");
+      const auto q = n.pending_pad();
+      g.count_include_pad = true;  // the padded zeros are input elements
+      g.pad_top += q[0], g.pad_left += q[1], g.pad_bottom += q[2], g.pad_right += q[3];
+      n.absorb_pad();
+    }
+    AvgPool2D<dyn> p;
+    p.geometry = g;
+    emit(std::move(p));
   }
 };
 

@@ -24,7 +24,9 @@
 
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/tensor.hpp"
+#include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/traits.hpp"
+#include "nnlens/core/onnx_form.hpp"
 #include "nnlens/core/dynamic_form.hpp"
 
 namespace nnlens {
@@ -229,6 +231,57 @@ struct relevance_rule<BatchNorm<C, T>> {
           scale_shift(l, k / per, s, t);
           f(k, s);
         });
+  }
+};
+
+
+// ---- io forms: codegen spelling, ONNX BatchNormalization (inference) both ways
+template <class T>
+struct codegen_rule<BatchNorm<dyn, T>> {
+  static std::string type(const BatchNorm<dyn, T>& l, codegen_context& c) {
+    return "nnlens::BatchNorm<" + std::to_string(l.gamma.size()) + c.scalar_arg() + ">";
+  }
+  static void fill(const BatchNorm<dyn, T>& l, codegen_context& c, const std::string& lv) {
+    c.tensor(lv + ".gamma", l.gamma, "gamma");
+    c.tensor(lv + ".beta", l.beta, "beta");
+    c.tensor(lv + ".running_mean", l.running_mean, "running_mean");
+    c.tensor(lv + ".running_var", l.running_var, "running_var");
+    c.value(lv + ".eps", l.eps);
+  }
+};
+template <class T>
+struct onnx_export_rule<BatchNorm<dyn, T>> {
+  static std::string emit(const BatchNorm<dyn, T>& l, onnx_sink& s, const std::string& x, shape, shape) {
+    const auto C = detail::onnx_i64({l.gamma.size()});
+    std::vector<std::string> in{x, s.tensor("bn_scale", C, l.gamma), s.tensor("bn_B", C, l.beta),
+                                s.tensor("bn_mean", C, l.running_mean), s.tensor("bn_var", C, l.running_var)};
+    return s.node("BatchNormalization", in, {{"epsilon", static_cast<float>(l.eps)}});
+  }
+};
+template <class T>
+struct onnx_import_rule<BatchNorm<dyn, T>> {
+  static constexpr std::string_view ops[] = {"BatchNormalization"};
+  template <class Emit>
+  static void build(onnx_node_view& n, Emit&& emit) {
+    if (n.attr_i("training_mode", 0) != 0) n.fail("training_mode = 1 is not supported");
+    if (n.opset() < 9 && n.attr_i("spatial", 1) != 1) n.fail("spatial = 0 is not supported");
+    n.require_unpadded();
+    const std::vector<std::int64_t> d = n.input_dims();
+    if (n.transposed() || !(d.size() == 1 || n.plain_image()))
+      n.fail("needs per-sample shape [C] or an NCHW image, got " + n.dims_str(d));
+    const std::size_t C = std::size_t(d[0]);
+    BatchNorm<dyn, T> b;
+    tensor<T, 1>* dst[4] = {&b.gamma, &b.beta, &b.running_mean, &b.running_var};
+    for (int i = 0; i < 4; ++i) {
+      const onnx_const_view t = n.constant(i + 1);
+      if (t.size() != C)
+        n.fail("parameter " + std::to_string(i + 1) + " has " + std::to_string(t.size()) + " values, expected " +
+               std::to_string(C));
+      *dst[i] = tensor<T, 1>::from_shape({C});
+      for (std::size_t c = 0; c < C; ++c) (*dst[i])(c) = T(float(t.values[c]));
+    }
+    b.eps = double(float(n.attr_f("epsilon", 1e-5)));
+    emit(std::move(b));
   }
 };
 

@@ -35,7 +35,9 @@
 #include <vector>
 
 #include "nnlens/core/tensor.hpp"
+#include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/traits.hpp"
+#include "nnlens/core/onnx_form.hpp"
 #include "nnlens/kernels/conv.hpp"
 #include "nnlens/kernels/gemm.hpp"
 #include "nnlens/core/dynamic_form.hpp"
@@ -464,6 +466,49 @@ struct relevance_rule<Conv2DG<Out, G, T>> {
               }
             }
         });
+  }
+};
+
+
+// ---- io forms: the codegen spelling, ONNX export (Conv; imported by io/onnx with pads and bias folding)
+template <class T>
+struct codegen_rule<Conv2DG<dyn, conv_geometry_dyn, T>> {
+  static std::string type(const Conv2DG<dyn, conv_geometry_dyn, T>& l, codegen_context& c) {
+    const conv_geometry& g = l.geometry;
+    const std::string out = std::to_string(l.W.shape()[0]);
+    const bool square = g.kh == g.kw && g.stride_h == g.stride_w && g.dilation_h == g.dilation_w &&
+                        g.pad_top == g.pad_left && g.pad_top == g.pad_bottom && g.pad_top == g.pad_right;
+    if (square)
+      return "nnlens::Conv2D<" + out + ", " +
+             (c.scalar() == "float"  // T follows Groups: keep every argument when T is spelled
+                  ? detail::codegen_short_list({g.kh, g.stride_h, g.pad_top, g.dilation_h, g.groups}, {dyn, 1, 0, 1, 1})
+                  : detail::codegen_list({g.kh, g.stride_h, g.pad_top, g.dilation_h, g.groups})) +
+             c.scalar_arg() + ">";
+    return "nnlens::Conv2DG<" + out + ", nnlens::conv_geometry{" +
+           detail::codegen_list({g.kh, g.kw, g.stride_h, g.stride_w, g.pad_top, g.pad_left, g.pad_bottom, g.pad_right,
+                                 g.dilation_h, g.dilation_w, g.groups}) +
+           "}" + c.scalar_arg() + ">";
+  }
+  static void fill(const Conv2DG<dyn, conv_geometry_dyn, T>& l, codegen_context& c, const std::string& lv) {
+    c.tensor(lv + ".W", l.W, "W");
+    c.tensor(lv + ".b", l.b, "b");
+  }
+};
+/// Conv (kernel_shape, strides, pads [top, left, bottom, right], dilations, group).
+template <class T>
+struct onnx_export_rule<Conv2DG<dyn, conv_geometry_dyn, T>> {
+  static std::string emit(const Conv2DG<dyn, conv_geometry_dyn, T>& l, onnx_sink& s, const std::string& x, shape,
+                          shape) {
+    const auto& d = l.W.shape();
+    const std::string W = s.tensor("conv_W", detail::onnx_i64({d[0], d[1], d[2], d[3]}), l.W);
+    const std::string b = s.tensor("conv_b", detail::onnx_i64({l.b.size()}), l.b);
+    const conv_geometry& g = l.geometry;
+    return s.node("Conv", {x, W, b},
+                  {{"kernel_shape", detail::onnx_i64({g.kh, g.kw})},
+                   {"strides", detail::onnx_i64({g.stride_h, g.stride_w})},
+                   {"pads", detail::onnx_i64({g.pad_top, g.pad_left, g.pad_bottom, g.pad_right})},
+                   {"dilations", detail::onnx_i64({g.dilation_h, g.dilation_w})},
+                   {"group", std::int64_t(g.groups)}});
   }
 };
 

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "nnlens/core/tensor.hpp"
+#include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/traits.hpp"
+#include "nnlens/core/onnx_form.hpp"
 #include "nnlens/kernels/gemm.hpp"
 
 namespace nnlens {
@@ -151,6 +153,28 @@ struct relevance_rule<Dense<Out, T>> {
         [&](std::size_t k, auto&& f) {
           for (std::size_t j = 0; j < I; ++j) f(j, double(W[j * O + k]));
         });
+  }
+};
+
+
+// ---- io forms: the codegen spelling, ONNX export (Gemm; imported by io/onnx: Gemm/MatMul fusion)
+template <class T>
+struct codegen_rule<Dense<dyn, T>> {
+  static std::string type(const Dense<dyn, T>& l, codegen_context& c) {
+    return "nnlens::Dense<" + std::to_string(l.W.shape()[1]) + c.scalar_arg() + ">";
+  }
+  static void fill(const Dense<dyn, T>& l, codegen_context& c, const std::string& lv) {
+    c.tensor(lv + ".W", l.W, "W");
+    c.tensor(lv + ".b", l.b, "b");
+  }
+};
+/// Gemm(x, W, b), transB = 0 (W is [in, out]).
+template <class T>
+struct onnx_export_rule<Dense<dyn, T>> {
+  static std::string emit(const Dense<dyn, T>& l, onnx_sink& s, const std::string& x, shape, shape) {
+    const std::string W = s.tensor("dense_W", detail::onnx_i64({l.W.shape()[0], l.W.shape()[1]}), l.W);
+    const std::string b = s.tensor("dense_b", detail::onnx_i64({l.b.size()}), l.b);
+    return s.node("Gemm", {x, W, b}, {{"transB", std::int64_t(0)}});
   }
 };
 

@@ -11,7 +11,9 @@
 #include <cmath>
 
 #include "nnlens/core/error.hpp"
+#include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/traits.hpp"
+#include "nnlens/core/onnx_form.hpp"
 
 namespace nnlens {
 
@@ -70,5 +72,39 @@ template <>
 struct relevance_rule<Identity> : relevance_passthrough_rule {};
 template <>
 struct relevance_rule<Dropout> : relevance_passthrough_rule {};
+
+
+// ---- io forms: codegen spelling; ONNX Identity on export; on import both pass their input through
+template <>
+struct codegen_rule<Identity> : detail::codegen_plain<Identity> {};
+template <>
+struct codegen_rule<Dropout> : detail::codegen_plain<Dropout> {
+  static void fill(const Dropout& l, codegen_context& c, const std::string& lv) { c.value(lv + ".p", l.p); }
+};
+template <>
+struct onnx_export_rule<Identity> : detail::onnx_unary_rule<Identity> {
+  static constexpr std::string_view op = "Identity";
+};
+template <>
+struct onnx_export_rule<Dropout> : detail::onnx_unary_rule<Dropout> {
+  static constexpr std::string_view op = "Identity";  // inference: the identity
+};
+template <>
+struct onnx_import_rule<Identity> {
+  static constexpr std::string_view ops[] = {"Identity"};
+  static constexpr bool passthrough = true;
+  template <class Emit>
+  static void build(onnx_node_view&, Emit&&) {}
+};
+template <>
+struct onnx_import_rule<Dropout> {
+  static constexpr std::string_view ops[] = {"Dropout"};
+  static constexpr bool passthrough = true;
+  template <class Emit>
+  static void build(onnx_node_view& n, Emit&&) {
+    if (n.opset() >= 12 && n.input_count() > 2 && n.has_input(2) && n.scalar(2) != 0)
+      n.fail("training_mode = true is not supported");
+  }
+};
 
 }  // namespace nnlens

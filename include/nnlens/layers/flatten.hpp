@@ -5,7 +5,9 @@
 
 #include <vector>
 
+#include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/traits.hpp"
+#include "nnlens/core/onnx_form.hpp"
 
 namespace nnlens {
 
@@ -44,5 +46,34 @@ struct sign_rule<Flatten> {
 /// LRP: relevance passes through unchanged (specs/deepimportance.md §2.2).
 template <>
 struct relevance_rule<Flatten> : relevance_passthrough_rule {};
+
+
+// ---- io forms: codegen spelling, ONNX Flatten (axis 1) both ways
+template <>
+struct codegen_rule<Flatten> : detail::codegen_plain<Flatten> {};
+template <>
+struct onnx_export_rule<Flatten> {
+  static std::string emit(const Flatten&, onnx_sink& s, const std::string& x, shape, shape) {
+    return s.node("Flatten", {x}, {{"axis", std::int64_t(1)}});
+  }
+};
+/// Flatten keeping the batch axis: a layer only when the storage is not flat already.
+template <>
+struct onnx_import_rule<Flatten> {
+  static constexpr std::string_view ops[] = {"Flatten"};
+  template <class Emit>
+  static void build(onnx_node_view& n, Emit&& emit) {
+    const std::vector<std::int64_t> d = n.input_dims();
+    std::int64_t axis = n.attr_i("axis", 1);
+    const std::int64_t r = std::int64_t(d.size()) + (n.batch_axis() ? 1 : 0);
+    if (axis < 0) axis += r;
+    if (!n.batch_axis() || axis != 1) n.fail("only Flatten with axis = 1 (keeping the batch axis) is supported");
+    n.require_unpadded();
+    if (n.input_shape().rank != 1) emit(Flatten{});
+    std::int64_t total = 1;
+    for (auto v : d) total *= v;
+    n.set_output_dims({total});
+  }
+};
 
 }  // namespace nnlens

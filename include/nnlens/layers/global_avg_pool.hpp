@@ -9,7 +9,9 @@
 
 #include <cstddef>
 
+#include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/traits.hpp"
+#include "nnlens/core/onnx_form.hpp"
 
 namespace nnlens {
 
@@ -80,6 +82,24 @@ struct relevance_rule<GlobalAvgPool> {
         [&](std::size_t k, auto&& f) {
           for (std::size_t j = k * hw; j < (k + 1) * hw; ++j) f(j, w);
         });
+  }
+};
+
+
+// ---- io forms: codegen spelling, ONNX GlobalAveragePool both ways
+template <>
+struct codegen_rule<GlobalAvgPool> : detail::codegen_plain<GlobalAvgPool> {};
+template <>
+struct onnx_export_rule<GlobalAvgPool> : detail::onnx_unary_rule<GlobalAvgPool> {
+  static constexpr std::string_view op = "GlobalAveragePool";
+};
+template <>
+struct onnx_import_rule<GlobalAvgPool> {
+  static constexpr std::string_view ops[] = {"GlobalAveragePool"};
+  template <class Emit>
+  static void build(onnx_node_view& n, Emit&& emit) {
+    n.require_image();
+    emit(GlobalAvgPool{});
   }
 };
 

@@ -18,7 +18,9 @@
 
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/properties.hpp"
+#include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/traits.hpp"
+#include "nnlens/core/onnx_form.hpp"
 
 namespace nnlens {
 
@@ -125,5 +127,58 @@ template <>
 struct relevance_rule<Clamp> : relevance_passthrough_rule {};
 template <>
 struct relevance_rule<HardTanh> : relevance_passthrough_rule {};
+
+
+// ---- io forms: codegen spelling (bounds set in make_NAME); both export as ONNX Clip (an infinite
+// bound is an omitted input; ONNX has no derivative semantics); Clip imports as Clamp.
+template <>
+struct codegen_rule<Clamp> : detail::codegen_plain<Clamp> {
+  static void fill(const Clamp& l, codegen_context& c, const std::string& lv) {
+    c.value(lv + ".lo", l.lo);
+    c.value(lv + ".hi", l.hi);
+  }
+};
+template <>
+struct codegen_rule<HardTanh> : detail::codegen_plain<HardTanh> {
+  static void fill(const HardTanh& l, codegen_context& c, const std::string& lv) {
+    c.value(lv + ".lo", l.lo);
+    c.value(lv + ".hi", l.hi);
+  }
+};
+namespace detail {
+template <class L>
+struct onnx_clip_rule {
+  static std::string emit(const L& l, onnx_sink& s, const std::string& x, shape, shape) {
+    const float lo[1] = {static_cast<float>(l.lo)}, hi[1] = {static_cast<float>(l.hi)};
+    std::vector<std::string> in{x};
+    in.push_back(std::isinf(l.lo) && l.lo < 0 ? std::string{} : s.initializer("clip_min", {}, std::span<const float>(lo)));
+    if (!(std::isinf(l.hi) && l.hi > 0)) in.push_back(s.initializer("clip_max", {}, std::span<const float>(hi)));
+    if (in.back().empty()) in.pop_back();  // no bounds at all: Clip(x)
+    return s.node("Clip", in, {});
+  }
+};
+}  // namespace detail
+template <>
+struct onnx_export_rule<Clamp> : detail::onnx_clip_rule<Clamp> {};
+template <>
+struct onnx_export_rule<HardTanh> : detail::onnx_clip_rule<HardTanh> {};
+/// Clip: bounds from attributes (opset < 11) or constant inputs; either may be infinite, never NaN.
+template <>
+struct onnx_import_rule<Clamp> {
+  static constexpr std::string_view ops[] = {"Clip"};
+  template <class Emit>
+  static void build(onnx_node_view& n, Emit&& emit) {
+    n.require_unpadded();
+    Clamp c;
+    if (n.opset() < 11) {
+      c.lo = n.attr_f("min", -std::numeric_limits<double>::infinity(), true);
+      c.hi = n.attr_f("max", std::numeric_limits<double>::infinity(), true);
+    } else {
+      for (int i : {1, 2})
+        if (i < n.input_count() && n.has_input(i)) (i == 1 ? c.lo : c.hi) = n.scalar(i, true);
+    }
+    emit(c);
+  }
+};
 
 }  // namespace nnlens

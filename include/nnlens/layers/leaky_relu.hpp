@@ -15,7 +15,9 @@
 #include <span>
 
 #include "nnlens/core/properties.hpp"
+#include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/traits.hpp"
+#include "nnlens/core/onnx_form.hpp"
 
 namespace nnlens {
 
@@ -73,5 +75,27 @@ struct sign_rule<LeakyReLU> : sign_passthrough_rule {};
 /// LRP: relevance passes through unchanged (specs/deepimportance.md §2.2).
 template <>
 struct relevance_rule<LeakyReLU> : relevance_passthrough_rule {};
+
+
+// ---- io forms: codegen spelling (alpha set in make_NAME), ONNX LeakyRelu both ways
+template <>
+struct codegen_rule<LeakyReLU> : detail::codegen_plain<LeakyReLU> {
+  static void fill(const LeakyReLU& l, codegen_context& c, const std::string& lv) { c.value(lv + ".alpha", l.alpha); }
+};
+template <>
+struct onnx_export_rule<LeakyReLU> {
+  static std::string emit(const LeakyReLU& l, onnx_sink& s, const std::string& x, shape, shape) {
+    return s.node("LeakyRelu", {x}, {{"alpha", static_cast<float>(l.alpha)}});
+  }
+};
+template <>
+struct onnx_import_rule<LeakyReLU> {
+  static constexpr std::string_view ops[] = {"LeakyRelu"};
+  template <class Emit>
+  static void build(onnx_node_view& n, Emit&& emit) {
+    n.require_unpadded();
+    emit(LeakyReLU{double(float(n.attr_f("alpha", 0.01)))});
+  }
+};
 
 }  // namespace nnlens

@@ -30,7 +30,10 @@
 #include <type_traits>
 #include <string>
 
+#include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/traits.hpp"
+#include "nnlens/core/onnx_form.hpp"
+#include "nnlens/layers/pool_forms.hpp"
 #include "nnlens/kernels/envelope.hpp"
 #include "nnlens/kernels/conv.hpp"
 #include "nnlens/kernels/max_pool.hpp"
@@ -293,6 +296,35 @@ struct relevance_rule<MaxPool2DG<G>> {
         for (std::ptrdiff_t q = std::max<std::ptrdiff_t>(c0, 0); q < std::min<std::ptrdiff_t>(c0 + std::ptrdiff_t(g.kw), std::ptrdiff_t(W)); ++q)
           f(ch * H * W + std::size_t(r) * W + std::size_t(q));
     });
+  }
+};
+
+
+// ---- io forms: codegen spelling, ONNX MaxPool both ways (pool_forms.hpp)
+template <>
+struct codegen_rule<MaxPool2D<dyn>> {
+  static std::string type(const MaxPool2D<dyn>& l, codegen_context&) {
+    const std::string sq = detail::codegen_pool_square(l.geometry);
+    return sq.empty() ? "nnlens::MaxPool2DG<" + detail::codegen_pool_full(l.geometry) + ">"
+                      : "nnlens::MaxPool2D<" + sq + ">";
+  }
+  static void fill(const MaxPool2D<dyn>&, codegen_context&, const std::string&) {}
+};
+template <>
+struct onnx_export_rule<MaxPool2D<dyn>> {
+  static std::string emit(const MaxPool2D<dyn>& l, onnx_sink& s, const std::string& x, shape, shape) {
+    return s.node("MaxPool", {x}, detail::onnx_pool_attrs(l.geometry));
+  }
+};
+template <>
+struct onnx_import_rule<MaxPool2D<dyn>> {
+  static constexpr std::string_view ops[] = {"MaxPool"};
+  template <class Emit>
+  static void build(onnx_node_view& n, Emit&& emit) {
+    MaxPool2D<dyn> p;
+    p.geometry = detail::onnx_pool_geometry(n);
+    if (n.padded()) n.fail("zero padding from a Pad node before MaxPool is not supported (MaxPool pads with -inf)");
+    emit(std::move(p));
   }
 };
 

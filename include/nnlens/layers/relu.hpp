@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "nnlens/core/properties.hpp"
+#include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/traits.hpp"
+#include "nnlens/core/onnx_form.hpp"
 
 namespace nnlens {
 
@@ -61,5 +63,23 @@ struct sign_rule<ReLU> {
 /// LRP: relevance passes through unchanged (specs/deepimportance.md §2.2).
 template <>
 struct relevance_rule<ReLU> : relevance_passthrough_rule {};
+
+
+// ---- io forms: codegen spelling, ONNX Relu both ways
+template <>
+struct codegen_rule<ReLU> : detail::codegen_plain<ReLU> {};
+template <>
+struct onnx_export_rule<ReLU> : detail::onnx_unary_rule<ReLU> {
+  static constexpr std::string_view op = "Relu";
+};
+template <>
+struct onnx_import_rule<ReLU> {
+  static constexpr std::string_view ops[] = {"Relu"};
+  template <class Emit>
+  static void build(onnx_node_view& n, Emit&& emit) {
+    n.require_unpadded();
+    emit(ReLU{});
+  }
+};
 
 }  // namespace nnlens

@@ -48,7 +48,9 @@
 #include <vector>
 
 #include "nnlens/core/error.hpp"
+#include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/traits.hpp"
+#include "nnlens/core/onnx_form.hpp"
 #include "nnlens/layers/dropout.hpp"
 #include "nnlens/core/dynamic_form.hpp"
 
@@ -691,6 +693,51 @@ struct relevance_rule<Residual<B, S>> {
   template <class F>
   static void for_each_branch(const Residual<B, S>& r, shape in, F&& f) {
     detail::residual_branches(r, in, f);
+  }
+};
+
+
+// ---- io forms of the run-time Residual: codegen spelling (Residual<Block<...>, Block<...>>), ONNX
+// export (both branches from the same value, then Add(block, shortcut)).  Its import is graph
+// structure (an Add of two activations forked from one value): io/onnx/import.hpp.
+template <class T>
+struct codegen_rule<DynamicResidual<T>> {
+  static std::string block_type(const DynamicBlock<T>& b, codegen_context& c) {
+    std::string s = "nnlens::Block<";
+    for (std::size_t i = 0; i < b.layers.size(); ++i) s += (i ? ", " : "") + detail::codegen_variant_type(b.layers[i], c);
+    return s + ">";
+  }
+  static std::string type(const DynamicResidual<T>& l, codegen_context& c) {
+    std::string s = "nnlens::Residual<" + block_type(l.block, c);
+    if (!l.shortcut.layers.empty()) s += ", " + block_type(l.shortcut, c);
+    return s + ">";
+  }
+  static void fill(const DynamicResidual<T>& l, codegen_context& c, const std::string& lv) {
+    const std::string where = c.where;
+    auto branch = [&](const DynamicBlock<T>& b, const char* name) {
+      for (std::size_t i = 0; i < b.layers.size(); ++i) {
+        c.where = where + " " + name + " layer " + std::to_string(i);
+        detail::codegen_variant_fill(b.layers[i], c, "std::get<" + std::to_string(i) + ">(" + lv + "." + name + ".layers)");
+      }
+    };
+    branch(l.block, "block");
+    branch(l.shortcut, "shortcut");
+    c.where = where;
+  }
+};
+template <class T>
+struct onnx_export_rule<DynamicResidual<T>> {
+  static std::string chain(const DynamicBlock<T>& b, onnx_sink& s, std::string x, shape in) {
+    detail::chain<DynamicBlock<T>>::visit(&b, in, [&](const auto* l, std::size_t, shape i, shape o) {
+      using L = std::remove_cvref_t<decltype(*l)>;
+      x = onnx_export_rule<L>::emit(*l, s, x, i, o);
+    });
+    return x;
+  }
+  static std::string emit(const DynamicResidual<T>& l, onnx_sink& s, const std::string& x, shape in, shape) {
+    const std::string b = chain(l.block, s, x, in);
+    const std::string sc = chain(l.shortcut, s, x, in);  // empty: x itself
+    return s.node("Add", {b, sc}, {});
   }
 };
 

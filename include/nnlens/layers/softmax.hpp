@@ -13,7 +13,10 @@
 #include <cmath>
 
 #include "nnlens/core/error.hpp"
+#include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/traits.hpp"
+#include "nnlens/core/onnx_form.hpp"
+#include "nnlens/layers/flatten.hpp"
 
 namespace nnlens {
 
@@ -61,6 +64,34 @@ struct layer_traits<Softmax> : layer_defaults {
       for (std::size_t i = 0; i < F; ++i) dot += y[i] * dy[i];
       for (std::size_t i = 0; i < F; ++i) dx[i] = y[i] * (dy[i] - dot);
     }
+  }
+};
+
+
+// ---- io forms: codegen spelling, ONNX Softmax (over all features of a sample) both ways
+template <>
+struct codegen_rule<Softmax> : detail::codegen_plain<Softmax> {};
+template <>
+struct onnx_export_rule<Softmax> {
+  static std::string emit(const Softmax&, onnx_sink& s, const std::string& x, shape, shape) {
+    return s.node("Softmax", {x}, {{"axis", std::int64_t(-1)}});
+  }
+};
+template <>
+struct onnx_import_rule<Softmax> {
+  static constexpr std::string_view ops[] = {"Softmax"};
+  template <class Emit>
+  static void build(onnx_node_view& n, Emit&& emit) {
+    const std::vector<std::int64_t> d = n.input_dims();
+    const bool batch = n.batch_axis();
+    const std::int64_t r = std::int64_t(d.size()) + (batch ? 1 : 0);
+    std::int64_t axis = n.attr_i("axis", n.opset() >= 13 ? -1 : 1);
+    if (axis < 0) axis += r;
+    const bool ok = batch ? (axis == 1 && (n.opset() < 13 || d.size() == 1)) : (axis == 0 && d.size() == 1);
+    if (!ok || n.padded()) n.fail("only a softmax over all features of a sample is supported");
+    if (n.input_shape().rank != 1) emit(Flatten{});
+    emit(Softmax{});
+    n.set_output_dims(d);
   }
 };
 
