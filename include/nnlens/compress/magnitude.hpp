@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "nnlens/core/error.hpp"
+#include "nnlens/core/properties.hpp"
 #include "nnlens/layers/residual.hpp"
 #include "nnlens/network/dynamic_network.hpp"
 #include "nnlens/network/visit.hpp"
@@ -48,10 +49,7 @@ struct channel_prune_options {
 
 namespace detail {
 template <class L>
-inline constexpr bool prunable_v = requires(const L& l) {
-  l.W;
-  l.b;
-} && (layer_traits<L>::name == std::string_view("Dense") || layer_traits<L>::name == std::string_view("Conv2D"));
+inline constexpr bool prunable_v = WeightLayer<L>;  // core/properties.hpp: output_channel_axis
 
 inline void check_ratio(double r, const char* who) {
   if (!(r >= 0.0 && r <= 1.0))
@@ -69,8 +67,8 @@ inline constexpr bool residual_v = requires(L& l) {
 template <class L, class F>
 void visit_weight_layer(L& l, std::size_t idx, F& f) {
   if constexpr (prunable_v<std::remove_const_t<L>>) {
-    constexpr bool conv = layer_traits<std::remove_const_t<L>>::name == std::string_view("Conv2D");
-    f(l, idx, conv, conv ? l.W.shape(0) : l.W.shape(1));
+    constexpr bool conv = has_window_geometry<std::remove_const_t<L>>;
+    f(l, idx, conv, l.W.shape(std::size_t(output_channel_axis_v<std::remove_const_t<L>>)));
   } else if constexpr (residual_v<std::remove_const_t<L>>) {
     nnlens::detail::chain<std::remove_const_t<decltype(l.block)>>::each(&l.block,
                                                                         [&](auto* in, auto) { visit_weight_layer(*in, idx, f); });

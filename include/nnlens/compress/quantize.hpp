@@ -61,6 +61,7 @@
 #include <vector>
 
 #include "nnlens/core/error.hpp"
+#include "nnlens/core/properties.hpp"
 #include "nnlens/core/finite.hpp"
 #include "nnlens/core/tensor.hpp"
 #include "nnlens/kernels/int8.hpp"
@@ -142,23 +143,20 @@ struct quantized_layer {
 
 namespace detail {
 
-/// Dense or Conv2D (static or run-time form): a layer with W, b that quantize turns into int8.
+/// A weight layer y = W x + b (core/properties.hpp: output_channel_axis; Dense, Conv2D, static or
+/// run-time form): quantize turns its W into int8.
 template <class L>
-inline constexpr bool is_linear_v = requires(const L& l) {
-  l.W;
-  l.b;
-} && (layer_traits<L>::name == std::string_view("Dense") || layer_traits<L>::name == std::string_view("Conv2D"));
+inline constexpr bool is_linear_v = WeightLayer<L>;
+/// ... a convolution (it has a window geometry): the int8 path runs it through im2col.
 template <class L>
-inline constexpr bool is_conv_v = is_linear_v<L> && layer_traits<L>::name == std::string_view("Conv2D");
-/// Layers whose int8 output keeps the input's quantisation parameters.
+inline constexpr bool is_conv_v = is_linear_v<L> && has_window_geometry<L>;
+/// Layers that move int8 data unchanged (reshape-only: Flatten, Dropout, Identity).
 template <class L>
-inline constexpr bool keeps_scale_v = std::is_same_v<L, ReLU> || std::is_same_v<L, Flatten> ||
-                                      std::is_same_v<L, Identity> || std::is_same_v<L, Dropout> ||
-                                      layer_traits<L>::name == std::string_view("MaxPool2D");
-/// Layers that move int8 data unchanged (no dequantise needed).
+inline constexpr bool int8_passthrough_v = reshape_only_v<L>;
+/// Layers whose int8 output keeps the input's quantisation parameters: the reshape-only ones and
+/// those with an int8_forward on the codes (ReLU, MaxPool2D).
 template <class L>
-inline constexpr bool int8_passthrough_v =
-    std::is_same_v<L, Flatten> || std::is_same_v<L, Identity> || std::is_same_v<L, Dropout>;
+inline constexpr bool keeps_scale_v = int8_passthrough_v<L> || Int8Op<L>;
 
 struct range {
   double lo = std::numeric_limits<double>::infinity(), hi = -std::numeric_limits<double>::infinity();
@@ -464,23 +462,13 @@ void quantized_network<Net>::run_int8(std::size_t batch, const T* x, T* y) const
         return;
       }
     }
-    if constexpr (std::is_same_v<L, ReLU>) {
-      if (is_q) {  // max(q, z): the zero point is the quantised 0
-        const std::int8_t z = std::int8_t(px.zero_point);
-        for (std::size_t e = 0; e < nin; ++e) qa[e] = std::max(qa[e], z);
-        return;
-      }
-    }
     if constexpr (detail::int8_passthrough_v<L>) {
       if (is_q) return;  // the same bytes in a new shape
     }
-    if constexpr (layer_traits<L>::name == std::string_view("MaxPool2D")) {
-      if (is_q) {  // max on the codes: the quantisation is monotone, the scale stays
-        const pool_geometry g = layer_traits<L>::geometry_of(&l);
+    if constexpr (Int8Op<L>) {
+      if (is_q) {  // the op on the codes (ReLU: max(q, z); MaxPool2D: max of the codes); the scale stays
         qb.resize(nout);
-        for (std::size_t s = 0; s < batch; ++s)
-          kernels::max_pool_s8(qa.data() + s * sin.size(), sin[0], sin[1], sin[2], g, sout[1], sout[2],
-                               qb.data() + s * sout.size());
+        layer_traits<L>::int8_forward(l, sin, sout, batch, qa.data(), qb.data(), px.zero_point);
         qa.swap(qb);
         return;
       }
@@ -519,7 +507,10 @@ quantized_network<Net> quantize_weights(const Net& net, const quantize_options& 
   q.opt_ = opt;
   q.quantize_weights_();
   const std::size_t n = layer_count(net);
-  q.ends_in_softmax_ = n > 0 && q.layers_.back().name == "Softmax";
+  for_each_layer(net, [&](const auto& l, auto idx, shape, shape) {
+    (void)l;
+    if (std::size_t(idx) + 1 == n) q.ends_in_softmax_ = output_is_distribution_v<std::decay_t<decltype(l)>>;
+  });
   return q;
 }
 
@@ -563,7 +554,7 @@ quantized_network<Net> quantize(const Net& net, const E& calibration, const quan
     using L = std::decay_t<decltype(l)>;
     (void)l;
     keeps[idx] = detail::keeps_scale_v<L>;
-    relu[idx] = std::is_same_v<L, ReLU>;
+    relu[idx] = fuses_into_linear_v<L>;
     linear_q[idx] = detail::is_linear_v<L> && q.layers_[idx].quantized;
   });
   for (std::size_t i = 0; i < n; ++i) {

@@ -27,6 +27,13 @@ struct is_execution_policy
     : std::bool_constant<std::is_same_v<P, sequenced_policy> || std::is_same_v<P, parallel_policy>> {};
 template <class P>
 inline constexpr bool is_execution_policy_v = is_execution_policy<std::decay_t<P>>::value;
+/// True for a policy that runs on the host thread pool (execution::par): analyses split their
+/// samples, segments or seeds over the pool's threads.  Specialise (to true_type) to register
+/// another host-threaded policy.
+template <class P>
+struct is_host_parallel_policy : std::is_same<P, parallel_policy> {};
+template <class P>
+inline constexpr bool is_host_parallel_policy_v = is_host_parallel_policy<std::decay_t<P>>::value;
 
 /// Specialise (to true_type) for a policy whose analyses batch work across samples, segments or
 /// seeds into large device passes (the thrust one): e.g. DFlare then advances every seed's search

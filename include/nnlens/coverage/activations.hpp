@@ -33,6 +33,7 @@
 #include "nnlens/core/execution.hpp"
 #include "nnlens/core/finite.hpp"
 #include "nnlens/core/thread_pool.hpp"
+#include "nnlens/core/properties.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/network/forward.hpp"
 #include "nnlens/network/trace.hpp"
@@ -48,6 +49,8 @@ struct coverage_layer {
   shape out;               // per-sample output shape
   std::size_t neurons = 0; // channels for a rank-3 output, elements otherwise
   bool weighted = false;   // the layer has parameters (Dense, Conv2D, BatchNorm, Residual...)
+  bool reshape_only = false;  // its output is its input's elements (Flatten, Dropout, Identity)
+  bool reshapes = false;      // ... and its shape differs from the input's (Flatten of a rank-3 input)
 };
 
 /// Neurons of an output of shape s: one per channel for rank 3, one per element otherwise.
@@ -57,9 +60,11 @@ namespace detail {
 template <class Net>
 std::vector<coverage_layer> all_layers(const Net& net) {
   std::vector<coverage_layer> r;
-  for_each_layer(net, [&](const auto& l, auto idx, shape, shape out) {
+  for_each_layer(net, [&](const auto& l, auto idx, shape in, shape out) {
     using L = std::decay_t<decltype(l)>;
     coverage_layer c;
+    c.reshape_only = reshape_only_v<L>;
+    c.reshapes = c.reshape_only && in != out;
     c.index = std::size_t(idx);
     c.type = layer_traits<L>::name;
     c.name = std::to_string(c.index) + " " + std::string(c.type);
@@ -72,18 +77,20 @@ std::vector<coverage_layer> all_layers(const Net& net) {
 }
 }  // namespace detail
 
-/// Every top-level layer except Flatten (the criteria's "layers": pooling and the output included).
+/// Every top-level layer except those that only reshape (Flatten): the criteria's "layers", pooling
+/// and the output included (specs/deepimportance.md: "all except input and flatten").  Layers that
+/// are the identity at inference (Dropout, Identity) stay, as in the reference code.
 template <class Net>
 std::vector<coverage_layer> coverage_layers(const Net& net) {
   auto all = detail::all_layers(net);
   std::vector<coverage_layer> r;
   for (auto& c : all)
-    if (c.type != "Flatten") r.push_back(std::move(c));
+    if (!c.reshapes) r.push_back(std::move(c));
   return r;
 }
 
 /// IDC's default subject layer (specs/deepimportance.md §2.6 (7)): the layer whose output feeds the
-/// last weighted layer, skipping Flatten and Dropout (LeNet-5: the ReLU after Dense<84>; LeNet-1:
+/// last weighted layer, skipping the reshape-only layers (Flatten, Dropout, Identity; LeNet-5: the ReLU after Dense<84>; LeNet-1:
 /// the last conv block's pooling).
 template <class Net>
 std::size_t subject_layer(const Net& net) {
@@ -97,7 +104,7 @@ std::size_t subject_layer(const Net& net) {
   if (last == all.size() || last == 0)
     throw value_error("subject_layer: the network needs a weighted output layer preceded by another layer");
   std::size_t s = last - 1;
-  while (s > 0 && (all[s].type == "Flatten" || all[s].type == "Dropout")) --s;
+  while (s > 0 && all[s].reshape_only) --s;
   return s;
 }
 
@@ -194,7 +201,7 @@ void stream_neurons(const Policy&, const Net& net, std::span<const network_scala
   neuron_block blk = detail::neuron_block_layout(net, x, n, layers, shapes);
   if (chunk == 0) chunk = 1024;
   std::vector<double> buf;
-  constexpr bool parallel = std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>;
+  constexpr bool parallel = execution::is_host_parallel_policy_v<Policy>;
   auto& pool = detail::default_pool();
   const std::size_t tasks = parallel ? pool.size() : 1;
   std::vector<trace<T>> traces(tasks);

@@ -217,7 +217,7 @@ idc prepare_idc(const Policy& pol, const Net& net, std::span<const network_scala
     for (std::size_t r = 0; r < rows; ++r) col[r] = acts[r * width + top[q]];
     cents[q] = cluster_neuron(col, o.clusters).centroids;
   };
-  if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>)
+  if constexpr (execution::is_host_parallel_policy_v<Policy>)
     detail::default_pool().parallel_for(top.size(), cluster_one);
   else
     for (std::size_t q = 0; q < top.size(); ++q) cluster_one(q);

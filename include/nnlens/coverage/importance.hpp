@@ -160,7 +160,7 @@ neuron_relevance importance_pass(const Policy&, const Net& net, std::span<const 
   std::vector<std::uint8_t> correct(n, 0);
   std::vector<double> all_acts;
   if (acts) all_acts.resize(n * width);
-  constexpr bool parallel = std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>;
+  constexpr bool parallel = execution::is_host_parallel_policy_v<Policy>;
   auto& pool = default_pool();
   const std::size_t tasks = parallel ? std::min(pool.size(), chunks) : 1;
   auto work = [&](std::size_t t) {

@@ -322,7 +322,7 @@ xt::xarray<double> relevance(const Policy&, const Net& net, const A& X, std::siz
   const std::size_t stop = g.layer_tensor(layer);
   const shape st = g.acts()[stop];
   xt::xarray<double> R = xt::xarray<double>::from_shape(st.with_batch(n));
-  constexpr bool parallel = std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>;
+  constexpr bool parallel = execution::is_host_parallel_policy_v<Policy>;
   auto& pool = detail::default_pool();
   const std::size_t tasks = parallel ? std::min(pool.size(), std::max<std::size_t>(n, 1)) : 1;
   auto work = [&](std::size_t t) {

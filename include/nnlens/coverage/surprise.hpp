@@ -588,7 +588,7 @@ std::vector<double> surprise_values_of(const Policy& pol, const Net& net, const 
   check_fingerprint(m.fingerprint, model_fingerprint(net), kind == surprise_kind::lsa ? "lsa_values" : "dsa_values");
   const std::size_t n = sample_count(net, X, kind == surprise_kind::lsa ? "lsa_values" : "dsa_values");
   std::vector<double> out(n);
-  constexpr bool parallel = std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>;
+  constexpr bool parallel = execution::is_host_parallel_policy_v<Policy>;
   const std::vector<std::size_t> ls = m.layers();
   stream_neurons(pol, net, std::span<const network_scalar_t<Net>>(X.data(), X.size()), n, ls, [&](const neuron_block& b) {
     const auto v = surprise_values(m, kind, b, parallel);

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "nnlens/core/error.hpp"
-#include "nnlens/layers/softmax.hpp"
+#include "nnlens/core/properties.hpp"
 #include "nnlens/network/forward.hpp"
 #include "nnlens/network/validate.hpp"
 #include "nnlens/network/visit.hpp"
@@ -89,7 +89,7 @@ bool ends_with_softmax(const Net& net) {
   const std::size_t n = layer_count(net);
   bool yes = false;
   for_each_layer(net, [&](const auto& l, auto idx, shape, shape) {
-    if (std::size_t(idx) + 1 == n) yes = std::is_same_v<std::decay_t<decltype(l)>, Softmax>;
+    if (std::size_t(idx) + 1 == n) yes = output_is_distribution_v<std::decay_t<decltype(l)>>;
   });
   return yes;
 }

@@ -541,7 +541,7 @@ class seed_reporter {
 /// threads if set, else the process-wide pool); in order on the calling thread otherwise.
 template <class Policy, class Options, class Work>
 void for_each_group(std::size_t groups, const Options& o, Work&& work) {
-  if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>) {
+  if constexpr (execution::is_host_parallel_policy_v<Policy>) {
     if (o.threads) {
       nnlens::detail::thread_pool pool(o.threads);
       pool.parallel_for(groups, work);
@@ -591,7 +591,7 @@ dflare_result dflare_lockstep(const black_box& f, const black_box& g, std::span<
   res.seeds.resize(n);
   seed_reporter<dflare_options> rep("dflare", n, o);
   std::size_t groups = n ? 1 : 0;
-  if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>)
+  if constexpr (execution::is_host_parallel_policy_v<Policy>)
     groups = std::min(n, o.threads ? o.threads : nnlens::detail::default_pool().size());
   std::mutex m;
   for_each_group<Policy>(groups, o, [&](std::size_t gi) {

@@ -41,7 +41,7 @@ std::vector<S> input_gradients(const Policy&, const Net& net_any, const std::vec
     for (std::size_t r = 0; r < nb; ++r) dy[r * dout + k] = S(1);
     backward(net, tr, dy.data(), static_cast<std::decay_t<decltype(net)>*>(nullptr), g.data() + b0 * di);
   };
-  if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>)
+  if constexpr (execution::is_host_parallel_policy_v<Policy>)
     detail::default_pool().parallel_for(chunks, run);
   else
     for (std::size_t c = 0; c < chunks; ++c) run(c);

@@ -662,7 +662,7 @@ line_result<S, R> exact_line(const Policy&, const Net& net, const EP& P, const E
   static_assert(detail::require_pwl_network<Net>());
   check_shapes(net);
   const auto& n = detail::as_scalar<S>(net);
-  constexpr bool par = std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>;
+  constexpr bool par = execution::is_host_parallel_policy_v<Policy>;
   return detail::line_impl<S, R>(n, detail::to_values<S>(P), detail::to_values<S>(Q), opt, par);
 }
 template <class S = double, class R = double, class Net, class EP, class EQ>
@@ -695,7 +695,7 @@ std::vector<line_result<S, R>> exact_lines(const Policy&, const Net& net, const 
       eps[i] = std::current_exception();
     }
   };
-  if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>)
+  if constexpr (execution::is_host_parallel_policy_v<Policy>)
     detail::default_pool().parallel_for(A.size(), one);
   else
     for (std::size_t i = 0; i < A.size(); ++i) one(i);

@@ -160,6 +160,7 @@ template <std::size_t Out, conv_geometry G, class T>
 struct layer_traits<Conv2DG<Out, G, T>> : layer_defaults {
   using L = Conv2DG<Out, G, T>;
   static constexpr std::string_view name = "Conv2D";
+  static constexpr int output_channel_axis = 0;  // W is [OC, IC, KH, KW] (core/properties.hpp)
   static constexpr bool dynamic_geometry = G.is_dynamic();
 
   /// The layer's geometry (a constant for a static layer; l may then be nullptr).

@@ -35,6 +35,7 @@ template <std::size_t Out, class T>
 struct layer_traits<Dense<Out, T>> : layer_defaults {
   using L = Dense<Out, T>;
   static constexpr std::string_view name = "Dense";
+  static constexpr int output_channel_axis = 1;  // W is [in, out] (core/properties.hpp)
 
   static constexpr shape_check infer(shape in) {
     if (in.rank != 1) return {{}, "Dense needs a flat (rank-1) input; insert Flatten before it"};

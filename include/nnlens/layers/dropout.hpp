@@ -26,6 +26,7 @@ struct Dropout {
 namespace detail {
 template <class L>
 struct identity_traits : layer_defaults {
+  static constexpr bool reshape_only = true;  // core/properties.hpp
   static constexpr shape_check infer(shape in) { return {in, nullptr}; }
   template <class T>
   static void forward(const L&, const forward_args<T>& a) {

@@ -16,6 +16,7 @@ struct Flatten {};
 template <>
 struct layer_traits<Flatten> : layer_defaults {
   static constexpr std::string_view name = "Flatten";
+  static constexpr bool reshape_only = true;  // core/properties.hpp
   static constexpr shape_check infer(shape in) { return {shape(in.size()), nullptr}; }
   static shape output_shape(const Flatten&, shape in) { return shape(in.size()); }
 

@@ -17,8 +17,8 @@
 #include <optional>
 
 #include "nnlens/core/error.hpp"
-#include "nnlens/core/properties.hpp"
 #include "nnlens/core/codegen_form.hpp"
+#include "nnlens/core/properties.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/core/onnx_form.hpp"
 

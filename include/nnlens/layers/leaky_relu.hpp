@@ -14,8 +14,8 @@
 #include "nnlens/core/error.hpp"
 #include <span>
 
-#include "nnlens/core/properties.hpp"
 #include "nnlens/core/codegen_form.hpp"
+#include "nnlens/core/properties.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/core/onnx_form.hpp"
 

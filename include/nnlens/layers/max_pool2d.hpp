@@ -36,6 +36,7 @@
 #include "nnlens/layers/pool_forms.hpp"
 #include "nnlens/kernels/envelope.hpp"
 #include "nnlens/kernels/conv.hpp"
+#include "nnlens/kernels/int8.hpp"
 #include "nnlens/kernels/max_pool.hpp"
 #include "nnlens/core/dynamic_form.hpp"
 
@@ -62,6 +63,13 @@ template <pool_geometry G>
 struct layer_traits<MaxPool2DG<G>> : layer_defaults {
   using L = MaxPool2DG<G>;
   static constexpr std::string_view name = "MaxPool2D";
+  /// int8 (core/properties.hpp): the max of the codes (quantisation is monotone, the scale stays).
+  static void int8_forward(const L& l, shape in, shape out, std::size_t batch, const std::int8_t* x, std::int8_t* y,
+                           int) {
+    const pool_geometry g = geometry_of(&l);
+    for (std::size_t s = 0; s < batch; ++s)
+      kernels::max_pool_s8(x + s * in.size(), in[0], in[1], in[2], g, out[1], out[2], y + s * out.size());
+  }
   static constexpr pool_geometry geometry_of(const L* l) {
     if constexpr (G.is_dynamic())
       return l->geometry;

@@ -2,11 +2,13 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
-#include "nnlens/core/properties.hpp"
 #include "nnlens/core/codegen_form.hpp"
+#include "nnlens/core/properties.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/core/onnx_form.hpp"
 
@@ -17,6 +19,15 @@ struct ReLU {};
 template <>
 struct layer_traits<ReLU> : layer_defaults {
   static constexpr std::string_view name = "ReLU";
+  // properties (core/properties.hpp)
+  static constexpr bool int8_fuses_into_linear = true;
+  /// int8: max(q, z), the zero point being the code of 0 (the output keeps the input's scale).
+  static void int8_forward(const ReLU&, shape in, shape, std::size_t batch, const std::int8_t* x, std::int8_t* y,
+                           int zero_point) {
+    const std::int8_t z = std::int8_t(zero_point);
+    const std::size_t n = batch * in.size();
+    for (std::size_t i = 0; i < n; ++i) y[i] = x[i] > z ? x[i] : z;
+  }
   /// The element-wise map (ElementwiseMap): max(x, 0); the derivative at 0 is taken as 0
   /// (PyTorch's convention).
   struct scalar_map_fn {

@@ -25,6 +25,7 @@ struct Softmax {};
 template <>
 struct layer_traits<Softmax> : layer_defaults {
   static constexpr std::string_view name = "Softmax";
+  static constexpr bool output_is_distribution = true;  // core/properties.hpp
   static constexpr shape_check infer(shape in) {
     if (in.rank != 1) return {{}, "Softmax works on the features of a flat (rank-1) input; insert Flatten before it"};
     return {in, nullptr};

@@ -183,7 +183,7 @@ auto forward(const Policy& policy, const Net& net, const E& xin) {
   require_finite(std::span<const T>(x.data(), x.size()), in.size(), "forward: input");
   xt::xarray<T> y = xt::xarray<T>::from_shape(out.with_batch(batch));
   if (batch == 0) return y;
-  if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>) {
+  if constexpr (execution::is_host_parallel_policy_v<Policy>) {
     detail::forward_chunks(policy, net, batch, x.data(), y.data());
   } else {
     auto& ws = detail::thread_workspace<T>();

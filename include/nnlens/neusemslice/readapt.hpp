@@ -164,7 +164,7 @@ struct any_optimizer {
 
 template <class Policy>
 nnlens::detail::thread_pool* pool_for(const Policy&) {
-  if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>) return &default_pool();
+  if constexpr (execution::is_host_parallel_policy_v<Policy>) return &default_pool();
   else return nullptr;
 }
 

@@ -58,6 +58,7 @@
 #include <vector>
 
 #include "nnlens/core/error.hpp"
+#include "nnlens/core/properties.hpp"
 #include "nnlens/core/execution.hpp"
 #include "nnlens/core/finite.hpp"
 #include "nnlens/core/thread_pool.hpp"
@@ -192,9 +193,12 @@ class metric_engine {
   metric_engine(const Net& net, const std::vector<neuron_unit>& us, metric mt, const metric_options& o)
       : net_(net), us_(us), mt_(mt), o_(o) {
     if (mt == metric::taylor || mt == metric::deeplift) {
-      std::string_view last;
-      for_each_layer(net, [&](const auto& l, auto, shape, shape) { last = layer_traits<std::decay_t<decltype(l)>>::name; });
-      if (last == "Softmax")
+      bool distribution = false;  // the last layer's output is a distribution (Softmax)
+      for_each_layer(net, [&](const auto& l, auto, shape, shape) {
+        (void)l;
+        distribution = output_is_distribution_v<std::decay_t<decltype(l)>>;
+      });
+      if (distribution)
         throw value_error(concat("semslice: the ", to_string(mt), " metric needs the logits; drop the trailing Softmax"));
     }
     if (mt == metric::taylor) {
@@ -452,7 +456,7 @@ void check_unit_scores(const std::vector<neuron_unit>& us, const std::vector<std
 /// f(0..n-1): on the pool under execution::par, in order otherwise.
 template <class Policy, class F>
 void run_each(std::size_t n, F&& f) {
-  if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>)
+  if constexpr (execution::is_host_parallel_policy_v<Policy>)
     default_pool().parallel_for(n, f);
   else
     for (std::size_t i = 0; i < n; ++i) f(i);
@@ -552,7 +556,7 @@ std::vector<std::vector<double>> neuron_scores(const Policy&, const Net& net, co
   for (std::size_t c = 0; c < d.classes; ++c)
     for (auto i : d.members[c]) tgt[i] = c;
   for (std::size_t i = 0; i < d.n; ++i) idx[i] = i;
-  return detail::metric_over(std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>, net, us, xin.data(), idx, tgt, mt, o);
+  return detail::metric_over(execution::is_host_parallel_policy_v<Policy>, net, us, xin.data(), idx, tgt, mt, o);
 }
 template <class Net, class E, class Labels>
   requires(!execution::is_execution_policy_v<Net>)

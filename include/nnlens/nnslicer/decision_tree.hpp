@@ -181,7 +181,7 @@ tree_columns make_tree_columns(const Policy&, const T* X, std::size_t n, std::si
       tc.width[j] = vals.size() <= 256 ? 1 : (vals.size() <= 65536 ? 2 : 4);
     }
   };
-  if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>)
+  if constexpr (execution::is_host_parallel_policy_v<Policy>)
     default_pool().parallel_for(blocks, do_block);
   else
     for (std::size_t b = 0; b < blocks; ++b) do_block(b);
@@ -296,7 +296,7 @@ void decision_tree::fit(const Policy& pol, const T* X, std::size_t n, std::size_
   kept_ = F;
   const std::size_t min_leaf = o.min_samples_leaf;
   const std::size_t k_feat = o.max_features == 0 ? F : std::min(o.max_features, F);
-  const bool par = std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>;
+  const bool par = execution::is_host_parallel_policy_v<Policy>;
   auto& pool = detail::default_pool();
   const std::size_t T_ = par ? pool.size() : 1;
   std::vector<detail::tree_scratch> scratch(T_);

@@ -313,7 +313,7 @@ contrib_table nnslicer(const Policy&, const Net& net, const profile& p, const E&
   }
   const xt::xarray<T> x = X;
   require_finite(std::span<const T>(x.data(), x.size()), in.size(), "nnslicer: input");
-  if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>) {
+  if constexpr (execution::is_host_parallel_policy_v<Policy>) {
     auto& pool = detail::default_pool();
     const std::size_t tasks = std::min(pool.size(), n);
     std::vector<contrib_table> parts(tasks);

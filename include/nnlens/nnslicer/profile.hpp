@@ -150,7 +150,7 @@ profile profile_network(const Policy&, const Net& net, const E& X, const profile
   const std::size_t batch = std::max<std::size_t>(1, o.batch), chunks = (n + batch - 1) / batch;
   std::unique_ptr<progress_bar> bar;
   if (o.progress) bar = std::make_unique<progress_bar>("profile", n);
-  if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>) {
+  if constexpr (execution::is_host_parallel_policy_v<Policy>) {
     auto& pool = detail::default_pool();
     const std::size_t tasks = std::min(pool.size(), chunks);
     std::vector<profile> parts(tasks);

@@ -127,7 +127,7 @@ xt::xarray<network_scalar_t<Net>> linf_attack(const Policy&, const Net& net, con
       for (std::size_t k = 0; k < nb * d; ++k) xa[k] = project(k, double(xa[k]) + alpha * double(detail::sign_of(g[k])));
     }
   };
-  if constexpr (std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>)
+  if constexpr (execution::is_host_parallel_policy_v<Policy>)
     detail::default_pool().parallel_for(chunks, run);
   else
     for (std::size_t c = 0; c < chunks; ++c) run(c);

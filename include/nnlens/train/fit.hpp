@@ -229,7 +229,7 @@ fit_report fit(const Policy&, Net& net, Opt& opt, const E& x, const Labels& y, c
                Callback&& on_epoch = nullptr) {
   using T = network_scalar_t<Net>;
   using clock = std::chrono::steady_clock;
-  constexpr bool parallel = std::is_same_v<std::decay_t<Policy>, execution::parallel_policy>;
+  constexpr bool parallel = execution::is_host_parallel_policy_v<Policy>;
   const auto labels = detail::label_span(y);
   const std::size_t n = detail::check_dataset(net, x, labels, "fit");
   if (o.batch_size == 0) throw value_error("fit: batch_size must be at least 1");
