@@ -343,10 +343,10 @@ TEST_CASE("weights: truncated, corrupt and foreign files are io_errors; NaN is a
   CHECK_THROWS_AS(io::load_weights(d / "x.nnlw", target), io_error);
   write_file(d / "foreign", bytes{'P', 'K', 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
   CHECK_THROWS_WITH_AS(io::load_weights(d / "foreign", target), doctest::Contains("bad magic number"), io_error);
-  bytes v2 = good;
-  v2[4] = 2;
-  write_file(d / "v2", v2);
-  CHECK_THROWS_WITH_AS(io::load_weights(d / "v2", target), doctest::Contains("unsupported version 2"), io_error);
+  bytes v3 = good;
+  v3[4] = 3;
+  write_file(d / "v3", v3);
+  CHECK_THROWS_WITH_AS(io::load_weights(d / "v3", target), doctest::Contains("unsupported version 3"), io_error);
   CHECK_THROWS_WITH_AS(io::load_weights(d / "none", target), doctest::Contains("cannot open"), io_error);
   CHECK_THROWS_AS(io::save_weights(d / "no-such-dir" / "m.nnlw", net), io_error);
   MLP nan = net;
@@ -355,6 +355,106 @@ TEST_CASE("weights: truncated, corrupt and foreign files are io_errors; NaN is a
   CHECK_THROWS_WITH_AS(io::load_weights(d / "nan.nnlw", target), doctest::Contains("layer 2 (Dense): parameter 0"),
                        value_error);
   CHECK(target.layer<2>().W == before.layer<2>().W);
+}
+
+namespace {
+using BNNet = Sequential<Input<2, 4, 4>, Conv2D<3, 3, 1, 1>, BatchNorm<3>, ReLU,
+                         Residual<Block<Conv2D<3, 3, 1, 1>, BatchNorm<3>, ReLU>>, Flatten, Dense<2>>;
+void set_running_stats(BNNet& net, float shift) {
+  auto& a = net.layer<1>();
+  auto& b = net.layer<3>().block.template layer<1>();
+  for (std::size_t c = 0; c < 3; ++c) {
+    a.running_mean(c) = shift + 0.25f * float(c);
+    a.running_var(c) = 1.5f + float(c);
+    b.running_mean(c) = -shift - 0.5f * float(c);
+    b.running_var(c) = 0.75f + 0.5f * float(c);
+  }
+}
+}  // namespace
+
+TEST_CASE("weights: BatchNorm's running statistics are saved (version 2), also inside a Residual") {
+  temp_dir d;
+  BNNet net;
+  initialize(net, 3);
+  set_running_stats(net, 0.5f);
+  io::save_weights(d / "bn.nnlw", net);
+  const BNNet back = io::load_weights<BNNet>(d / "bn.nnlw");  // initialize() sets 0 and 1 first
+  CHECK(back.layer<1>().running_mean == net.layer<1>().running_mean);
+  CHECK(back.layer<1>().running_var == net.layer<1>().running_var);
+  CHECK(back.layer<3>().block.template layer<1>().running_mean == net.layer<3>().block.template layer<1>().running_mean);
+  CHECK(back.layer<3>().block.template layer<1>().running_var == net.layer<3>().block.template layer<1>().running_var);
+  std::vector<float> x(2 * 4 * 4 * 2);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * float(i));
+  const auto y0 = forward(net, xt::adapt(x, {std::size_t(2), std::size_t(2), std::size_t(4), std::size_t(4)}));
+  const auto y1 = forward(back, xt::adapt(x, {std::size_t(2), std::size_t(2), std::size_t(4), std::size_t(4)}));
+  CHECK(y0 == y1);  // bit for bit: same weights, same statistics
+  // the dynamic form reads the same file
+  auto dyn = to_dynamic(net);
+  set_running_stats(net, 2.0f);
+  auto other = to_dynamic(net);
+  io::load_weights(d / "bn.nnlw", other);
+  CHECK(detail::model_fingerprint(other) == detail::model_fingerprint(dyn));
+  CHECK(detail::model_fingerprint(other) != detail::model_fingerprint(to_dynamic(net)));
+}
+
+TEST_CASE("weights: a version-1 file (no buffer section) still loads and keeps the network's buffers") {
+  temp_dir d;
+  BNNet net;
+  initialize(net, 4);
+  set_running_stats(net, 0.5f);
+  io::save_weights(d / "bn.nnlw", net);
+  // Rewrite as version 1: drop every layer's u32 buffer count and buffer tensors, fix the checksum.
+  bytes b = read_file(d / "bn.nnlw");
+  bytes v1(b.begin(), b.begin() + 4);
+  const std::uint32_t one = 1;
+  v1.insert(v1.end(), reinterpret_cast<const std::uint8_t*>(&one), reinterpret_cast<const std::uint8_t*>(&one) + 4);
+  std::size_t p = 8;
+  auto u32 = [&](std::size_t at) {
+    std::uint32_t u;
+    std::memcpy(&u, b.data() + at, 4);
+    return u;
+  };
+  auto u64 = [&](std::size_t at) {
+    std::uint64_t u;
+    std::memcpy(&u, b.data() + at, 8);
+    return u;
+  };
+  auto copy = [&](std::size_t n) {
+    v1.insert(v1.end(), b.begin() + std::ptrdiff_t(p), b.begin() + std::ptrdiff_t(p + n));
+    p += n;
+  };
+  copy(4);                                 // scalar bytes
+  const std::uint32_t nmeta = u32(p);
+  copy(4);
+  for (std::uint32_t i = 0; i < 2 * nmeta; ++i) copy(4 + u32(p));
+  auto shp = [&] { copy(4 + 8 * std::size_t(u32(p))); };
+  shp();                                   // input shape
+  const std::uint32_t nl = u32(p);
+  copy(4);
+  for (std::uint32_t l = 0; l < nl; ++l) {
+    copy(4 + u32(p));                      // name
+    shp();                                 // output shape
+    const std::uint32_t nt = u32(p);
+    copy(4);
+    for (std::uint32_t t = 0; t < nt; ++t) copy(8 + 4 * std::size_t(u64(p)));
+    const std::uint32_t nb = u32(p);       // the version-2 buffer section: skipped
+    p += 4;
+    for (std::uint32_t t = 0; t < nb; ++t) p += 8 + 4 * std::size_t(u64(p));
+  }
+  REQUIRE(p + 8 == b.size());
+  std::uint64_t h = 1469598103934665603ull;
+  for (auto c : v1) h = (h ^ c) * 1099511628211ull;
+  v1.insert(v1.end(), reinterpret_cast<const std::uint8_t*>(&h), reinterpret_cast<const std::uint8_t*>(&h) + 8);
+  write_file(d / "v1.nnlw", v1);
+  BNNet target;
+  initialize(target, 9);
+  set_running_stats(target, -1.0f);
+  const BNNet before = target;
+  io::load_weights(d / "v1.nnlw", target);
+  CHECK(target.layer<0>().W == net.layer<0>().W);                       // parameters: from the file
+  CHECK(target.layer<1>().gamma == net.layer<1>().gamma);
+  CHECK(target.layer<1>().running_mean == before.layer<1>().running_mean);  // buffers: untouched
+  CHECK(target.layer<3>().block.template layer<1>().running_var == before.layer<3>().block.template layer<1>().running_var);
 }
 
 TEST_CASE("fuzz: random mutations of IDX and weights files never crash, only throw nnlens::error") {

@@ -5,12 +5,17 @@
 //   auto net  = load_weights<Net>(path)       a static network: initialised, then filled
 //   read_weights_metadata(path)               the key/value metadata only
 //
-// Format "NNLW" version 1, little-endian:
+// Format "NNLW" version 2, little-endian:
 //   "NNLW" u32 version u32 scalar_bytes(4|8) u32 metadata_count {u32 len, key, u32 len, value}*
 //   u32 input_rank u64 dims[rank]   u32 layer_count
 //   per layer: u32 name_len name  u32 out_rank u64 out_dims[rank]  u32 tensor_count
 //              per tensor: u64 elements, then the elements (scalar_bytes each)
+//              u32 buffer_count, then the buffers the same way (layer_traits<L>::buffers:
+//              BatchNorm's running mean and variance, also inside a Residual)
 //   u64 FNV-1a checksum of every byte before it
+// Version 1 (nnlens before 0.3) has no buffer section: its files still load, and then leave the
+// network's buffers as they are (a BatchNorm keeps its running statistics from initialise(): 0 and
+// 1), which is why version 2 saves them.
 // Layers without parameters are recorded too (name and output shape), so the whole architecture
 // is compared.  Parameters are converted between float and double when the file's scalar differs.
 //
@@ -47,7 +52,8 @@ using weights_metadata = std::map<std::string, std::string>;
 namespace detail {
 
 inline constexpr char weights_magic[4] = {'N', 'N', 'L', 'W'};
-inline constexpr std::uint32_t weights_version = 1;
+inline constexpr std::uint32_t weights_version = 2;
+inline constexpr std::uint32_t weights_min_version = 1;  // read: version 1 has no buffer section
 
 inline std::uint64_t fnv1a(const std::uint8_t* p, std::size_t n) {
   std::uint64_t h = 1469598103934665603ull;
@@ -144,9 +150,11 @@ struct layer_record {
   std::string name;
   shape out;
   std::vector<std::pair<std::uint64_t, const std::uint8_t*>> tensors;  // elements, data
+  std::vector<std::pair<std::uint64_t, const std::uint8_t*>> buffers;  // version >= 2
 };
 
 struct weights_file {
+  std::uint32_t version = weights_version;
   std::uint32_t scalar_bytes = 4;
   weights_metadata meta;
   shape input;
@@ -172,8 +180,10 @@ inline weights_file parse_weights(const std::filesystem::path& path) {
   const std::uint8_t* magic = r.take(4, "the magic number");
   if (std::memcmp(magic, weights_magic, 4) != 0) r.fail("bad magic number (not an nnlens weights file)");
   const auto version = r.get<std::uint32_t>("the version");
-  if (version != weights_version)
-    r.fail(nnlens::detail::concat("unsupported version ", version, " (this nnlens reads version ", weights_version, ")"));
+  if (version < weights_min_version || version > weights_version)
+    r.fail(nnlens::detail::concat("unsupported version ", version, " (this nnlens reads versions ", weights_min_version,
+                                  " to ", weights_version, ")"));
+  f.version = version;
   r.need(8, "the checksum");
   // Parse the body (everything before the checksum) with bounds checks, then verify the checksum.
   const std::size_t body = f.storage.size() - 8;
@@ -203,6 +213,17 @@ inline weights_file parse_weights(const std::filesystem::path& path) {
         b.fail(nnlens::detail::concat("layer ", l, " (", rec.name, "): parameter ", t, " claims ", count,
                                       " elements, more than the file holds"));
       rec.tensors.emplace_back(count, b.take(count * f.scalar_bytes, "parameters"));
+    }
+    if (f.version >= 2) {
+      const auto nb = b.get<std::uint32_t>("a buffer count");
+      if (nb > b.remaining()) b.fail(nnlens::detail::concat("layer ", l, ": invalid buffer tensor count ", nb));
+      for (std::uint32_t t = 0; t < nb; ++t) {
+        const auto count = b.get<std::uint64_t>("a buffer size");
+        if (count > b.remaining() / f.scalar_bytes)
+          b.fail(nnlens::detail::concat("layer ", l, " (", rec.name, "): buffer ", t, " claims ", count,
+                                        " elements, more than the file holds"));
+        rec.buffers.emplace_back(count, b.take(count * f.scalar_bytes, "buffers"));
+      }
     }
     f.layers.push_back(std::move(rec));
   }
@@ -267,6 +288,16 @@ void save_weights(const std::filesystem::path& path, const Net& net, const weigh
     } else {
       w.put(std::uint32_t(0));
     }
+    if constexpr (HasBuffers<L>) {
+      const auto bs = layer_traits<L>::buffers(l);
+      w.put(std::uint32_t(bs.size()));
+      for (auto s : bs) {
+        w.put(std::uint64_t(s.size()));
+        for (T v : s) w.put(v);
+      }
+    } else {
+      w.put(std::uint32_t(0));
+    }
   });
   w.put(detail::fnv1a(w.buf.data(), w.buf.size()));
   const std::filesystem::path tmp = path.string() + ".tmp";
@@ -324,30 +355,57 @@ weights_metadata load_weights(const std::filesystem::path& path, Net& net) {
     } else if (!rec.tensors.empty()) {
       throw shape_error(nnlens::detail::concat(where, rec.tensors.size(), " parameter tensors in the file, none in the network"));
     }
+    if (f.version >= 2) {
+      std::size_t nb = 0;
+      if constexpr (HasBuffers<L>) {
+        const auto bs = layer_traits<L>::buffers(l);
+        nb = bs.size();
+        if (rec.buffers.size() == nb)
+          for (std::size_t j = 0; j < nb; ++j)
+            if (rec.buffers[j].first != bs[j].size())
+              throw shape_error(nnlens::detail::concat(where, "buffer ", j, " has ", rec.buffers[j].first,
+                                                       " elements in the file, ", bs[j].size(), " in the network"));
+      }
+      if (rec.buffers.size() != nb)
+        throw shape_error(nnlens::detail::concat(where, rec.buffers.size(), " buffer tensors in the file, ", nb,
+                                                 " in the network"));
+    }
   });
   Net staged = net;
   std::size_t li = 0;
   for_each_layer(staged, [&](auto& l, auto, shape, shape) {
     using L = std::remove_cvref_t<decltype(l)>;
+    // every element finite, in the file and in T (a double file's 1e300 is +Inf as float)
+    auto fill = [&](auto s, const std::uint8_t* p, const char* what, std::size_t k) {
+      for (std::size_t i = 0; i < s.size(); ++i) {
+        const double v = detail::load_scalar<double>(p + i * f.scalar_bytes, f.scalar_bytes);
+        if (!detail::fits_scalar<T>(v))
+          throw value_error(nnlens::detail::concat(
+              file, "layer ", li, " (", layer_traits<L>::name, "): ", what, " ", k, " element ", i, " is ",
+              std::isnan(v) ? std::string("NaN")
+              : std::isinf(v) ? std::string(v > 0 ? "+Inf" : "-Inf")
+                              : nnlens::detail::concat(v, ", beyond the network's ", sizeof(T) == 4 ? "float" : "scalar",
+                                                       " range")));
+        s[i] = T(v);
+      }
+    };
     if constexpr (HasParameters<L>) {
       std::size_t k = 0;
       for (auto s : layer_traits<L>::parameters(l)) {
-        const std::uint8_t* p = f.layers[li].tensors[k].second;
-        for (std::size_t i = 0; i < s.size(); ++i) {
-          // every element finite, in the file and in T (a double file's 1e300 is +Inf as float)
-          const double v = detail::load_scalar<double>(p + i * f.scalar_bytes, f.scalar_bytes);
-          if (!detail::fits_scalar<T>(v))
-            throw value_error(nnlens::detail::concat(
-                file, "layer ", li, " (", layer_traits<L>::name, "): parameter ", k, " element ", i, " is ",
-                std::isnan(v) ? std::string("NaN")
-                : std::isinf(v) ? std::string(v > 0 ? "+Inf" : "-Inf")
-                                : nnlens::detail::concat(v, ", beyond the network's ", sizeof(T) == 4 ? "float" : "scalar",
-                                                         " range")));
-          s[i] = T(v);
-        }
+        fill(s, f.layers[li].tensors[k].second, "parameter", k);
         ++k;
       }
     }
+    if constexpr (HasBuffers<L>) {
+      if (f.version >= 2) {
+        std::size_t k = 0;
+        for (auto s : layer_traits<L>::buffers(l)) {
+          fill(s, f.layers[li].buffers[k].second, "buffer", k);
+          ++k;
+        }
+      }
+    }
+    (void)fill;
     ++li;
   });
   net = std::move(staged);

@@ -497,6 +497,21 @@ constexpr std::size_t parameter_tensor_count() {
   }
   return k;
 }
+/// The same for buffers (BatchNorm's running statistics inside a block).
+template <class B>
+constexpr std::size_t buffer_tensor_count() {
+  std::size_t k = 0;
+  if constexpr (is_static_block_v<B>) {
+    [&]<class... Ls>(std::type_identity<Block<Ls...>>) {
+      auto one = [&]<class L>(std::type_identity<L>) {
+        if constexpr (HasBuffers<L>) k += std::tuple_size_v<decltype(layer_traits<L>::buffers(std::declval<L&>()))>;
+      };
+      (one(std::type_identity<Ls>{}), ...);
+      (void)one;
+    }(std::type_identity<B>{});
+  }
+  return k;
+}
 }  // namespace detail
 
 /// The static Residual (Block branches, Identity shortcut).
@@ -527,6 +542,25 @@ struct layer_traits<Residual<B, S>> : detail::residual_common<B, S> {
     return out;
   }
 
+  static constexpr std::size_t buffer_tensors = detail::buffer_tensor_count<B>() + detail::buffer_tensor_count<S>();
+  /// The inner layers' buffers (BatchNorm's running statistics), block then shortcut.
+  template <class Self>
+    requires(buffer_tensors > 0)
+  static auto buffers(Self& r) {
+    using T = typename R::scalar_type;
+    using Sc = std::conditional_t<std::is_const_v<Self>, const T, T>;
+    std::array<std::span<Sc>, buffer_tensors> out{};
+    std::size_t k = 0;
+    auto f = [&](auto* l, auto) {
+      using L = detail::layer_of_ptr_t<decltype(l)>;
+      if constexpr (HasBuffers<L>)
+        for (auto s : layer_traits<L>::buffers(*l)) out[k++] = s;
+    };
+    detail::chain<B>::each(&r.block, f);
+    detail::chain<S>::each(&r.shortcut, f);
+    return out;
+  }
+
   /// Initialises every inner layer (block, then shortcut) with its own input shape.
   static void init(R& r, shape in, std::mt19937_64& rng) {
     auto f = [&](auto* l, auto, shape i, shape) {
@@ -543,17 +577,24 @@ template <class T>
 struct layer_traits<Residual<DynamicBlock<T>, DynamicBlock<T>>>
     : detail::residual_common<DynamicBlock<T>, DynamicBlock<T>> {
   using R = DynamicResidual<T>;
-  static std::vector<std::span<T>> parameters(R& r) { return collect<T>(r); }
-  static std::vector<std::span<const T>> parameters(const R& r) { return collect<const T>(r); }
+  static std::vector<std::span<T>> parameters(R& r) { return collect<T, false>(r); }
+  static std::vector<std::span<const T>> parameters(const R& r) { return collect<const T, false>(r); }
+  /// The inner layers' buffers (BatchNorm's running statistics), block then shortcut.
+  static std::vector<std::span<T>> buffers(R& r) { return collect<T, true>(r); }
+  static std::vector<std::span<const T>> buffers(const R& r) { return collect<const T, true>(r); }
 
  private:
-  template <class Sc, class Self>
+  template <class Sc, bool Buffers, class Self>
   static std::vector<std::span<Sc>> collect(Self& r) {
     std::vector<std::span<Sc>> out;
     auto f = [&](auto* l, std::size_t) {
       using L = detail::layer_of_ptr_t<decltype(l)>;
-      if constexpr (HasParameters<L>)
+      if constexpr (Buffers) {
+        if constexpr (HasBuffers<L>)
+          for (auto s : layer_traits<L>::buffers(*l)) out.push_back(s);
+      } else if constexpr (HasParameters<L>) {
         for (auto s : layer_traits<L>::parameters(*l)) out.push_back(s);
+      }
     };
     detail::chain<DynamicBlock<T>>::each(&r.block, f);
     detail::chain<DynamicBlock<T>>::each(&r.shortcut, f);
