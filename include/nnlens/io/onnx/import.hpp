@@ -5,11 +5,14 @@
 //   Gemm, MatMul (x@W, or W@x for a file without a batch axis)  -> Dense (W stored [in, out])
 //   Add/Sub/Mul/Div with a constant                              -> Affine (folded into a bias later)
 //   Add of two activations forked from one value                 -> DynamicResidual
-//   Conv -> Conv2D; MaxPool / AveragePool / GlobalAveragePool    -> the pooling layers
-//   BatchNormalization -> BatchNorm; Relu, LeakyRelu, Clip, Softmax -> themselves
-//   Flatten, Reshape (to flatten)  -> Flatten (or nothing when already flat)
-//   Transpose, Dropout, Identity, Pad (constant zero) -> no layer (layout bookkeeping / padding
-//   folded into the next Conv or AveragePool)
+//   Conv -> Conv2D (graph rewriting here: pads, a pending Pad, bias folding in fuse.hpp)
+//   Reshape (to flatten) -> Flatten (or nothing when already flat)
+//   Transpose, Pad (constant zero) -> no layer (layout bookkeeping / padding folded into the next
+//   Conv or AveragePool)
+//   any other node with an activation input: the layer form whose header's onnx_import_rule<L>
+//   lists its op type (core/onnx_form.hpp) builds it, found by walking the variant of run-time
+//   layer forms at compile time (MaxPool, AveragePool, GlobalAveragePool, BatchNormalization, Relu,
+//   LeakyRelu, Clip, Softmax, Flatten; Dropout and Identity pass their input through)
 //   Constant, Shape, Gather, Unsqueeze, Concat, Cast on constants -> constant folding (state.hpp)
 // Chains are then folded by onnx_fuse (fuse.hpp).
 // requires: one run-time graph input (others bound through onnx_options::extra_inputs), a
@@ -20,6 +23,11 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <iterator>
+#include <string_view>
+#include <type_traits>
+#include <variant>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -28,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "nnlens/core/onnx_form.hpp"
 #include "nnlens/io/onnx/fuse.hpp"
 #include "nnlens/io/onnx/proto.hpp"
 #include "nnlens/io/onnx/state.hpp"
@@ -105,7 +114,7 @@ class onnx_importer : onnx_graph_state {
         {"Gemm", 2}, {"MatMul", 2}, {"Add", 2}, {"Sub", 2}, {"Mul", 2}, {"Div", 2}, {"Conv", 2},
         {"BatchNormalization", 5}, {"Gather", 2}, {"Shape", 1}, {"Reshape", 1}, {"Unsqueeze", 1}};
     auto mi = min_inputs.find(op);
-    if (n.input_size() < (mi == min_inputs.end() ? (op == "Constant" || op == "Concat" ? 0 : 1) : mi->second))
+    if (n.input_size() < (mi == min_inputs.end() ? (op == "Constant" ? 0 : 1) : mi->second))
       fail(n, nnlens::detail::concat("has ", n.input_size(), " inputs, too few"));
     bool any_act = false;
     for (const auto& i : n.input()) any_act = any_act || (!i.empty() && is_act(i));
@@ -116,28 +125,87 @@ class onnx_importer : onnx_graph_state {
     if (op == "MatMul") return matmul(n);
     if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return arith(n);
     if (op == "Conv") return conv(n);
-    if (op == "MaxPool" || op == "AveragePool") return pool(n);
-    if (op == "GlobalAveragePool") {
-      onnx_act a = take(n, 0);
-      need_plain(n, a);
-      emit(n, a, GlobalAvgPool{});
-      a.logical = {a.logical[0], 1, 1};
-      return out(n, std::move(a));
-    }
-    if (op == "BatchNormalization") return batchnorm(n);
-    if (op == "Relu" || op == "LeakyRelu" || op == "Clip") return activation(n);
-    if (op == "Softmax") return softmax(n);
-    if (op == "Flatten") return flatten(n);
     if (op == "Reshape") return reshape(n);
     if (op == "Transpose") return transpose(n);
     if (op == "Pad") return pad(n);
-    if (op == "Dropout" || op == "Identity") {
-      if (op == "Dropout" && opset_ >= 12 && n.input_size() > 2 && !n.input(2).empty() && scalar_cst(n, 2) != 0)
-        fail(n, "training_mode = true is not supported");
-      onnx_act a = take(n, 0);
-      return out(n, std::move(a));
+    if (by_rule(n)) return;  // one node -> the op whose header's onnx_import_rule lists it
+    fail(n, "unsupported operator; nnlens supports " + onnx_supported_ops());
+  }
+
+  /// core/onnx_form.hpp's view of node n whose activation input is a (the importer's state behind it).
+  class node_view final : public onnx_node_view {
+   public:
+    node_view(onnx_importer& s, const onnx::NodeProto& n, onnx_act& a) : s_(s), n_(n), a_(a) {}
+    std::string_view op() const override { return n_.op_type(); }
+    std::int64_t opset() const override { return s_.opset_; }
+    bool batch_axis() const override { return s_.batch_; }
+    std::int64_t attr_i(std::string_view name, std::int64_t def) const override {
+      return onnx_attr_i(n_, std::string(name).c_str(), def);
     }
-    fail(n, std::string("unsupported operator; nnlens supports ") + onnx_supported_ops);
+    double attr_f(std::string_view name, double def, bool allow_inf) const override {
+      return s_.attr_f(n_, std::string(name).c_str(), def, allow_inf);
+    }
+    std::vector<std::int64_t> attr_ints(std::string_view name, std::vector<std::int64_t> def) const override {
+      return onnx_attr_ints(n_, std::string(name).c_str(), def);
+    }
+    std::string attr_s(std::string_view name, std::string def) const override {
+      return onnx_attr_s(n_, std::string(name).c_str(), def);
+    }
+    int input_count() const override { return n_.input_size(); }
+    bool has_input(int i) const override { return i >= 0 && i < n_.input_size() && !n_.input(i).empty(); }
+    onnx_const_view constant(int i, bool allow_inf) const override {
+      const onnx_tensor* t = &s_.any_cst(n_, i);
+      if (allow_inf)
+        s_.require_finite(n_, i, *t, true);
+      else
+        t = &s_.cst(n_, i);
+      return {t->dims, t->values};
+    }
+    shape input_shape() const override { return a_.store; }
+    std::vector<std::int64_t> input_dims() const override { return a_.logical; }
+    bool plain_image() const override { return a_.plain_image(); }
+    bool transposed() const override { return !a_.perm.empty(); }
+    std::array<std::size_t, 4> pending_pad() const override { return a_.pad; }
+    void absorb_pad() override { absorbed = true; }
+    void set_output_dims(std::vector<std::int64_t> d) override { dims = std::move(d), has_dims = true; }
+    [[noreturn]] void fail(const std::string& why) const override { s_.fail(n_, why); }
+
+    bool absorbed = false, has_dims = false;
+    std::vector<std::int64_t> dims;
+
+   private:
+    onnx_importer& s_;
+    const onnx::NodeProto& n_;
+    onnx_act& a_;
+  };
+
+  /// The node built by the import rule of layer form L, if L's rule lists n's op type.
+  template <class L>
+  bool try_rule(const onnx::NodeProto& n) {
+    if constexpr (OnnxImportable<L>) {
+      const auto& ops = onnx_import_rule<L>::ops;
+      if (std::find(std::begin(ops), std::end(ops), n.op_type()) == std::end(ops)) return false;
+      onnx_act a = take(n, 0);
+      const shape before = a.store;
+      node_view v(*this, n, a);
+      onnx_import_rule<L>::build(v, [&](auto layer) { emit(n, a, std::move(layer)); });
+      if (v.absorbed) a.pad = {0, 0, 0, 0};
+      if (v.has_dims) {
+        a.logical = std::move(v.dims);
+      } else if (!(a.store == before)) {  // a new storage shape: the logical dims follow it
+        a.logical.clear();
+        for (std::size_t i = 0; i < a.store.rank; ++i) a.logical.push_back(std::int64_t(a.store[i]));
+      }
+      out(n, std::move(a));
+      return true;
+    } else {
+      return false;
+    }
+  }
+  bool by_rule(const onnx::NodeProto& n) {
+    return []<class... Ls>(onnx_importer& self, const onnx::NodeProto& node, std::type_identity<std::variant<Ls...>>) {
+      return (self.try_rule<Ls>(node) || ...);
+    }(*this, n, std::type_identity<onnx_layer>{});
   }
 
   /// Dense from a logical [K, N] matrix w(k, o) applied to activation a (rows permuted to storage).
@@ -314,147 +382,19 @@ class onnx_importer : onnx_graph_state {
     out(n, std::move(a));
   }
 
-  /// pads / auto_pad of Conv and pooling, plus a pending Pad node's padding.
+  /// pads / auto_pad of Conv (core/onnx_form.hpp), plus a pending Pad node's padding.
   void set_pads(const onnx::NodeProto& n, onnx_act& a, std::size_t kh, std::size_t kw, std::size_t sh, std::size_t sw,
                 std::size_t dh, std::size_t dw, std::size_t& pt, std::size_t& pl, std::size_t& pb, std::size_t& pr) {
-    const std::string ap = onnx_attr_s(n, "auto_pad", "NOTSET");
-    if (ap == "NOTSET") {
-      const auto p = onnx_attr_ints(n, "pads", {0, 0, 0, 0});
-      if (p.size() != 4) fail(n, "pads must have 4 values");
-      for (auto v : p)
-        if (v < 0 || v > big) fail(n, "pads must be in [0, 2^20]");
-      pt = std::size_t(p[0]), pl = std::size_t(p[1]), pb = std::size_t(p[2]), pr = std::size_t(p[3]);
-    } else if (ap == "VALID") {
-      pt = pl = pb = pr = 0;
-    } else if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
-      auto same = [&](std::size_t in, std::size_t k, std::size_t s, std::size_t d, std::size_t& lo, std::size_t& hi) {
-        const std::size_t o = (in + s - 1) / s, span = d * (k - 1) + 1;
-        const std::size_t need = (o - 1) * s + span, total = need > in ? need - in : 0;
-        lo = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
-        hi = total - lo;
-      };
-      same(a.store[1], kh, sh, dh, pt, pb);
-      same(a.store[2], kw, sw, dw, pl, pr);
-    } else {
-      fail(n, "auto_pad '" + ap + "' is not supported");
-    }
-    pt += a.pad[0], pl += a.pad[1], pb += a.pad[2], pr += a.pad[3];
+    node_view v(*this, n, a);
+    const auto p = onnx_window_pads(v, kh, kw, sh, sw, dh, dw);
+    pt = p[0] + a.pad[0], pl = p[1] + a.pad[1], pb = p[2] + a.pad[2], pr = p[3] + a.pad[3];
     a.pad = {0, 0, 0, 0};
-  }
-
-  void pool(const onnx::NodeProto& n) {
-    const bool is_max = n.op_type() == "MaxPool";
-    onnx_act a = take(n, 0);
-    const auto pending = a.pad;
-    a.pad = {0, 0, 0, 0};
-    need_plain(n, a);
-    const auto k = onnx_attr_ints(n, "kernel_shape");
-    if (k.size() != 2 || k[0] < 1 || k[1] < 1 || k[0] > big || k[1] > big)
-      fail(n, "only 2-D pooling with a positive kernel_shape is supported");
-    const auto s = onnx_attr_ints(n, "strides", {1, 1});
-    if (s.size() != 2 || s[0] < 1 || s[1] < 1 || s[0] > big || s[1] > big) fail(n, "bad strides");
-    for (auto d : onnx_attr_ints(n, "dilations", {1, 1}))
-      if (d != 1) fail(n, "dilated pooling is not supported");
-    if (onnx_attr_i(n, "storage_order", 0) != 0) fail(n, "storage_order = 1 is not supported");
-    pool_geometry g;
-    g.kh = std::size_t(k[0]), g.kw = std::size_t(k[1]);
-    g.stride_h = std::size_t(s[0]), g.stride_w = std::size_t(s[1]);
-    g.ceil_mode = onnx_attr_i(n, "ceil_mode", 0) != 0;
-    set_pads(n, a, g.kh, g.kw, g.stride_h, g.stride_w, 1, 1, g.pad_top, g.pad_left, g.pad_bottom, g.pad_right);
-    const bool own_pad = g.pad_top || g.pad_left || g.pad_bottom || g.pad_right;
-    const bool pending_pad = pending[0] || pending[1] || pending[2] || pending[3];
-    if (is_max) {
-      if (pending_pad) fail(n, "zero padding from a Pad node before MaxPool is not supported (MaxPool pads with -inf)");
-      MaxPool2D<dyn> p;
-      p.geometry = g;
-      emit(n, a, std::move(p));
-    } else {
-      g.count_include_pad = onnx_attr_i(n, "count_include_pad", 0) != 0;
-      if (pending_pad) {
-        if (own_pad && !g.count_include_pad)
-          fail(n, "a Pad node before an AveragePool with its own pads and count_include_pad = 0 is not supported");
-        g.count_include_pad = true;  // the padded zeros are input elements
-        g.pad_top += pending[0], g.pad_left += pending[1], g.pad_bottom += pending[2], g.pad_right += pending[3];
-      }
-      AvgPool2D<dyn> p;
-      p.geometry = g;
-      emit(n, a, std::move(p));
-    }
-    a.logical = {std::int64_t(a.store[0]), std::int64_t(a.store[1]), std::int64_t(a.store[2])};
-    out(n, std::move(a));
-  }
-
-  void batchnorm(const onnx::NodeProto& n) {
-    if (onnx_attr_i(n, "training_mode", 0) != 0) fail(n, "training_mode = 1 is not supported");
-    if (opset_ < 9 && onnx_attr_i(n, "spatial", 1) != 1) fail(n, "spatial = 0 is not supported");
-    onnx_act a = take(n, 0);
-    if (a.has_pad()) fail(n, "follows a Pad node");
-    if (!a.perm.empty() || !(a.logical.size() == 1 || a.plain_image()))
-      fail(n, "needs per-sample shape [C] or an NCHW image, got " + dims_str(a.logical));
-    const std::size_t C = std::size_t(a.logical[0]);
-    BatchNorm<dyn, float> b;
-    tensor<float, 1>* dst[4] = {&b.gamma, &b.beta, &b.running_mean, &b.running_var};
-    for (int i = 0; i < 4; ++i) {
-      const onnx_tensor& t = cst(n, i + 1);
-      if (t.size() != C) fail(n, nnlens::detail::concat("parameter ", i + 1, " has ", t.size(), " values, expected ", C));
-      *dst[i] = tensor<float, 1>::from_shape({C});
-      for (std::size_t c = 0; c < C; ++c) (*dst[i])(c) = float(t.values[c]);
-    }
-    b.eps = double(float(attr_f(n, "epsilon", 1e-5)));
-    emit(n, a, std::move(b));
-    out(n, std::move(a));
-  }
-
-  void activation(const onnx::NodeProto& n) {
-    onnx_act a = take(n, 0);
-    if (a.has_pad()) fail(n, "follows a Pad node");
-    const std::string& op = n.op_type();
-    if (op == "Relu") emit(n, a, ReLU{});
-    else if (op == "LeakyRelu") emit(n, a, LeakyReLU{double(float(attr_f(n, "alpha", 0.01)))});
-    else {
-      Clamp c;
-      if (opset_ < 11) {
-        c.lo = attr_f(n, "min", -std::numeric_limits<double>::infinity(), true);
-        c.hi = attr_f(n, "max", std::numeric_limits<double>::infinity(), true);
-      } else {  // the bounds may be infinite (no bound), never NaN
-        for (int i : {1, 2}) {
-          if (i >= n.input_size() || n.input(i).empty()) continue;
-          const onnx_tensor& t = any_cst(n, i);
-          require_finite(n, i, t, true);
-          (i == 1 ? c.lo : c.hi) = scalar_of(n, t, i);
-        }
-      }
-      emit(n, a, c);
-    }
-    out(n, std::move(a));
-  }
-
-  void softmax(const onnx::NodeProto& n) {
-    onnx_act a = take(n, 0);
-    const std::int64_t r = std::int64_t(a.logical.size()) + (batch_ ? 1 : 0);
-    std::int64_t axis = onnx_attr_i(n, "axis", opset_ >= 13 ? -1 : 1);
-    if (axis < 0) axis += r;
-    const bool ok = batch_ ? (axis == 1 && (opset_ < 13 || a.logical.size() == 1)) : (axis == 0 && a.logical.size() == 1);
-    if (!ok || a.has_pad()) fail(n, "only a softmax over all features of a sample is supported");
-    if (a.store.rank != 1) emit(n, a, Flatten{});
-    emit(n, a, Softmax{});
-    out(n, std::move(a));
   }
 
   void to_flat(const onnx::NodeProto& n, onnx_act& a) {
     if (a.has_pad()) fail(n, "follows a Pad node");
     if (a.store.rank != 1) emit(n, a, Flatten{});
     a.logical = {std::int64_t(onnx_prod(a.logical))};
-  }
-
-  void flatten(const onnx::NodeProto& n) {
-    onnx_act a = take(n, 0);
-    std::int64_t axis = onnx_attr_i(n, "axis", 1);
-    const std::int64_t r = std::int64_t(a.logical.size()) + (batch_ ? 1 : 0);
-    if (axis < 0) axis += r;
-    if (!batch_ || axis != 1) fail(n, "only Flatten with axis = 1 (keeping the batch axis) is supported");
-    to_flat(n, a);
-    out(n, std::move(a));
   }
 
   void reshape(const onnx::NodeProto& n) {

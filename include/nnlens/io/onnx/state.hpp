@@ -21,9 +21,13 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
+#include <type_traits>
+#include <variant>
 #include <utility>
 #include <vector>
 
+#include "nnlens/core/onnx_form.hpp"
 #include "nnlens/io/layout.hpp"
 #include "nnlens/io/onnx/proto.hpp"
 #include "nnlens/io/onnx/values.hpp"
@@ -48,11 +52,22 @@ struct onnx_info {
   std::int64_t opset = 0;
 };
 
-/// The supported operators (for messages and docs).
-inline constexpr const char* onnx_supported_ops =
-    "Gemm, MatMul, Add, Sub, Mul, Div, Conv, Relu, LeakyRelu, Clip, MaxPool, AveragePool, GlobalAveragePool, "
-    "BatchNormalization, Flatten, Reshape, Transpose, Pad, Dropout, Identity, Softmax, Constant, Shape, Gather, "
-    "Unsqueeze, Concat, Cast";
+/// The supported operators (for messages): the graph-level ones handled here and in import.hpp,
+/// then every op type an op's onnx_import_rule lists (core/onnx_form.hpp), then constant folding.
+inline const std::string& onnx_supported_ops() {
+  static const std::string list = [] {
+    std::string r = "Gemm, MatMul, Add, Sub, Mul, Div, Conv";
+    []<class... Ls>(std::string& out, std::type_identity<std::variant<Ls...>>) {
+      auto add = [&]<class L>(std::type_identity<L>) {
+        if constexpr (OnnxImportable<L>)
+          for (std::string_view o : onnx_import_rule<L>::ops) out += ", " + std::string(o);
+      };
+      (add(std::type_identity<Ls>{}), ...);
+    }(r, std::type_identity<DynamicNetwork::layer_type>{});
+    return r + ", Reshape, Transpose, Pad, Constant, Shape, Gather, Unsqueeze, Concat, Cast";
+  }();
+  return list;
+}
 
 namespace detail {
 
@@ -294,12 +309,28 @@ class onnx_graph_state {
     consts_[n.output(0)] = std::move(t);
   }
 
+  /// Whether an op type passes its input through (a layer form's onnx_import_rule says passthrough).
+  static bool passthrough_op(const std::string& op) {
+    return []<class... Ls>(const std::string& o, std::type_identity<std::variant<Ls...>>) {
+      return (pass_rule<Ls>(o) || ...);
+    }(op, std::type_identity<onnx_layer>{});
+  }
+  template <class L>
+  static bool pass_rule(const std::string& op) {
+    if constexpr (requires { onnx_import_rule<L>::passthrough; }) {
+      if (!onnx_import_rule<L>::passthrough) return false;
+      for (std::string_view o : onnx_import_rule<L>::ops)
+        if (o == op) return true;
+    }
+    return false;
+  }
+
   /// Constant folding of the shape arithmetic exporters emit (PyTorch's flatten: Shape, Gather,
   /// Unsqueeze, Concat, Reshape).
   void fold(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
     onnx_tensor r;
-    if (op == "Identity" || op == "Cast" || op == "Dropout") {
+    if (op == "Cast" || passthrough_op(op)) {
       r = any_cst(n, 0);
     } else if (op == "Unsqueeze") {
       r = any_cst(n, 0);
@@ -347,7 +378,7 @@ class onnx_graph_state {
       if (onnx_count(d, where_n(n)) != r.size()) fail(n, "the new shape has a different number of elements");
       r.dims = d;
     } else {
-      fail(n, std::string("unsupported operator on constants; nnlens supports ") + onnx_supported_ops);
+      fail(n, "unsupported operator on constants; nnlens supports " + onnx_supported_ops());
     }
     if (n.output_size() < 1) fail(n, "no output");
     consts_[n.output(0)] = std::move(r);
