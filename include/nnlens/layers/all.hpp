@@ -14,6 +14,7 @@
 #include "nnlens/layers/hard_tanh.hpp"
 #include "nnlens/layers/leaky_relu.hpp"
 #include "nnlens/layers/max_pool2d.hpp"
+#include "nnlens/layers/prelu.hpp"
 #include "nnlens/layers/relu.hpp"
 #include "nnlens/layers/residual.hpp"
 #include "nnlens/layers/softmax.hpp"
@@ -28,6 +29,7 @@ struct dynamic_layer_list {
   using type = std::variant<Dense<dyn, T>, ReLU, Flatten,
                             Conv2DG<dyn, conv_geometry_dyn, T>, MaxPool2D<dyn>, AvgPool2D<dyn>, GlobalAvgPool,
                             LeakyReLU, HardTanh, Clamp, BatchNorm<dyn, T>, Affine<dyn, T>, Softmax, Dropout, Identity,
+                            PReLU<dyn, T>,
                             DynamicResidual<T>>;
 };
 }  // namespace nnlens::detail
