@@ -3,6 +3,10 @@
 
 #include <variant>
 
+#include "nnlens/core/codegen_form.hpp"
+#include "nnlens/core/onnx_form.hpp"
+#include "nnlens/core/traits.hpp"
+
 #include "nnlens/layers/affine.hpp"
 #include "nnlens/layers/avg_pool2d.hpp"
 #include "nnlens/layers/batch_norm.hpp"
@@ -32,4 +36,34 @@ struct dynamic_layer_list {
                             PReLU<dyn, T>,
                             DynamicResidual<T>>;
 };
+}  // namespace nnlens::detail
+
+namespace nnlens::detail {
+// Every run-time op has the rules that every form of the network needs (the tool, DynamicNetwork's
+// readers and writers): a layer_traits (Layer), a codegen_rule and an onnx_export_rule.  A missing
+// rule names the op in the compiler's message through the incomplete type below (the fmt trick).
+// Analysis rules that an op may lack on purpose (Softmax has no pwl_rule, sign_rule or
+// relevance_rule: it is not piecewise-linear) are checked where the analysis is called, with a
+// message naming the op and the analysis.  An ONNX import rule is optional (Dense and Conv2D are
+// read by io/onnx's graph rewriting).
+template <class L>
+struct error_op_lacks_a_rule_see_docs_adding_a_layer_md;
+template <class L>
+constexpr bool op_has_every_rule() {
+  if constexpr (!(Layer<L> && CodegenLayer<L> && OnnxExportable<L>)) {
+    error_op_lacks_a_rule_see_docs_adding_a_layer_md<L> missing;
+    (void)missing;
+    return false;
+  } else {
+    return true;
+  }
+}
+template <class V>
+struct every_op_has_every_rule;
+template <class... Ls>
+struct every_op_has_every_rule<std::variant<Ls...>> {
+  static constexpr bool value = (op_has_every_rule<Ls>() && ...);
+};
+static_assert(every_op_has_every_rule<typename dynamic_layer_list<float>::type>::value);
+static_assert(every_op_has_every_rule<typename dynamic_layer_list<double>::type>::value);
 }  // namespace nnlens::detail
