@@ -1,8 +1,9 @@
 // bench_forms: the static form (Sequential, every layer's type known to the compiler) against the
 // run-time form (DynamicNetwork, a vector of variant layers) of the same network, for each
 // analysis: forward, NNSlicer slicing, LRP and ExactLine (issue 17 item 3: "the static form must
-// not be slower").  Both forms hold the same weights (to_dynamic of the static network), so each
-// pair computes the same result; the benchmark checks that before it measures.
+// not be slower").  Both forms hold the same weights (to_dynamic of the static network); before it
+// measures, the benchmark checks that their forward outputs on the samples are equal (bitwise), and
+// skips the rows with an error otherwise.
 //
 //   forward/<net>/<form>      a batch of 256 samples                     samples/s
 //   slice/<net>/<form>        NNSlicer CONTRIB tables of 16 samples      samples/s
@@ -71,6 +72,9 @@ void fill_inputs(pair_of_forms<Net>& p, std::size_t n, std::size_t lines, float 
   auto X = s.rank == 3 ? xt::xarray<float>(xt::adapt(p.x, std::vector<std::size_t>{n, s[0], s[1], s[2]}))
                        : xt::xarray<float>(xt::adapt(p.x, std::vector<std::size_t>{n, s[0]}));
   p.prof = profile_network(execution::seq, p.s, X);
+  // the two forms must compute the same thing, or the comparison means nothing
+  const xt::xarray<float> ys = forward(execution::seq, p.s, X), yd = forward(execution::seq, p.d, X);
+  if (ys != yd) p.error = "the static and the run-time form give different outputs";
 }
 
 pair_of_forms<LeNet5>& lenet() {

@@ -482,29 +482,19 @@ constexpr bool any_inference_only() {
     return false;
 }
 
-template <class B>
-constexpr std::size_t parameter_tensor_count() {
+/// How many parameter tensors (Buffers = false) or buffer tensors (true: BatchNorm's running
+/// statistics) the layers of a static block have.
+template <class B, bool Buffers = false>
+constexpr std::size_t tensor_count() {
   std::size_t k = 0;
   if constexpr (is_static_block_v<B>) {
     [&]<class... Ls>(std::type_identity<Block<Ls...>>) {
       auto one = [&]<class L>(std::type_identity<L>) {
-        if constexpr (HasParameters<L>)
+        if constexpr (Buffers) {
+          if constexpr (HasBuffers<L>) k += std::tuple_size_v<decltype(layer_traits<L>::buffers(std::declval<L&>()))>;
+        } else if constexpr (HasParameters<L>) {
           k += std::tuple_size_v<decltype(layer_traits<L>::parameters(std::declval<L&>()))>;
-      };
-      (one(std::type_identity<Ls>{}), ...);
-      (void)one;
-    }(std::type_identity<B>{});
-  }
-  return k;
-}
-/// The same for buffers (BatchNorm's running statistics inside a block).
-template <class B>
-constexpr std::size_t buffer_tensor_count() {
-  std::size_t k = 0;
-  if constexpr (is_static_block_v<B>) {
-    [&]<class... Ls>(std::type_identity<Block<Ls...>>) {
-      auto one = [&]<class L>(std::type_identity<L>) {
-        if constexpr (HasBuffers<L>) k += std::tuple_size_v<decltype(layer_traits<L>::buffers(std::declval<L&>()))>;
+        }
       };
       (one(std::type_identity<Ls>{}), ...);
       (void)one;
@@ -522,43 +512,20 @@ struct layer_traits<Residual<B, S>> : detail::residual_common<B, S> {
                 "nnlens::Residual: mix no static and run-time branches (use DynamicResidual<T> at run time)");
   /// True when an inner layer is inference-only (Dropout).
   static constexpr bool inference_only = detail::any_inference_only<B>() || detail::any_inference_only<S>();
-  static constexpr std::size_t parameter_tensors =
-      detail::parameter_tensor_count<B>() + detail::parameter_tensor_count<S>();
+  static constexpr std::size_t parameter_tensors = detail::tensor_count<B>() + detail::tensor_count<S>();
+  static constexpr std::size_t buffer_tensors = detail::tensor_count<B, true>() + detail::tensor_count<S, true>();
 
+  /// The inner layers' parameters, block then shortcut.
   template <class Self>
     requires(parameter_tensors > 0)
   static auto parameters(Self& r) {
-    using T = typename R::scalar_type;
-    using Sc = std::conditional_t<std::is_const_v<Self>, const T, T>;
-    std::array<std::span<Sc>, parameter_tensors> out{};
-    std::size_t k = 0;
-    auto f = [&](auto* l, auto) {
-      using L = detail::layer_of_ptr_t<decltype(l)>;
-      if constexpr (HasParameters<L>)
-        for (auto s : layer_traits<L>::parameters(*l)) out[k++] = s;
-    };
-    detail::chain<B>::each(&r.block, f);
-    detail::chain<S>::each(&r.shortcut, f);
-    return out;
+    return gather<false, parameter_tensors>(r);
   }
-
-  static constexpr std::size_t buffer_tensors = detail::buffer_tensor_count<B>() + detail::buffer_tensor_count<S>();
   /// The inner layers' buffers (BatchNorm's running statistics), block then shortcut.
   template <class Self>
     requires(buffer_tensors > 0)
   static auto buffers(Self& r) {
-    using T = typename R::scalar_type;
-    using Sc = std::conditional_t<std::is_const_v<Self>, const T, T>;
-    std::array<std::span<Sc>, buffer_tensors> out{};
-    std::size_t k = 0;
-    auto f = [&](auto* l, auto) {
-      using L = detail::layer_of_ptr_t<decltype(l)>;
-      if constexpr (HasBuffers<L>)
-        for (auto s : layer_traits<L>::buffers(*l)) out[k++] = s;
-    };
-    detail::chain<B>::each(&r.block, f);
-    detail::chain<S>::each(&r.shortcut, f);
-    return out;
+    return gather<true, buffer_tensors>(r);
   }
 
   /// Initialises every inner layer (block, then shortcut) with its own input shape.
@@ -569,6 +536,27 @@ struct layer_traits<Residual<B, S>> : detail::residual_common<B, S> {
     };
     detail::chain<B>::visit(&r.block, in, f);
     detail::chain<S>::visit(&r.shortcut, in, f);
+  }
+
+ private:
+  template <bool Buffers, std::size_t N, class Self>
+  static auto gather(Self& r) {
+    using T = typename R::scalar_type;
+    using Sc = std::conditional_t<std::is_const_v<Self>, const T, T>;
+    std::array<std::span<Sc>, N> out{};
+    std::size_t k = 0;
+    auto f = [&](auto* l, auto) {
+      using L = detail::layer_of_ptr_t<decltype(l)>;
+      if constexpr (Buffers) {
+        if constexpr (HasBuffers<L>)
+          for (auto sp : layer_traits<L>::buffers(*l)) out[k++] = sp;
+      } else if constexpr (HasParameters<L>) {
+        for (auto sp : layer_traits<L>::parameters(*l)) out[k++] = sp;
+      }
+    };
+    detail::chain<B>::each(&r.block, f);
+    detail::chain<S>::each(&r.shortcut, f);
+    return out;
   }
 };
 
