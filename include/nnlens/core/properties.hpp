@@ -17,6 +17,13 @@
 //       quantisation and magnitude pruning treat such an op as a weight layer, per output channel.
 //   has_window_geometry<L>       static conv_geometry geometry_of(const L*)  (a convolution: the
 //       int8 path runs it through im2col)
+//   pool_reduction_v<L>          static constexpr nnlens::pool_reduce pool_reduction   default none
+//       the op pools windows: geometry_of(const L*) returns the pool_geometry (kernels/conv.hpp)
+//       of its windows, channel c of the output reads channel c of the input, and y[c, oh, ow]
+//       is, over the window's elements inside the input, pool_reduce::max: their maximum (padding
+//       never wins; MaxPool2D), pool_reduce::mean: their sum over the window's divisor (the
+//       geometry's count_include_pad; AvgPool2D).  PoolingWindow<L> says the op has one; the
+//       thrust backend runs it by the window kernel of its reduction (forward, LRP, ExactLine).
 //   Int8Op<L>                    static void int8_forward(const L&, shape in, shape out,
 //                                    std::size_t batch, const std::int8_t* x, std::int8_t* y,
 //                                    int zero_point)
@@ -89,6 +96,21 @@ concept WeightLayer = output_channel_axis_v<L> >= 0 && requires(const L& l) {
 
 template <class L>
 concept has_window_geometry = requires(const L* l) { layer_traits<L>::geometry_of(l); };
+
+/// What a pooling op computes over each window (pool_reduction_v, see the header table).
+enum class pool_reduce { none, max, mean };
+
+template <class L>
+inline constexpr pool_reduce pool_reduction_v = [] {
+  if constexpr (requires { layer_traits<L>::pool_reduction; })
+    return pool_reduce(layer_traits<L>::pool_reduction);
+  else
+    return pool_reduce::none;
+}();
+
+/// A pooling op: a reduction (max or mean) over the windows of its geometry_of(const L*).
+template <class L>
+concept PoolingWindow = pool_reduction_v<L> != pool_reduce::none && has_window_geometry<L>;
 
 template <class L>
 concept Int8Op = requires(const L& l, shape s, const std::int8_t* x, std::int8_t* y) {

@@ -23,6 +23,7 @@
 #include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/core/onnx_form.hpp"
+#include "nnlens/core/properties.hpp"
 #include "nnlens/layers/pool_forms.hpp"
 #include "nnlens/kernels/conv.hpp"
 #include "nnlens/core/dynamic_form.hpp"
@@ -66,6 +67,8 @@ template <pool_geometry G>
 struct layer_traits<AvgPool2DG<G>> : layer_defaults {
   using L = AvgPool2DG<G>;
   static constexpr std::string_view name = "AvgPool2D";
+  /// The mean over each window of geometry_of, divisor as above (core/properties.hpp).
+  static constexpr pool_reduce pool_reduction = pool_reduce::mean;
   static constexpr pool_geometry geometry_of(const L* l) {
     if constexpr (G.is_dynamic())
       return l->geometry;

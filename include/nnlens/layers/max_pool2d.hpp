@@ -33,6 +33,7 @@
 #include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/core/onnx_form.hpp"
+#include "nnlens/core/properties.hpp"
 #include "nnlens/layers/pool_forms.hpp"
 #include "nnlens/kernels/envelope.hpp"
 #include "nnlens/kernels/conv.hpp"
@@ -63,6 +64,8 @@ template <pool_geometry G>
 struct layer_traits<MaxPool2DG<G>> : layer_defaults {
   using L = MaxPool2DG<G>;
   static constexpr std::string_view name = "MaxPool2D";
+  /// The maximum over each window of geometry_of (core/properties.hpp).
+  static constexpr pool_reduce pool_reduction = pool_reduce::max;
   /// int8 (core/properties.hpp): the max of the codes (quantisation is monotone, the scale stays).
   static void int8_forward(const L& l, shape in, shape out, std::size_t batch, const std::int8_t* x, std::int8_t* y,
                            int) {

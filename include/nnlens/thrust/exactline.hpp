@@ -12,13 +12,13 @@
 // forms, as the host reads them (exactline/line.hpp): an affine layer maps all rows (a Dense-like
 // weight layer with thrust_kernels::line::dense_padded, any other with its kernels of
 // thrust/network.hpp); an element-wise layer (pwl_rule<L>::knots: ReLU, LeakyReLU, HardTanh,
-// Clamp) splits where a unit crosses a knot; a max window (pwl_rule<L>::breaks with a pool
-// geometry: MaxPool2D) splits by the envelope walk, fused with an adjacent element-wise max(x, c)
-// (pwl_rule<L>::max_floor) as the host does with fuse_max_pool.  At a split layer each pair
-// of consecutive points of a segment counts its candidate ratios, an exclusive scan gives the
-// offsets, each pair writes and sorts its run in place, and merges it with the host's rules (exact
-// repeats dropped; ratios within merge_tol of the last kept point or of the pair's end counted in
-// stats.merged).  New rows are interpolated from the pair's ends (exact on an affine piece), or
+// Clamp) splits where a unit crosses a knot; a max window (pwl_rule<L>::breaks of a max-pooling
+// window, core/properties.hpp: MaxPool2D) splits by the envelope walk, fused with an adjacent
+// element-wise max(x, c) (pwl_rule<L>::max_floor) as the host does with fuse_max_pool.  At a split
+// layer each pair of consecutive points of a segment counts its candidate ratios, an exclusive
+// scan gives the offsets, each pair writes and sorts its run in place, and merges it with the
+// host's rules (exact repeats dropped; ratios within merge_tol of the last kept point or of the
+// pair's end counted in stats.merged).  New rows are interpolated from the pair's ends (exact on an affine piece), or
 // recomputed from the input with `reanchor`; then the layer runs on every row.  stats.points and
 // stats.merged are those of the host; `validate` runs on the host afterwards, as in line.hpp.
 // Kernels: nnlens/thrust/exactline_kernels.hpp.
@@ -63,11 +63,10 @@ namespace detail::thrust_line {
 using idx = std::size_t;
 namespace tk = thrust_kernels::line;
 
-/// A max window on the device: the host's window rule (pwl_rule<L>::breaks) on a pool geometry.
+/// A max window on the device: the host's window rule (pwl_rule<L>::breaks) of a max-pooling
+/// window (core/properties.hpp: PoolingWindow with pool_reduce::max).
 template <class L>
-concept max_window = pwl_has_window<L> && requires(const L* l) {
-  { layer_traits<L>::geometry_of(l) } -> std::convertible_to<pool_geometry>;
-};
+concept max_window = pwl_has_window<L> && PoolingWindow<L> && pool_reduction_v<L> == pool_reduce::max;
 
 enum class kind { affine, knots, pool };
 
@@ -83,15 +82,6 @@ struct layer_run {
   thrust_kernels::window_dims pool{};
   std::function<void(idx, const T*, T*)> forward;
 };
-
-template <class L>
-thrust_kernels::window_dims pool_dims(const L& l, shape in, shape out) {
-  const pool_geometry g = layer_traits<L>::geometry_of(&l);
-  thrust_kernels::window_dims d;
-  d.C = in[0], d.H = in[1], d.W = in[2], d.O = out[0], d.OH = out[1], d.OW = out[2];
-  d.kh = g.kh, d.kw = g.kw, d.sh = g.stride_h, d.sw = g.stride_w, d.pt = g.pad_top, d.pl = g.pad_left;
-  return d;
-}
 
 /// The layers of net (already in scalar T) with their uploaded parameters.
 template <class T, class Net>
@@ -126,7 +116,7 @@ std::vector<layer_run<T>> make_runs(const Net& net, std::vector<thrust_params<T>
         if constexpr (pwl_has_floor<L>) r.floor = pwl_rule<L>::max_floor(l);
       } else if constexpr (max_window<L>) {
         r.k = kind::pool;
-        r.pool = pool_dims(l, in, out);
+        r.pool = thrust_layer<L>::dims(l, in, out);
       } else {
         throw logic_error(concat("exact_lines (thrust): layer ", i, " (", layer_traits<L>::name,
                                  ") has no thrust ExactLine rule; run exact_lines with execution::seq"));

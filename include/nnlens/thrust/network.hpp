@@ -9,9 +9,10 @@
 // Layers with thrust kernels, from their properties (core/properties.hpp): every element-wise map
 // (ElementwiseMap: ReLU, LeakyReLU, HardTanh, Clamp; one thrust::transform of the op's own
 // scalar_map functor), every reshape-only op (reshape_only_v: Flatten, Dropout, Identity; a copy),
-// and the tuned kernels of Dense, Conv2D (any geometry: strides, dilations, asymmetric padding,
-// groups) and MaxPool2D (any geometry).  A Sequential with another layer is a compile error naming
-// it (error_thrust_backend_has_no_kernel_for<L>); a DynamicNetwork holding one gets logic_error
+// every max-pooling window (PoolingWindow with pool_reduce::max: MaxPool2D, any geometry), and
+// the tuned kernels of Dense, Conv2D (any geometry: strides, dilations, asymmetric padding,
+// groups).  A Sequential with another layer is a compile error naming it
+// (error_thrust_backend_has_no_kernel_for<L>); a DynamicNetwork holding one gets logic_error
 // naming the layer when the device_network is made.
 // requires: check_shapes(net) passed; net outlives the device_network only for construction (the
 //           parameters are copied; later changes to net are not seen).
@@ -30,7 +31,7 @@
 #include "nnlens/core/properties.hpp"
 #include "nnlens/layers/conv2d.hpp"
 #include "nnlens/layers/dense.hpp"
-#include "nnlens/layers/max_pool2d.hpp"
+#include "nnlens/kernels/conv.hpp"
 #include "nnlens/network/dynamic_network.hpp"
 #include "nnlens/network/visit.hpp"
 #include "nnlens/thrust/kernels.hpp"
@@ -42,6 +43,15 @@ namespace detail {
 inline std::atomic<std::size_t>& thrust_pass_counter() {
   static std::atomic<std::size_t> n{0};
   return n;
+}
+/// The kernels' window of a conv_geometry or of a pool_geometry (which has no dilation, no groups).
+template <class G>
+thrust_kernels::window_dims thrust_window(const G& g, shape in, shape out) {
+  thrust_kernels::window_dims d;
+  d.C = in[0], d.H = in[1], d.W = in[2], d.O = out[0], d.OH = out[1], d.OW = out[2];
+  d.kh = g.kh, d.kw = g.kw, d.sh = g.stride_h, d.sw = g.stride_w, d.pt = g.pad_top, d.pl = g.pad_left;
+  if constexpr (std::is_same_v<G, conv_geometry>) d.dh = g.dilation_h, d.dw = g.dilation_w, d.groups = g.groups;
+  return d;
 }
 }  // namespace detail
 
@@ -95,12 +105,7 @@ struct thrust_layer<L> {
   static constexpr bool supported = true;
   static constexpr std::size_t gemm_min_out = 16;
   static thrust_kernels::window_dims dims(const L& l, shape in, shape out) {
-    const conv_geometry g = layer_traits<L>::geometry_of(&l);
-    thrust_kernels::window_dims d;
-    d.C = in[0], d.H = in[1], d.W = in[2], d.O = out[0], d.OH = out[1], d.OW = out[2];
-    d.kh = g.kh, d.kw = g.kw, d.sh = g.stride_h, d.sw = g.stride_w, d.pt = g.pad_top, d.pl = g.pad_left;
-    d.dh = g.dilation_h, d.dw = g.dilation_w, d.groups = g.groups;
-    return d;
+    return detail::thrust_window(layer_traits<L>::geometry_of(&l), in, out);
   }
   static void upload(const L& l, thrust_params<T>& p) {
     const conv_geometry g = layer_traits<L>::geometry_of(&l);
@@ -128,19 +133,20 @@ struct thrust_layer<L> {
   }
 };
 
-template <pool_geometry G>
-struct thrust_layer<MaxPool2DG<G>> {
-  using L = MaxPool2DG<G>;
+/// A max-pooling window (core/properties.hpp: PoolingWindow with pool_reduce::max), any
+/// geometry: no parameters on the device; dims() is its window as the kernels read it.
+template <class L>
+  requires(PoolingWindow<L> && pool_reduction_v<L> == pool_reduce::max)
+struct thrust_layer<L> {
   static constexpr bool supported = true;
+  static thrust_kernels::window_dims dims(const L& l, shape in, shape out) {
+    return detail::thrust_window(pool_geometry(layer_traits<L>::geometry_of(&l)), in, out);
+  }
   template <class T>
   static void upload(const L&, thrust_params<T>&) {}
   template <class T>
   static void forward(const L& l, const thrust_params<T>&, shape in, shape out, std::size_t batch, const T* x, T* y) {
-    const pool_geometry g = layer_traits<L>::geometry_of(&l);
-    thrust_kernels::window_dims d;
-    d.C = in[0], d.H = in[1], d.W = in[2], d.O = out[0], d.OH = out[1], d.OW = out[2];
-    d.kh = g.kh, d.kw = g.kw, d.sh = g.stride_h, d.sw = g.stride_w, d.pt = g.pad_top, d.pl = g.pad_left;
-    thrust_kernels::max_pool2d<T>(batch, d, x, y);
+    thrust_kernels::max_pool2d<T>(batch, dims(l, in, out), x, y);
   }
 };
 
@@ -192,8 +198,8 @@ class device_network {
  public:
   using T = network_scalar_t<Net>;
   static_assert(detail::require_thrust_network<Net>(),
-                "nnlens::thrust: every layer needs thrust kernels (Dense, Conv2D, MaxPool2D, an element-wise map, a "
-                "reshape-only op); the "
+                "nnlens::thrust: every layer needs thrust kernels (Dense, Conv2D, a max-pooling window, an element-wise "
+                "map, a reshape-only op); the "
                 "incomplete type 'error_thrust_backend_has_no_kernel_for<L>' in this diagnostic names the layer");
 
   explicit device_network(const Net& net) : net_(&net), params_(layer_count(net)) {

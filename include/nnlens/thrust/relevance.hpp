@@ -10,11 +10,12 @@
 //                                         (cls null); r: device [nb, size of tensor stop]
 //
 // requires: every layer has thrust kernels and an LRP step here: Dense, Conv2D (any geometry),
-//           MaxPool2D (any geometry), and every op whose relevance_rule is the pass-through form
-//           (core/relevance.hpp: the element-wise maps, Flatten, Dropout, Identity: R_in = R_out,
-//           nothing runs on the device).  Another layer in a Sequential is a compile
-//           error naming it (error_thrust_backend_has_no_kernel_for<L>); a DynamicNetwork holding
-//           one gets the thrust logic_error naming the layer.
+//           every max-pooling window (PoolingWindow: MaxPool2D, any geometry), and every op
+//           whose relevance_rule is the pass-through form (core/relevance.hpp: the element-wise
+//           maps, Flatten, Dropout, Identity: R_in = R_out, nothing runs on the device).  Another
+//           layer in a Sequential is a compile error naming it
+//           (error_thrust_backend_has_no_kernel_for<L>); a DynamicNetwork holding one gets the
+//           thrust logic_error naming the layer.
 // ensures:  the host relevance(execution::seq, ...) of coverage/lrp.hpp: every rule of
 //           lrp_options (epsilon with or without bias redistribution, zplus, alpha_beta), any
 //           `layer` stop, the predicted or the given classes; the same errors (shape_error for X
@@ -109,20 +110,17 @@ struct thrust_lrp_layer<L> {
   }
 };
 
-template <pool_geometry G>
-struct thrust_lrp_layer<MaxPool2DG<G>> {
-  using L = MaxPool2DG<G>;
+/// A max-pooling window (PoolingWindow with pool_reduce::max): winner-take-all, ties split.
+template <class L>
+  requires(PoolingWindow<L> && pool_reduction_v<L> == pool_reduce::max)
+struct thrust_lrp_layer<L> {
   static constexpr bool supported = true, passthrough = false;
   template <class T>
   static void upload(const L&, thrust_params<T>&) {}
   template <class T>
   static void backward(const L& l, const thrust_params<T>&, shape in, shape out, std::size_t nb, const T* x, const T*,
                        const double* r_out, double* r_in, const thrust_lrp_scratch&, const thrust_kernels::lrp_params&) {
-    const pool_geometry g = layer_traits<L>::geometry_of(&l);
-    thrust_kernels::window_dims d;
-    d.C = in[0], d.H = in[1], d.W = in[2], d.O = out[0], d.OH = out[1], d.OW = out[2];
-    d.kh = g.kh, d.kw = g.kw, d.sh = g.stride_h, d.sw = g.stride_w, d.pt = g.pad_top, d.pl = g.pad_left;
-    thrust_kernels::lrp_max_pool<T>(nb, d, x, r_out, r_in);
+    thrust_kernels::lrp_max_pool<T>(nb, thrust_layer<L>::dims(l, in, out), x, r_out, r_in);
   }
 };
 
@@ -171,8 +169,8 @@ class device_lrp {
  public:
   using T = network_scalar_t<Net>;
   static_assert(detail::require_thrust_lrp_network<Net>(),
-                "nnlens::thrust LRP: every layer needs a device LRP step (Dense, Conv2D, MaxPool2D, a pass-through "
-                "relevance rule); the "
+                "nnlens::thrust LRP: every layer needs a device LRP step (Dense, Conv2D, a max-pooling window, a "
+                "pass-through relevance rule); the "
                 "incomplete type 'error_thrust_lrp_has_no_step_for<L>' in this diagnostic names the layer");
 
   /// Uploads the network (device_network: logic_error for a layer without thrust kernels) and
