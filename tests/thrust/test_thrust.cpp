@@ -17,11 +17,14 @@
 #include <nnlens/thrust/forward.hpp>
 #include <nnlens/thrust/profile.hpp>
 
+#include "thrust_test_util.hpp"
+
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
 
 using namespace nnlens;
+using namespace nnlens_thrust_test;
 
 namespace {
 
@@ -44,43 +47,12 @@ using Wide = Sequential<Input<3, 9, 10>,
                                                   .pad_bottom = 0, .pad_right = 1, .dilation_h = 1, .dilation_w = 2}>,
                         ReLU, Conv2DG<36, conv_geometry{.kh = 3, .stride_h = 1, .pad_top = 1, .groups = 2}>, Flatten, Dense<5>>;
 
-xt::xarray<float> random_x(std::size_t n, shape s, std::uint64_t seed) {
-  auto sh = s.with_batch(n);
-  xt::xarray<float> x = xt::xarray<float>::from_shape(sh);
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (auto& v : x) v = u(rng);
-  return x;
-}
-
-template <class A, class B>
-void check_close(const A& host, const B& dev) {
-  REQUIRE(host.shape() == dev.shape());
-  double scale = 0, err = 0;
-  for (std::size_t i = 0; i < host.size(); ++i) {
-    scale = std::max(scale, double(std::abs(host.data()[i])));
-    err = std::max(err, double(std::abs(host.data()[i] - dev.data()[i])));
-  }
-  INFO("max |host| = " << scale << ", max |thrust - host| = " << err);
-  CHECK(err <= 1e-5 * (1 + scale));  // observed <= 1.2e-7 (OMP, g++ 12)
+void check_close(const xt::xarray<float>& host, const xt::xarray<float>& dev) {
+  CHECK(rel_diff(host, dev) <= 1e-5);  // observed <= 1.2e-7 (OMP, g++ 12)
 }
 
 void check_profiles(const profile& h, const profile& d) {
-  CHECK(h.samples == d.samples);
-  CHECK(h.grain == d.grain);
-  CHECK(h.fingerprint == d.fingerprint);
-  CHECK(h.names == d.names);
-  REQUIRE(h.sums.size() == d.sums.size());
-  double worst = 0;
-  for (std::size_t a = 0; a < h.sums.size(); ++a) {
-    REQUIRE(h.sums[a].size() == d.sums[a].size());
-    double scale = 0;
-    for (double v : h.sums[a]) scale = std::max(scale, std::abs(v));
-    for (std::size_t k = 0; k < h.sums[a].size(); ++k)
-      worst = std::max(worst, std::abs(h.sums[a][k] - d.sums[a][k]) / (1 + scale));
-  }
-  INFO("worst relative profile difference " << worst);
-  CHECK(worst <= 1e-5);  // observed <= 4e-7
+  CHECK(profile_diff(h, d) <= 1e-5);  // observed <= 4e-7
 }
 
 template <class Net>

@@ -34,7 +34,10 @@
 #include <nnlens/thrust/profile.hpp>
 #include <nnlens/thrust/relevance.hpp>
 
+#include "thrust_test_util.hpp"
+
 using namespace nnlens;
+using namespace nnlens_thrust_test;
 
 namespace {
 
@@ -73,110 +76,6 @@ Maps make_maps() {
   n.layer<1>() = HardTanh{-2.0, 1.5};
   n.layer<3>() = Clamp{-1.0, 1.25};
   return n;
-}
-
-template <class T>
-xt::xarray<T> random_x(std::size_t n, shape s, std::uint64_t seed, T lo = -1, T hi = 1) {
-  xt::xarray<T> x = xt::xarray<T>::from_shape(s.with_batch(n));
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<T> u(lo, hi);
-  for (auto& v : x) v = u(rng);
-  return x;
-}
-
-/// max |a - b| / (1 + max |a|)
-template <class A, class B>
-double rel_diff(const A& a, const B& b) {
-  REQUIRE(a.shape() == b.shape());
-  double scale = 0, err = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    scale = std::max(scale, std::abs(double(a.data()[i])));
-    err = std::max(err, std::abs(double(a.data()[i]) - double(b.data()[i])));
-  }
-  return err / (1 + scale);
-}
-
-/// Every element bit for bit (so -0 and +0 differ).
-template <class T>
-bool bit_identical(const xt::xarray<T>& a, const xt::xarray<T>& b) {
-  if (a.shape() != b.shape()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (std::memcmp(a.data() + i, b.data() + i, sizeof(T)) != 0) return false;
-  return true;
-}
-
-double profile_diff(const profile& h, const profile& d) {
-  CHECK(h.samples == d.samples);
-  CHECK(h.grain == d.grain);
-  CHECK(h.fingerprint == d.fingerprint);
-  CHECK(h.names == d.names);
-  REQUIRE(h.sums.size() == d.sums.size());
-  double worst = 0;
-  for (std::size_t a = 0; a < h.sums.size(); ++a) {
-    REQUIRE(h.sums[a].size() == d.sums[a].size());
-    double scale = 0;
-    for (double v : h.sums[a]) scale = std::max(scale, std::abs(v));
-    for (std::size_t k = 0; k < h.sums[a].size(); ++k)
-      worst = std::max(worst, std::abs(h.sums[a][k] - d.sums[a][k]) / (1 + scale));
-  }
-  return worst;
-}
-
-const lrp_options rules[] = {
-    {},
-    {.rule = lrp_rule::epsilon, .epsilon = 0.01, .bias_redistribution = true},
-    {.rule = lrp_rule::zplus},
-    {.rule = lrp_rule::alpha_beta},
-};
-
-/// Every rule above and every layer stop; the worst rel_diff.
-template <class Net, class X>
-double relevance_diff(const Net& net, const X& x, const thrust_policy& pol = {}) {
-  double worst = 0;
-  for (const auto& o : rules) {
-    worst = std::max(worst, rel_diff(relevance(execution::seq, net, x, lrp_input, o), relevance(pol, net, x, lrp_input, o)));
-    for (std::size_t l = 0; l < layer_count(net); ++l)
-      worst = std::max(worst, rel_diff(relevance(execution::seq, net, x, l, o), relevance(pol, net, x, l, o)));
-  }
-  return worst;
-}
-
-using rows = std::vector<std::vector<double>>;
-
-rows random_rows(std::size_t n, std::size_t d, std::uint64_t seed, double lo = -1, double hi = 1) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  rows r(n, std::vector<double>(d));
-  for (auto& x : r)
-    for (auto& v : x) v = u(rng);
-  return r;
-}
-
-/// Host and device ExactLine: same pieces, stats and errors; ratios within 1e-9, values 1e-6
-/// relative.  Returns the total number of pieces.
-template <class S>
-std::size_t check_same_lines(const std::vector<line_result<S>>& h, const std::vector<line_result<S>>& d) {
-  REQUIRE(h.size() == d.size());
-  std::size_t pieces = 0;
-  double worst = 0;
-  for (std::size_t i = 0; i < h.size(); ++i) {
-    CAPTURE(i);
-    CHECK(h[i].error == d[i].error);
-    REQUIRE(h[i].t.size() == d[i].t.size());
-    CHECK(h[i].stats.points == d[i].stats.points);
-    CHECK(h[i].stats.merged == d[i].stats.merged);
-    for (std::size_t j = 0; j < h[i].t.size(); ++j) worst = std::max(worst, std::abs(double(h[i].t[j] - d[i].t[j])));
-    REQUIRE(h[i].values.size() == d[i].values.size());
-    double scale = 0, err = 0;
-    for (std::size_t j = 0; j < h[i].values.size(); ++j) {
-      scale = std::max(scale, std::abs(double(h[i].values[j])));
-      err = std::max(err, std::abs(double(h[i].values[j] - d[i].values[j])));
-    }
-    CHECK(err <= 1e-6 * std::max(1.0, scale));
-    pieces += h[i].t.size() - 1;
-  }
-  CHECK(worst <= 1e-9);
-  return pieces;
 }
 
 }  // namespace
@@ -369,13 +268,14 @@ TEST_CASE("thrust element-wise: ExactLine on MLPs and CNNs against the host") {
   const auto mlpd = make_mlp<double>(31);
   const rows A = random_rows(40, 12, 32), B = random_rows(40, 12, 33);
   const auto h = exact_lines(execution::seq, mlpd, A, B);
-  std::size_t pieces = check_same_lines(h, exact_lines(thrust_policy{.batch = 64}, mlpd, A, B));
+  std::size_t pieces = check_same_lines(h, exact_lines(thrust_policy{.batch = 64}, mlpd, A, B)).pieces;
   line_options re;
   re.reanchor = true;
-  pieces += check_same_lines(exact_lines(execution::seq, mlpd, A, B, re), exact_lines(execution::thrust, to_dynamic(mlpd), A, B, re));
+  pieces += check_same_lines(exact_lines(execution::seq, mlpd, A, B, re),
+                             exact_lines(execution::thrust, to_dynamic(mlpd), A, B, re)).pieces;
   // float network, double segments (as_scalar), as the host converts it
   const auto mlp = make_mlp<float>(34);
-  pieces += check_same_lines(exact_lines(execution::seq, mlp, A, B), exact_lines(execution::thrust, mlp, A, B));
+  pieces += check_same_lines(exact_lines(execution::seq, mlp, A, B), exact_lines(execution::thrust, mlp, A, B)).pieces;
 
   const auto cnn = make_cnn<float>(35);
   const rows C = random_rows(12, 200, 36), D = random_rows(12, 200, 37);
@@ -383,7 +283,7 @@ TEST_CASE("thrust element-wise: ExactLine on MLPs and CNNs against the host") {
     CAPTURE(fuse);
     line_options o;
     o.fuse_max_pool = fuse;  // Clamp{-0.1, inf} after the pool: fused, or split on its own
-    pieces += check_same_lines(exact_lines(execution::seq, cnn, C, D, o), exact_lines(thrust_policy{.batch = 40}, cnn, C, D, o));
+    pieces += check_same_lines(exact_lines(execution::seq, cnn, C, D, o), exact_lines(thrust_policy{.batch = 40}, cnn, C, D, o)).pieces;
   }
   MESSAGE("ExactLine: " << pieces << " pieces compared");
   CHECK(pieces > 200);  // the ops do split the segments

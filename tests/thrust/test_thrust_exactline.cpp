@@ -22,42 +22,14 @@
 #include <nnlens/thrust/exactline.hpp>
 
 #include "test_skip.hpp"
+#include "thrust_test_util.hpp"
 
 using namespace nnlens;
+using namespace nnlens_thrust_test;
 
 namespace {
 
-using rows = std::vector<std::vector<double>>;
-
 bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
-
-/// Compares host and device results; returns the worst ratio difference.
-template <class S>
-double check_same(const std::vector<line_result<S>>& h, const std::vector<line_result<S>>& d, double rtol = 1e-6) {
-  REQUIRE(h.size() == d.size());
-  double worst = 0;
-  for (std::size_t i = 0; i < h.size(); ++i) {
-    CAPTURE(i);
-    CHECK(h[i].error == d[i].error);
-    REQUIRE(h[i].t.size() == d[i].t.size());
-    CHECK(h[i].stats.points == d[i].stats.points);
-    CHECK(h[i].stats.merged == d[i].stats.merged);
-    CHECK(h[i].input_shape == d[i].input_shape);
-    CHECK(h[i].output_shape == d[i].output_shape);
-    CHECK(h[i].from == d[i].from);
-    CHECK(h[i].to == d[i].to);
-    for (std::size_t j = 0; j < h[i].t.size(); ++j) worst = std::max(worst, std::abs(double(h[i].t[j] - d[i].t[j])));
-    REQUIRE(h[i].values.size() == d[i].values.size());
-    double scale = 0, err = 0;
-    for (std::size_t j = 0; j < h[i].values.size(); ++j) {
-      scale = std::max(scale, std::abs(double(h[i].values[j])));
-      err = std::max(err, std::abs(double(h[i].values[j] - d[i].values[j])));
-    }
-    CHECK(err <= rtol * std::max(1.0, scale));
-  }
-  CHECK(worst <= 1e-9);
-  return worst;
-}
 
 std::filesystem::path acas(int a, int b) {
   return nnlens_test::shared_dir() / "models" / "acasxu-nnet" /
@@ -85,15 +57,6 @@ void acas_segments(const io::nnet_normalization& norm, std::size_t n, std::uint6
   };
   A.clear(), B.clear();
   for (std::size_t i = 0; i < n; ++i) A.push_back(point()), B.push_back(point());
-}
-
-rows random_rows(std::size_t n, std::size_t d, std::uint64_t seed, double lo = -1, double hi = 1) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  rows r(n, std::vector<double>(d));
-  for (auto& x : r)
-    for (auto& v : x) v = u(rng);
-  return r;
 }
 
 // 1 input: h = (x, 1 - x), y = ReLU(h0) + ReLU(h1)
@@ -134,15 +97,15 @@ TEST_CASE("thrust exact_lines: hand-made 1-input and 2-input ReLU nets") {
     CHECK(d[2].t == std::vector<double>{0, 1});  // no crossing inside (0, 1)
     CHECK(d[2].stats.points == std::vector<std::size_t>{2, 2, 2});
     CHECK(d[0].stats.points == std::vector<std::size_t>{2, 4, 4});
-    check_same(exact_lines(execution::seq, net, A, B), d);
-    check_same(exact_lines(execution::seq, net, A, B), exact_lines(pol, net, A, B));
+    check_same_lines(exact_lines(execution::seq, net, A, B), d);
+    check_same_lines(exact_lines(execution::seq, net, A, B), exact_lines(pol, net, A, B));
     // merge_tol: the break at 1/4 lies within 0.3 of t = 0: merged (counted)
     line_options o;
     o.merge_tol = 0.3;
     const auto m = exact_lines(execution::thrust, net, A, B, o);
     CHECK(m[0].t == std::vector<double>{0, 0.5, 1});
     CHECK(m[0].stats.merged == 1);
-    check_same(exact_lines(execution::seq, net, A, B, o), m);
+    check_same_lines(exact_lines(execution::seq, net, A, B, o), m);
     // float values (ratios stay double)
     const rows Af{{-1.0}}, Bf{{3.0}};
     const auto f = exact_lines<float>(execution::thrust, net, std::vector<std::vector<float>>{{-1.0f}},
@@ -165,10 +128,10 @@ TEST_CASE("thrust exact_lines: hand-made 1-input and 2-input ReLU nets") {
     CHECK(std::abs(d[1].t[2] - 2.0 / 3) < 1e-15);
     // x = 0 all along, y from 0 to 2: x + y - 1 = 0 at t = 1/2
     CHECK(d[2].t == std::vector<double>{0, 0.5, 1});
-    check_same(exact_lines(execution::seq, net, A, B), d);
-    check_same(exact_lines(execution::seq, net, A, B), exact_lines(pol, net, A, B));
+    check_same_lines(exact_lines(execution::seq, net, A, B), d);
+    check_same_lines(exact_lines(execution::seq, net, A, B), exact_lines(pol, net, A, B));
     // the same as a DynamicNetwork
-    check_same(exact_lines(execution::seq, net, A, B), exact_lines(execution::thrust, to_dynamic(net), A, B));
+    check_same_lines(exact_lines(execution::seq, net, A, B), exact_lines(execution::thrust, to_dynamic(net), A, B));
   }
 }
 
@@ -183,7 +146,7 @@ TEST_CASE("thrust exact_lines: ACAS Xu against the host policy") {
     acas_segments(m.norm, 200, 1000 + std::uint64_t(a * 10 + b), A, B);
     const auto h = exact_lines(execution::par, m.net, A, B);
     const auto d = exact_lines(thrust_policy{.batch = 64}, m.net, A, B);
-    worst = std::max(worst, check_same(h, d));
+    worst = std::max(worst, check_same_lines(h, d).worst);
     for (const auto& r : d) pieces += r.pieces(), ++segs;
     // a segment whose endpoint puts a neuron exactly on 0: P = a point where hidden unit 0 of the
     // first layer is 0 (move along input 0: x0 = -(b + sum_{i>0} W[i,0] x_i) / W[0,0])
@@ -193,7 +156,8 @@ TEST_CASE("thrust exact_lines: ACAS Xu against the host policy") {
     for (std::size_t i = 1; i < 5; ++i) z += l0.W(i, 0) * P[i];
     P[0] = -z / l0.W(0, 0);
     const rows A0{P, B[1]}, B0{B[0], P};
-    worst = std::max(worst, check_same(exact_lines(execution::seq, m.net, A0, B0), exact_lines(execution::thrust, m.net, A0, B0)));
+    const line_diff ld = check_same_lines(exact_lines(execution::seq, m.net, A0, B0), exact_lines(execution::thrust, m.net, A0, B0));
+    worst = std::max(worst, ld.worst);
   }
   MESSAGE("ACAS Xu: ", segs, " segments, ", double(pieces) / double(segs), " pieces per segment, worst |t_host - t_thrust| = ",
           worst);
@@ -206,7 +170,7 @@ TEST_CASE("thrust exact_lines: ACAS Xu against the host policy") {
   o.validate = true;
   const auto h = exact_lines(execution::seq, m.net, A, B, o);
   const auto d = exact_lines(thrust_policy{.batch = 16}, m.net, A, B, o);
-  check_same(h, d);
+  check_same_lines(h, d);
   for (std::size_t i = 0; i < d.size(); ++i) {
     CHECK(d[i].stats.validated_pieces == h[i].stats.validated_pieces);
     CHECK(d[i].stats.violations == 0);
@@ -226,7 +190,7 @@ TEST_CASE("thrust exact_lines: conv nets with ReLU and MaxPool2D") {
     o.fuse_max_pool = fuse;
     const auto h = exact_lines(execution::par, net, A, B, o);
     const auto d = exact_lines(thrust_policy{.batch = 10}, net, A, B, o);
-    const double w = check_same(h, d);
+    const double w = check_same_lines(h, d).worst;
     std::size_t pieces = 0;
     for (const auto& r : d) pieces += r.pieces();
     MESSAGE("conv net, fuse_max_pool = ", fuse, ": ", double(pieces) / 24, " pieces per segment, worst ratio difference ", w);
@@ -234,7 +198,7 @@ TEST_CASE("thrust exact_lines: conv nets with ReLU and MaxPool2D") {
   }
   // the same network as a DynamicNetwork
   const auto dn = to_dynamic(net);
-  check_same(exact_lines(execution::seq, net, A, B), exact_lines(execution::thrust, dn, A, B));
+  check_same_lines(exact_lines(execution::seq, net, A, B), exact_lines(execution::thrust, dn, A, B));
 }
 
 TEST_CASE("thrust exact_lines: errors as the host's") {
@@ -261,7 +225,7 @@ TEST_CASE("thrust exact_lines: errors as the host's") {
   kg.keep_going = true;
   const auto h = exact_lines(execution::seq, net, As, Bs, kg);
   const auto d = exact_lines(thrust_policy{.batch = 2}, net, As, Bs, kg);
-  check_same(h, d);
+  check_same_lines(h, d);
   CHECK(d[0].error.empty());
   CHECK(contains(d[1].error, "degenerate"));
   CHECK(contains(d[2].error, "not finite"));
@@ -296,7 +260,7 @@ TEST_CASE("thrust exact_lines: errors as the host's") {
   cap.keep_going = true;
   const auto hc = exact_lines(execution::seq, m.net, A, B, cap);
   const auto dc = exact_lines(thrust_policy{.batch = 7}, m.net, A, B, cap);
-  check_same(hc, dc);
+  check_same_lines(hc, dc);
   std::size_t failed = 0;
   for (const auto& r : dc) failed += !r.error.empty();
   CHECK(failed > 0);
@@ -304,7 +268,7 @@ TEST_CASE("thrust exact_lines: errors as the host's") {
   line_options bytes;
   bytes.max_bytes = 2000;
   bytes.keep_going = true;
-  check_same(exact_lines(execution::seq, m.net, A, B, bytes), exact_lines(execution::thrust, m.net, A, B, bytes));
+  check_same_lines(exact_lines(execution::seq, m.net, A, B, bytes), exact_lines(execution::thrust, m.net, A, B, bytes));
   // a layer that is not piecewise-linear, or has no thrust kernels, in a DynamicNetwork
   Sequential<Input<3>, Dense<4, double>, ReLU, Dense<3, double>, Softmax> sm;
   initialize(sm, 28);
