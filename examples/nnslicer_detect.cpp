@@ -214,16 +214,18 @@ features<std::uint8_t> effective_path_features(const Net& net, const xt::xarray<
         for (std::size_t o = 0; o < m; ++o) {
           if (!mark[nd.out][o]) continue;
           items.clear();
-          if (nd.is_add())
-            items.push_back({o, sign_item::none, val[nd.in][o]}), items.push_back({o + m, sign_item::none, val[nd.in2][o]});
+          if (nd.is_join())  // one item per operand element feeding o (pred: the operand's index)
+            nd.operands.feeding(o, [&](std::size_t q, std::size_t e) {
+              items.push_back({q, sign_item::none, val[nd.operands.ins[q]][e]});
+            });
           else
             nd.items(ctx, o, items);
           auto keep = [&](const sign_item& it) {
-            if (nd.is_add() && it.pred >= m) mark[nd.in2][it.pred - m] = 1;
+            if (nd.is_join()) mark[nd.operands.ins[it.pred]][o - nd.operands.offsets[it.pred]] = 1;
             else mark[nd.in][it.pred] = 1;
             if (it.synapse != sign_item::none) syn[syn_off[k] + it.synapse] = 1;
           };
-          if (items.size() == 1 && !nd.is_add()) {
+          if (items.size() == 1 && !nd.is_join()) {
             keep(items[0]);
             continue;
           }

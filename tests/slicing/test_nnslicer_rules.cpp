@@ -277,7 +277,8 @@ TEST_CASE("Residual: the Add node, identity and projection shortcuts, fork accum
     REQUIRE(g.nodes().size() == 4);
     CHECK(g.nodes()[2].type == "Add");
     CHECK(g.nodes()[2].in == 2);
-    CHECK(g.nodes()[2].in2 == 1);
+    CHECK(g.nodes()[2].operands.ins == std::vector<std::size_t>{2, 1});
+    CHECK(g.nodes()[2].operands.offsets == std::vector<std::size_t>{0, 0});
     // Add: Δz = 0.5, items b: -0.5, h: 1 (both kept at θ = 0.3): C[b] = -1, C[h] += 1;
     // block Dense: C[b] = -1, Δb = -0.5, c = -0.5: C[h] += -1 -> 0; so x and a get nothing
     const auto t = slice1(net, {0}, {1}, shape(1), 0, {.theta = 0.3});

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "nnlens/core/composite.hpp"
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/properties.hpp"
 #include "nnlens/layers/residual.hpp"
@@ -56,24 +57,15 @@ inline void check_ratio(double r, const char* who) {
     throw value_error(nnlens::detail::concat(who, ": the pruning ratio must lie in [0, 1], got ", r));
 }
 
-template <class L>
-inline constexpr bool residual_v = requires(L& l) {
-  l.block;
-  l.shortcut;
-};
-
 /// f(layer, top-level index, is_conv, channels) for a prunable layer, or for each prunable layer
-/// inside a Residual (both branches, nested blocks too).
+/// inside a composite (Residual, Concat: every branch, nested composites too).
 template <class L, class F>
 void visit_weight_layer(L& l, std::size_t idx, F& f) {
   if constexpr (prunable_v<std::remove_const_t<L>>) {
     constexpr bool conv = has_window_geometry<std::remove_const_t<L>>;
     f(l, idx, conv, l.W.shape(std::size_t(output_channel_axis_v<std::remove_const_t<L>>)));
-  } else if constexpr (residual_v<std::remove_const_t<L>>) {
-    nnlens::detail::chain<std::remove_const_t<decltype(l.block)>>::each(&l.block,
-                                                                        [&](auto* in, auto) { visit_weight_layer(*in, idx, f); });
-    nnlens::detail::chain<std::remove_const_t<decltype(l.shortcut)>>::each(
-        &l.shortcut, [&](auto* in, auto) { visit_weight_layer(*in, idx, f); });
+  } else if constexpr (Composite<std::remove_const_t<L>>) {
+    layer_traits<std::remove_const_t<L>>::for_each_inner(l, [&](auto& in) { visit_weight_layer(in, idx, f); });
   } else {
     (void)l, (void)idx, (void)f;
   }

@@ -60,6 +60,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "nnlens/core/composite.hpp"
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/properties.hpp"
 #include "nnlens/core/finite.hpp"
@@ -264,12 +265,6 @@ class quantized_network {
 
 // ---- weight quantisation ----
 namespace detail {
-template <class L>
-inline constexpr bool is_residual_v = requires(L& l) {
-  l.block;
-  l.shortcut;
-};
-
 /// Quantises the weights of a Dense/Conv2D: the record, and l.W replaced by q_w * s_w.
 template <class L>
 void quantize_linear(L& l, std::size_t idx, const quantize_options& opt, quantized_layer& q) {
@@ -297,7 +292,7 @@ void quantize_linear(L& l, std::size_t idx, const quantize_options& opt, quantiz
   }
 }
 
-/// The Dense/Conv2D weights inside a Residual (both branches, nested blocks too): quantised and
+/// The Dense/Conv2D weights inside a composite (every branch, nested composites too): quantised and
 /// kept as their dequantised values; returns how many tensors were quantised.
 template <class L>
 std::size_t quantize_inner(L& l, std::size_t idx, const quantize_options& opt) {
@@ -305,11 +300,9 @@ std::size_t quantize_inner(L& l, std::size_t idx, const quantize_options& opt) {
     quantized_layer q;
     quantize_linear(l, idx, opt, q);
     return q.quantized ? 1 : 0;
-  } else if constexpr (is_residual_v<L>) {
+  } else if constexpr (Composite<L>) {
     std::size_t n = 0;
-    nnlens::detail::chain<decltype(l.block)>::each(&l.block, [&](auto* in, auto) { n += quantize_inner(*in, idx, opt); });
-    nnlens::detail::chain<decltype(l.shortcut)>::each(&l.shortcut,
-                                                      [&](auto* in, auto) { n += quantize_inner(*in, idx, opt); });
+    layer_traits<L>::for_each_inner(l, [&](auto& in) { n += quantize_inner(in, idx, opt); });
     return n;
   } else {
     (void)l, (void)idx, (void)opt;

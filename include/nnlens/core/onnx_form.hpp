@@ -12,7 +12,13 @@
 //           emit(layer) for each layer the node becomes, in order (none: the node passes its
 //           input through, e.g. Identity).
 //       static constexpr bool passthrough = true  (optional) on constants the node is a copy.
-// The importer finds the rule by walking the variant of run-time layer forms at compile time.
+//   onnx_join_rule<L> (optional; composite ops): a node that joins activations forked from one value
+//       static constexpr std::string_view op       the ONNX op type of the join ("Add", "Concat")
+//       template <class Branch> static L build(onnx_node_view& n, std::vector<Branch> branches)
+//           branches: the layer chains (run-time blocks) from the fork to each of n's inputs, in
+//           n's input order (an empty chain: the input is the forked value itself); the view's
+//           activation is n's first input.  Checks n (n.fail(why)) and returns the composite.
+// The importer finds the rules by walking the variant of run-time layer forms at compile time.
 // requires: the view's activation is input 0 of the node.
 #pragma once
 
@@ -215,5 +221,12 @@ struct onnx_import_rule {};
 
 template <class L>
 concept OnnxImportable = requires { onnx_import_rule<L>::ops; };
+
+/// The per-op join rule (specialised in a composite op's header).
+template <class L>
+struct onnx_join_rule {};
+
+template <class L>
+concept OnnxJoinable = requires { { onnx_join_rule<L>::op } -> std::convertible_to<std::string_view>; };
 
 }  // namespace nnlens

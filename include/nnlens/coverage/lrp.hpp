@@ -37,6 +37,7 @@
 #include "nnlens/core/thread_pool.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/network/dynamic_network.hpp"
+#include "nnlens/network/graph.hpp"
 #include "nnlens/network/sequential.hpp"
 #include "nnlens/network/visit.hpp"
 
@@ -85,14 +86,15 @@ class lrp_graph {
   struct node {
     std::string name;
     std::string_view type;
-    std::size_t in = 0, in2 = npos, out = 0;
-    std::function<void(std::size_t, const T*, T*)> forward;  // not for an addition
-    std::function<void(const relevance_args&)> relevance;     // empty: pass-through or addition
+    std::size_t in = 0, out = 0;  // tensors (in: the first operand of a join)
+    join_operands operands;       // a join's operands (empty for a layer)
+    std::function<void(std::size_t, const T*, T*)> forward;  // not for a join
+    std::function<void(const relevance_args&)> relevance;     // empty: pass-through or join
     bool passthrough = false;
     bool folds = false;         // BatchNorm: folds into the node before it
     bool accepts_fold = false;  // Conv2D, Dense
     std::vector<double> fold_scale, fold_shift;  // per channel, for a folding node
-    bool is_add() const { return in2 != npos; }
+    bool is_join() const { return !operands.empty(); }
   };
 
   template <class Net>
@@ -105,8 +107,10 @@ class lrp_graph {
     });
     readers_.assign(acts_.size(), 0);
     for (const auto& nd : nodes_) {
-      ++readers_[nd.in];
-      if (nd.is_add()) ++readers_[nd.in2];
+      if (nd.is_join())
+        for (std::size_t a : nd.operands.ins) ++readers_[a];
+      else
+        ++readers_[nd.in];
     }
   }
 
@@ -130,10 +134,8 @@ class lrp_graph {
     for (const auto& nd : nodes_) {
       auto& y = buffers[nd.out];
       y.resize(batch * acts_[nd.out].size());
-      if (nd.is_add()) {
-        const auto& a = buffers[nd.in];
-        const auto& b = buffers[nd.in2];
-        for (std::size_t i = 0; i < y.size(); ++i) y[i] = a[i] + b[i];
+      if (nd.is_join()) {
+        nd.operands.run(batch, acts_[nd.out].size(), buffers, y.data());
       } else {
         nd.forward(batch, buffers[nd.in].data(), y.data());
       }
@@ -153,24 +155,16 @@ class lrp_graph {
                                        ") has no relevance rule; LRP starts at the logits (drop the ",
                                        layer_traits<L>::name, ")"));
     } else if constexpr (detail::relevance_is_composite<L>) {
-      std::vector<std::size_t> ends;
-      std::size_t b = 0;
-      relevance_rule<L>::for_each_branch(l, in, [&](auto&& walk) {
-        std::size_t cur = in_act;
-        const std::string prefix = where + (b == 0 ? ".block." : ".shortcut.");
-        walk([&](const auto* lp, auto idx, shape i, shape o) {
-          add_layer(*lp, prefix + std::to_string(std::size_t(idx)), cur, i, o);
-          cur = acts_.size() - 1;
-        });
-        ends.push_back(cur);
-        ++b;
-      });
-      NNLENS_EXPECTS(ends.size() == 2);
       node nd;
-      nd.name = where + " Add";
-      nd.type = "Add";
-      nd.in = ends[0];
-      nd.in2 = ends[1];
+      nd.operands = join_operands::build<L>(
+          [&](auto&& branch) { relevance_rule<L>::for_each_branch(l, in, branch); }, in_act, in, where,
+          [&](const auto* lp, const std::string& w, std::size_t cur, shape i, shape o) {
+            add_layer(*lp, w, cur, i, o);
+            return acts_.size() - 1;
+          });
+      nd.type = nd.operands.type();
+      nd.name = where + " " + std::string(nd.type);
+      nd.in = nd.operands.ins[0];
       acts_.push_back(out);
       nd.out = acts_.size() - 1;
       nodes_.push_back(std::move(nd));
@@ -244,18 +238,22 @@ class lrp_engine {
       const auto& nd = nodes[k];
       if (nd.out <= stop) break;  // nodes are in topological order; all below `stop` is upstream
       const auto& R = r_[nd.out];
-      if (nd.is_add()) {
-        const auto& a = x_[nd.in];
-        const auto& b = x_[nd.in2];
-        auto& Ra = r_[nd.in];
-        auto& Rb = r_[nd.in2];
+      if (nd.is_join()) {
+        // a sum splits R in proportion to the summands (the ε-rule with unit weights); an output
+        // element fed by one operand only (a concat) is a copy: its R passes through unchanged
+        const auto& ops = nd.operands;
         for (std::size_t i = 0; i < R.size(); ++i) {
           if (R[i] == 0) continue;
-          const double zs = a[i] + b[i];
+          double zs = 0;
+          std::size_t feeders = 0;
+          ops.feeding(i, [&](std::size_t q, std::size_t e) { zs += x_[ops.ins[q]][e], ++feeders; });
+          if (feeders == 1) {
+            ops.feeding(i, [&](std::size_t q, std::size_t e) { r_[ops.ins[q]][e] += R[i]; });
+            continue;
+          }
           const double s = R[i] / (zs + (zs >= 0 ? eps : -eps));
           if (!std::isfinite(s)) continue;
-          Ra[i] += a[i] * s;
-          Rb[i] += b[i] * s;
+          ops.feeding(i, [&](std::size_t q, std::size_t e) { r_[ops.ins[q]][e] += x_[ops.ins[q]][e] * s; });
         }
         continue;
       }

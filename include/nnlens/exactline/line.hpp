@@ -42,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "nnlens/core/composite.hpp"
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/execution.hpp"
 #include "nnlens/core/thread_pool.hpp"
@@ -488,7 +489,8 @@ class line_engine {
     for (std::size_t r = 0; r < n; ++r) std::copy_n(cur.data() + r * d, d, v.data() + idx[r] * d);
   }
 
-  /// A composite layer: ExactLine on each branch from the same points; union; output = sum.
+  /// A composite layer: ExactLine on each branch from the same points; union; output = the join
+  /// (sum, or the branches one after another for a concat).
   template <class L>
   void composite(const L& l, shape in, shape out, polyline<S, R>& pl, const layer_site& at) {
     std::vector<polyline<S, R>> outs;
@@ -524,20 +526,26 @@ class line_engine {
     }
     const std::size_t dout = out.size();
     check_caps(tu.size(), std::max(in.size(), dout), at);
+    // the join (core/composite.hpp): branch b's values land at offs[b] of each output row
+    std::vector<std::size_t> dims;
+    for (const auto& c : outs) dims.push_back(c.dim);
+    const std::vector<std::size_t> offs = branch_offsets(composite_join_v<L>, dims);
     value_buffer<S> sum(tu.size() * dout, S(0));
-    for (const auto& c : outs) {
-      NNLENS_EXPECTS(c.dim == dout);
+    for (std::size_t b = 0; b < outs.size(); ++b) {
+      const auto& c = outs[b];
+      const std::size_t d = c.dim;
+      NNLENS_EXPECTS(offs[b] + d <= dout);
       std::size_t j = 0;
       for (std::size_t i = 0; i < tu.size(); ++i) {
         while (j + 1 < c.t.size() && c.t[j + 1] <= tu[i]) ++j;
-        S* dst = sum.data() + i * dout;
-        const S* va = c.v.data() + j * dout;
+        S* dst = sum.data() + i * dout + offs[b];
+        const S* va = c.v.data() + j * d;
         if (c.t[j] == tu[i] || j + 1 == c.t.size()) {
-          for (std::size_t e = 0; e < dout; ++e) dst[e] += va[e];
+          for (std::size_t e = 0; e < d; ++e) dst[e] += va[e];
         } else {
           const S a = S((tu[i] - c.t[j]) / (c.t[j + 1] - c.t[j]));
-          const S* vb = va + dout;
-          for (std::size_t e = 0; e < dout; ++e) dst[e] += va[e] + a * (vb[e] - va[e]);
+          const S* vb = va + d;
+          for (std::size_t e = 0; e < d; ++e) dst[e] += va[e] + a * (vb[e] - va[e]);
         }
       }
     }

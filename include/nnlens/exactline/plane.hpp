@@ -321,19 +321,21 @@ class plane_engine {
       std::copy_n(o, din, n + din + dout);
       std::copy_n(o + din, pay, n + din + dout + din);
     });
-    std::size_t b = 0;
+    std::size_t b = 0, off = 0;  // off: where the branch's output lands in acc (the join)
     pwl_rule<L>::for_each_branch(l, in, [&](auto&& walk) {
       walk([&](const auto* lp, auto idx, shape i, shape o) {
         step(*lp, i, o, layer_site{std::size_t(idx), &at, b, layer_traits<L>::name});
       });
-      // acc += branch output; current = x again
+      // acc[off ..] += branch output; current = x again
       const std::size_t c = cur_;
-      NNLENS_EXPECTS(c == dout);
+      NNLENS_EXPECTS(off + c <= dout);
       relayout(din, din + dout + din + pay, [&](const S* o, S* n) {
         std::copy_n(o + c + dout, din, n);  // x
-        for (std::size_t e = 0; e < dout; ++e) n[din + e] = o[c + e] + o[e];
+        std::copy_n(o + c, dout, n + din);  // acc
+        for (std::size_t e = 0; e < c; ++e) n[din + off + e] = o[c + off + e] + o[e];
         std::copy_n(o + c + dout, din + pay, n + din + dout);
       });
+      if (composite_join_v<L> == branch_join::concat) off += c;
       ++b;
     });
     relayout(dout, dout + pay, [&](const S* o, S* n) {

@@ -1,7 +1,8 @@
 // nnlens/network/graph.hpp -- a network as NNSlicer sees it: operations and the tensors between them.
 //
-//   op_graph<T> g(net);            one node per layer; a Residual becomes its branches' layers plus
-//                                  an "Add" node (each inner op has its own neurons, spec §2.1)
+//   op_graph<T> g(net);            one node per layer; a composite (Residual, Concat) becomes its
+//                                  branches' layers plus a join node ("Add" or "Concat": each inner
+//                                  op has its own neurons, spec §2.1)
 //   g.acts()                       tensors: 0 is the input; node k writes g.nodes()[k].out
 //   g.run(batch, x, buffers)       forward pass over the nodes, keeping every tensor
 //
@@ -21,6 +22,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "nnlens/core/composite.hpp"
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/network/dynamic_network.hpp"
@@ -63,22 +65,79 @@ constexpr bool require_sign_network() {
 }
 }  // namespace detail
 
+/// The operands of a composite's join node (core/composite.hpp): the tensors its branches end in
+/// and where each lands in the join's output (per-sample flat offsets: 0 for every operand of a sum,
+/// one after another for a concat).  Shared by every run-time graph of the analyses.
+struct join_operands {
+  branch_join join = branch_join::sum;
+  std::vector<std::size_t> ins, offsets, sizes;
+
+  bool empty() const { return ins.empty(); }
+  std::string_view type() const { return join == branch_join::sum ? "Add" : "Concat"; }
+
+  /// Walks composite L's branches (for_each_branch(f): the rule's walk) from tensor in_act,
+  /// adding each inner layer with add(layer*, where, input tensor, in, out) -> its output tensor.
+  /// Inner layers are named "<where>.<branch name>.<index>".
+  template <class L, class ForEach, class Add>
+  static join_operands build(ForEach&& for_each_branch, std::size_t in_act, shape in, const std::string& where, Add&& add) {
+    join_operands j;
+    j.join = composite_join_v<L>;
+    std::size_t b = 0;
+    for_each_branch([&](auto&& walk) {
+      std::size_t cur = in_act;
+      std::size_t size = in.size();
+      const std::string prefix = where + "." + branch_name_of<L>(b) + ".";
+      walk([&](const auto* lp, auto idx, shape i, shape o) {
+        cur = add(lp, prefix + std::to_string(std::size_t(idx)), cur, i, o);
+        size = o.size();
+      });
+      j.ins.push_back(cur);
+      j.sizes.push_back(size);
+      ++b;
+    });
+    NNLENS_EXPECTS(!j.ins.empty());
+    j.offsets = branch_offsets(j.join, j.sizes);
+    return j;
+  }
+
+  /// y (batch x out_size) = the join of the operands' buffers.
+  template <class T>
+  void run(std::size_t batch, std::size_t out_size, const std::vector<std::vector<T>>& buffers, T* y) const {
+    std::fill_n(y, batch * out_size, T(0));
+    for (std::size_t k = 0; k < ins.size(); ++k) {
+      const T* a = buffers[ins[k]].data();
+      for (std::size_t r = 0; r < batch; ++r) {
+        T* dst = y + r * out_size + offsets[k];
+        const T* src = a + r * sizes[k];
+        for (std::size_t i = 0; i < sizes[k]; ++i) dst[i] += src[i];
+      }
+    }
+  }
+
+  /// f(operand k, its element) for every operand element that feeds output element n.
+  template <class F>
+  void feeding(std::size_t n, F&& f) const {
+    for (std::size_t k = 0; k < ins.size(); ++k)
+      if (n >= offsets[k] && n - offsets[k] < sizes[k]) f(k, n - offsets[k]);
+  }
+};
+
 template <class T>
 class op_graph {
  public:
   struct node {
     std::string name;         // "3 Dense", "5.block.1 ReLU", "5 Add"
-    std::string_view type;    // "Dense", ..., "Add"
-    std::size_t in = 0, in2 = npos, out = 0;  // tensors (in2: the second operand of an Add)
+    std::string_view type;    // "Dense", ..., "Add", "Concat"
+    std::size_t in = 0, out = 0;  // tensors (in: the first operand of a join)
+    join_operands operands;       // a join's operands (empty for a layer)
     std::size_t synapses = 0;
-    std::function<void(std::size_t, const T*, T*)> forward;                           // not for Add
-    std::function<void(const sign_ctx&, std::size_t, std::vector<sign_item>&)> items;  // not for Add
+    std::function<void(std::size_t, const T*, T*)> forward;                           // not for a join
+    std::function<void(const sign_ctx&, std::size_t, std::vector<sign_item>&)> items;  // not for a join
     std::span<const T> weights;  // the first parameter tensor (synapse i = weights[i]); empty if none
     std::vector<std::span<const T>> parameters;  // every parameter tensor (weights first), then buffers
     std::span<const T> bias;     // one per output channel (rank 3) or neuron, if the rule names one
-    bool is_add() const { return in2 != npos; }
+    bool is_join() const { return !operands.empty(); }
   };
-  static constexpr std::size_t npos = std::size_t(-1);
 
   template <class Net>
   explicit op_graph(const Net& net) {
@@ -103,10 +162,8 @@ class op_graph {
     for (const auto& nd : nodes_) {
       auto& y = buffers[nd.out];
       y.resize(batch * acts_[nd.out].size());
-      if (nd.is_add()) {
-        const auto& a = buffers[nd.in];
-        const auto& b = buffers[nd.in2];
-        for (std::size_t i = 0; i < y.size(); ++i) y[i] = a[i] + b[i];
+      if (nd.is_join()) {
+        nd.operands.run(batch, acts_[nd.out].size(), buffers, y.data());
       } else {
         nd.forward(batch, buffers[nd.in].data(), y.data());
       }
@@ -126,24 +183,16 @@ class op_graph {
                                        ") has no contribution-sign rule; slice the logits (drop the ",
                                        layer_traits<L>::name, ")"));
     } else if constexpr (detail::sign_is_composite<L>) {
-      std::vector<std::size_t> ends;
-      std::size_t b = 0;
-      sign_rule<L>::for_each_branch(l, in, [&](auto&& walk) {
-        std::size_t cur = in_act;
-        const std::string prefix = where + (b == 0 ? ".block." : ".shortcut.");
-        walk([&](const auto* lp, auto idx, shape i, shape o) {
-          add_layer(*lp, prefix + std::to_string(std::size_t(idx)), cur, i, o);
-          cur = acts_.size() - 1;
-        });
-        ends.push_back(cur);
-        ++b;
-      });
-      NNLENS_EXPECTS(ends.size() == 2);
       node nd;
-      nd.name = where + " Add";
-      nd.type = "Add";
-      nd.in = ends[0];
-      nd.in2 = ends[1];
+      nd.operands = join_operands::build<L>(
+          [&](auto&& branch) { sign_rule<L>::for_each_branch(l, in, branch); }, in_act, in, where,
+          [&](const auto* lp, const std::string& w, std::size_t cur, shape i, shape o) {
+            add_layer(*lp, w, cur, i, o);
+            return acts_.size() - 1;
+          });
+      nd.type = nd.operands.type();
+      nd.name = where + " " + std::string(nd.type);
+      nd.in = nd.operands.ins[0];
       acts_.push_back(out);
       names_.push_back(nd.name);
       nd.out = acts_.size() - 1;

@@ -232,20 +232,19 @@ class slicer_engine {
         const int head = sgn(double(Cn[n])) * sgn(dy[n]);
         if (head == 0) continue;
         items_.clear();
-        if (nd.is_add()) {  // operand a: pred n; operand b: pred n + size (told apart below)
-          items_.push_back({n, sign_item::none, d_[nd.in][n]});
-          items_.push_back({n + Cn.size(), sign_item::none, d_[nd.in2][n]});
+        if (nd.is_join()) {  // one item per operand element feeding n (pred: the operand's index)
+          nd.operands.feeding(n, [&](std::size_t k, std::size_t e) {
+            items_.push_back({k, sign_item::none, d_[nd.operands.ins[k]][e]});
+          });
         } else {
           nd.items(ctx, n, items_);
         }
         theta_filter(items_, o_.theta, o_.denominator, o_.cutoff, nv_[nd.out][n], order_);
         for (const auto& it : items_) {
           const int v = head * sgn(it.c);
-          if (nd.is_add()) {
-            if (it.pred < Cn.size())
-              C_[nd.in][it.pred] += v;
-            else
-              C_[nd.in2][it.pred - Cn.size()] += v;
+          if (nd.is_join()) {
+            const std::size_t k = it.pred;
+            C_[nd.operands.ins[k]][n - nd.operands.offsets[k]] += v;
           } else {
             C_[nd.in][it.pred] += v;
             if (it.synapse != sign_item::none) syn_[k][it.synapse] += v;

@@ -4,7 +4,8 @@
 // onnx_tensor and activations as onnx_act (values.hpp).  Each node maps to zero or one layer:
 //   Gemm, MatMul (x@W, or W@x for a file without a batch axis)  -> Dense (W stored [in, out])
 //   Add/Sub/Mul/Div with a constant                              -> Affine (folded into a bias later)
-//   Add of two activations forked from one value                 -> DynamicResidual
+//   a node joining activations forked from one value: the composite whose header's
+//   onnx_join_rule<L> names its op type (Add -> DynamicResidual, Concat -> DynamicConcat)
 //   Conv -> Conv2D (graph rewriting here: pads, a pending Pad, bias folding in fuse.hpp)
 //   Reshape (to flatten) -> Flatten (or nothing when already flat)
 //   Transpose, Pad (constant zero) -> no layer (layout bookkeeping / padding folded into the next
@@ -80,8 +81,8 @@ class onnx_importer : onnx_graph_state {
     if (it == acts_.end()) throw io_error("ONNX: " + path_ + ": the output '" + out + "' does not depend on the input");
     onnx_act& a = it->second;
     if (a.anchor != 0)
-      throw io_error("ONNX: " + path_ + ": unsupported topology: the graph branches without joining in an Add " +
-                     "(nnlens networks are chains with residual blocks)");
+      throw io_error("ONNX: " + path_ + ": unsupported topology: the graph branches without joining again (" +
+                     onnx_join_ops() + " of the branches; nnlens networks are chains with composite blocks)");
     if (!a.perm.empty())
       throw io_error("ONNX: " + path_ + ": the output is a transposed tensor (its layout differs from storage order)");
     if (a.has_pad()) throw io_error("ONNX: " + path_ + ": the output is a Pad node's result");
@@ -128,6 +129,7 @@ class onnx_importer : onnx_graph_state {
     if (op == "Reshape") return reshape(n);
     if (op == "Transpose") return transpose(n);
     if (op == "Pad") return pad(n);
+    if (act_inputs(n) >= 2) return join(n);
     if (by_rule(n)) return;  // one node -> the op whose header's onnx_import_rule lists it
     fail(n, "unsupported operator; nnlens supports " + onnx_supported_ops());
   }
@@ -282,7 +284,7 @@ class onnx_importer : onnx_graph_state {
     const std::string& op = n.op_type();
     if (is_act(n.input(0)) && is_act(n.input(1))) {
       if (op != "Add") fail(n, "of two activations is not supported (only Add: residual connections)");
-      return residual(n);
+      return join(n);
     }
     const bool act_first = is_act(n.input(0));
     const onnx_tensor& c = cst(n, act_first ? 1 : 0);
@@ -323,28 +325,76 @@ class onnx_importer : onnx_graph_state {
     return r;
   }
 
-  void residual(const onnx::NodeProto& n) {
-    onnx_act a = take(n, 0), b = take(n, 1);
-    if (a.anchor != b.anchor || a.anchor == 0)
-      fail(n, "adds two activations that do not fork from one value (unsupported topology)");
-    if (a.store != b.store || a.logical != b.logical || a.perm != b.perm || a.has_pad() || b.has_pad())
-      fail(n, "adds activations of different shapes or layouts (broadcasting between activations is not supported)");
-    onnx_fuse(a.layers);
-    onnx_fuse(b.layers);
-    if (a.layers.size() < b.layers.size()) std::swap(a, b);
-    DynamicResidual<float> r;
-    r.block.layers = std::move(a.layers);
-    r.shortcut.layers = std::move(b.layers);
-    const onnx_anchor& an = anchors_[std::size_t(a.anchor - 1)];
-    onnx_act res;
-    res.anchor = an.parent;
-    res.layers = an.layers;
-    res.logical = a.logical;
-    res.perm = a.perm;
-    // the residual's input shape: recompute from the anchored value's shape
-    res.store = an.store;
-    emit(n, res, std::move(r));
-    out(n, std::move(res));
+  int act_inputs(const onnx::NodeProto& n) const {
+    int k = 0;
+    for (const auto& i : n.input()) k += !i.empty() && is_act(i);
+    return k;
+  }
+  static std::string onnx_join_ops() {
+    std::string r;
+    []<class... Ls>(std::string& out, std::type_identity<std::variant<Ls...>>) {
+      auto add = [&]<class L>(std::type_identity<L>) {
+        if constexpr (OnnxJoinable<L>) out += (out.empty() ? "" : ", ") + std::string(onnx_join_rule<L>::op);
+      };
+      (add(std::type_identity<Ls>{}), ...);
+    }(r, std::type_identity<onnx_layer>{});
+    return r;
+  }
+
+  /// A node joining activations that fork from one value: the composite op whose onnx_join_rule
+  /// names the node's op type builds it from the branches (the chains from the fork to each input).
+  void join(const onnx::NodeProto& n) {
+    std::vector<onnx_act> ops;
+    for (int i = 0; i < n.input_size(); ++i) {
+      if (n.input(i).empty() || !is_act(n.input(i)))
+        fail(n, "joins activations with a constant (only activations forked from one value are joined)");
+      ops.push_back(take(n, i));
+    }
+    for (const auto& a : ops) {
+      if (a.anchor != ops[0].anchor || a.anchor == 0)
+        fail(n, "joins activations that do not fork from one value (unsupported topology)");
+      if (a.has_pad()) fail(n, "joins the result of a Pad node");
+      if (a.perm != ops[0].perm) fail(n, "joins activations of different layouts");
+    }
+    if (!by_join_rule(n, ops)) fail(n, "joins activations; nnlens joins them with " + onnx_join_ops());
+  }
+  template <class L>
+  bool try_join(const onnx::NodeProto& n, std::vector<onnx_act>& ops) {
+    if constexpr (OnnxJoinable<L>) {
+      if (n.op_type() != onnx_join_rule<L>::op) return false;
+      std::vector<DynamicBlock<float>> branches;
+      for (auto& a : ops) {
+        onnx_fuse(a.layers);
+        branches.push_back(DynamicBlock<float>{std::move(a.layers)});
+      }
+      node_view v(*this, n, ops[0]);
+      L layer = onnx_join_rule<L>::build(v, std::move(branches));
+      const onnx_anchor& an = anchors_[std::size_t(ops[0].anchor - 1)];
+      onnx_act res;
+      res.anchor = an.parent;
+      res.layers = an.layers;
+      res.perm = ops[0].perm;
+      res.store = an.store;  // the composite's input: the forked value
+      emit(n, res, std::move(layer));
+      if (v.has_dims) {
+        res.logical = std::move(v.dims);
+      } else if (res.store == ops[0].store) {  // e.g. a sum: the layout of its operands
+        res.logical = ops[0].logical;
+      } else {
+        res.perm.clear();
+        for (std::size_t i = 0; i < res.store.rank; ++i) res.logical.push_back(std::int64_t(res.store[i]));
+      }
+      out(n, std::move(res));
+      return true;
+    } else {
+      return false;
+    }
+  }
+  bool by_join_rule(const onnx::NodeProto& n, std::vector<onnx_act>& ops) {
+    return []<class... Ls>(onnx_importer& self, const onnx::NodeProto& node, std::vector<onnx_act>& o,
+                           std::type_identity<std::variant<Ls...>>) {
+      return (self.try_join<Ls>(node, o) || ...);
+    }(*this, n, ops, std::type_identity<onnx_layer>{});
   }
   void conv(const onnx::NodeProto& n) {
     if (!is_act(n.input(0))) fail(n, "the data input must be the activation");

@@ -1,0 +1,67 @@
+// nnlens/core/composite.hpp -- the composite ops' protocol (Residual, Concat): ops made of branches.
+//
+// A composite op runs several branches (chains of layers) on the same input and joins their
+// outputs.  Its layer_traits<L> carries, besides the usual members:
+//     template <class F> static void for_each_branch(const L&, shape in, F&& f);
+//         // f(walk) once per branch, in order; walk(g) calls g(const layer*, index, in, out) for
+//         // each of the branch's layers in order (nothing for an empty branch: the identity)
+//     template <class Self, class F> static void for_each_inner(Self& l, F&& f);
+//         // f(layer&) for every inner layer, branch by branch (mutable when Self is; compress uses it)
+//     static constexpr branch_join join;                    // how the outputs join (default: sum)
+//     static std::string branch_name(std::size_t b);         // "block", "shortcut" (default: "branch<b>")
+// and its analysis rules (pwl_rule, sign_rule, relevance_rule) forward for_each_branch, requiring
+// that every inner layer has the rule.
+//
+// The join, per sample, with the branch outputs b_0 .. b_{k-1} flattened:
+//   sum     y = b_0 + b_1 + ...                  (every branch produces the composite's shape)
+//   concat  y = [b_0, b_1, ...] one after another: along the channel axis of a [C,H,W] output
+//           (NCHW: each sample's channels are contiguous) or the features of a [F] output.
+// Both are "y = Σ_k place_k(b_k)" with branch k placed at flat offset `branch_offsets(...)[k]`
+// (0 for every branch of a sum), which is how the analyses treat them, written once.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "nnlens/core/traits.hpp"
+
+namespace nnlens {
+
+/// How a composite op joins its branch outputs (see the header comment).
+enum class branch_join { sum, concat };
+
+/// A composite op: its layer_traits walks its branches.
+template <class L>
+concept Composite = requires(const L& l, shape in) { layer_traits<L>::for_each_branch(l, in, [](auto&&) {}); };
+
+namespace detail {
+template <class L>
+concept has_join_member = requires { { layer_traits<L>::join } -> std::convertible_to<branch_join>; };
+template <class L>
+concept has_branch_names = requires(std::size_t b) { { layer_traits<L>::branch_name(b) } -> std::convertible_to<std::string>; };
+}  // namespace detail
+
+/// The composite's join (sum when its traits do not say).
+template <class L>
+inline constexpr branch_join composite_join_v = [] {
+  if constexpr (detail::has_join_member<L>) return branch_join(layer_traits<L>::join);
+  else return branch_join::sum;
+}();
+
+/// The name of branch b of composite L ("block", "shortcut", or "branch<b>").
+template <class L>
+std::string branch_name_of(std::size_t b) {
+  if constexpr (detail::has_branch_names<L>) return std::string(layer_traits<L>::branch_name(b));
+  else return "branch" + std::to_string(b);
+}
+
+/// Per-sample flat offsets of the branch outputs (sizes per branch) in the composite's output.
+inline std::vector<std::size_t> branch_offsets(branch_join j, const std::vector<std::size_t>& sizes) {
+  std::vector<std::size_t> off(sizes.size(), 0);
+  if (j == branch_join::concat)
+    for (std::size_t k = 1; k < sizes.size(); ++k) off[k] = off[k - 1] + sizes[k - 1];
+  return off;
+}
+
+}  // namespace nnlens
