@@ -10,6 +10,7 @@
 #include "nnlens/layers/affine.hpp"
 #include "nnlens/layers/avg_pool2d.hpp"
 #include "nnlens/layers/batch_norm.hpp"
+#include "nnlens/layers/concat.hpp"
 #include "nnlens/layers/conv2d.hpp"
 #include "nnlens/layers/dense.hpp"
 #include "nnlens/layers/dropout.hpp"
@@ -34,7 +35,7 @@ struct dynamic_layer_list {
                             Conv2DG<dyn, conv_geometry_dyn, T>, MaxPool2D<dyn>, AvgPool2D<dyn>, GlobalAvgPool,
                             LeakyReLU, HardTanh, Clamp, BatchNorm<dyn, T>, Affine<dyn, T>, Softmax, Dropout, Identity,
                             PReLU<dyn, T>,
-                            DynamicResidual<T>>;
+                            DynamicResidual<T>, DynamicConcat<T>>;
 };
 }  // namespace nnlens::detail
 
