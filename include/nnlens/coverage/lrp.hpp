@@ -1,8 +1,9 @@
 // nnlens/coverage/lrp.hpp -- layer-wise relevance propagation (LRP) as a visitor over the layers'
 // relevance_rule traits (specs/deepimportance.md §2.2; the rules are in core/relevance.hpp).
 //
-//   lrp_graph<T> g(net);                 the network as LRP walks it: one node per layer; a Residual
-//                                        becomes its branches' layers plus an addition node
+//   lrp_graph<T> g(net);                 the network as LRP walks it (network/graph.hpp's run_graph):
+//                                        one node per layer; a composite becomes its branches' layers
+//                                        plus a join node (a sum splits R, a concat copies it)
 //   lrp_engine<T> e(g, options);         per-thread scratch; e.run(buffers, batch, r, stop, cls)
 //                                        propagates one sample's relevance from the logit of class
 //                                        cls (default: the predicted class) down to tensor `stop`
@@ -48,8 +49,6 @@ inline constexpr std::size_t lrp_input = std::size_t(-1);
 
 namespace detail {
 template <class L>
-concept relevance_is_composite = requires(const L& l, shape in) { relevance_rule<L>::for_each_branch(l, in, [](auto&&) {}); };
-template <class L>
 concept relevance_is_passthrough = requires { requires relevance_rule<L>::passthrough; };
 template <class L>
 concept relevance_folds = requires { requires relevance_rule<L>::folds_into_previous; };
@@ -79,125 +78,46 @@ constexpr bool require_relevance_network() {
 }
 }  // namespace detail
 
+/// LRP's data per node: its relevance_rule (or pass-through), and BatchNorm folding.
 template <class T>
-class lrp_graph {
- public:
-  static constexpr std::size_t npos = std::size_t(-1);
-  struct node {
-    std::string name;
-    std::string_view type;
-    std::size_t in = 0, out = 0;  // tensors (in: the first operand of a join)
-    join_operands operands;       // a join's operands (empty for a layer)
-    std::function<void(std::size_t, const T*, T*)> forward;  // not for a join
-    std::function<void(const relevance_args&)> relevance;     // empty: pass-through or join
-    bool passthrough = false;
-    bool folds = false;         // BatchNorm: folds into the node before it
-    bool accepts_fold = false;  // Conv2D, Dense
-    std::vector<double> fold_scale, fold_shift;  // per channel, for a folding node
-    bool is_join() const { return !operands.empty(); }
-  };
-
-  template <class Net>
-  explicit lrp_graph(const Net& net) {
-    static_assert(detail::require_relevance_network<Net>(), "LRP needs a relevance_rule for every layer");
-    acts_.push_back(input_shape_of(net));
-    for_each_layer(net, [&](const auto& l, auto idx, shape in, shape out) {
-      add_layer(l, std::to_string(std::size_t(idx)), acts_.size() - 1, in, out);
-      layer_out_.push_back(acts_.size() - 1);
-    });
-    readers_.assign(acts_.size(), 0);
-    for (const auto& nd : nodes_) {
-      if (nd.is_join())
-        for (std::size_t a : nd.operands.ins) ++readers_[a];
-      else
-        ++readers_[nd.in];
-    }
-  }
-
-  const std::vector<node>& nodes() const { return nodes_; }
-  const std::vector<shape>& acts() const { return acts_; }
-  std::size_t output() const { return acts_.size() - 1; }
-  /// The tensor a top-level layer writes (lrp_input: 0, the input).
-  std::size_t layer_tensor(std::size_t layer) const {
-    if (layer == lrp_input) return 0;
-    if (layer >= layer_out_.size())
-      throw value_error("lrp: layer index " + std::to_string(layer) + " out of range (the network has " +
-                        std::to_string(layer_out_.size()) + " layers)");
-    return layer_out_[layer];
-  }
-  std::size_t readers(std::size_t tensor) const { return readers_[tensor]; }
-
-  /// Forward pass of `batch` samples; buffers[a] = tensor a, [batch x size].
-  void run(std::size_t batch, const T* x, std::vector<std::vector<T>>& buffers) const {
-    buffers.resize(acts_.size());
-    buffers[0].assign(x, x + batch * acts_[0].size());
-    for (const auto& nd : nodes_) {
-      auto& y = buffers[nd.out];
-      y.resize(batch * acts_[nd.out].size());
-      if (nd.is_join()) {
-        nd.operands.run(batch, acts_[nd.out].size(), buffers, y.data());
-      } else {
-        nd.forward(batch, buffers[nd.in].data(), y.data());
-      }
-    }
-  }
-
- private:
-  std::vector<shape> acts_;
-  std::vector<node> nodes_;
-  std::vector<std::size_t> layer_out_, readers_;
+struct relevance_view {
+  std::function<void(const relevance_args&)> relevance;  // empty: pass-through or join
+  bool passthrough = false;
+  bool folds = false;         // BatchNorm: folds into the node before it
+  bool accepts_fold = false;  // Conv2D, Dense
+  std::vector<double> fold_scale, fold_shift;  // per channel, for a folding node
 
   template <class L>
-  void add_layer(const L& l, const std::string& where, std::size_t in_act, shape in, shape out) {
-    if constexpr (!RelevanceLayer<L>) {
-      (void)l, (void)in_act, (void)in, (void)out;
-      throw logic_error(detail::concat("lrp: layer ", where, " (", layer_traits<L>::name,
-                                       ") has no relevance rule; LRP starts at the logits (drop the ",
-                                       layer_traits<L>::name, ")"));
-    } else if constexpr (detail::relevance_is_composite<L>) {
-      node nd;
-      nd.operands = join_operands::build<L>(
-          [&](auto&& branch) { relevance_rule<L>::for_each_branch(l, in, branch); }, in_act, in, where,
-          [&](const auto* lp, const std::string& w, std::size_t cur, shape i, shape o) {
-            add_layer(*lp, w, cur, i, o);
-            return acts_.size() - 1;
-          });
-      nd.type = nd.operands.type();
-      nd.name = where + " " + std::string(nd.type);
-      nd.in = nd.operands.ins[0];
-      acts_.push_back(out);
-      nd.out = acts_.size() - 1;
-      nodes_.push_back(std::move(nd));
+  static constexpr bool has_rule = RelevanceLayer<L>;
+  static std::string missing(const std::string& where, std::string_view name) {
+    return detail::concat("lrp: layer ", where, " (", name, ") has no relevance rule; LRP starts at the logits (drop the ",
+                          name, ")");
+  }
+  template <class Net>
+  static constexpr bool require() {
+    return detail::require_relevance_network<Net>();
+  }
+  template <class L>
+  void make(const L& l, shape, shape out) {
+    const L* lp = &l;
+    if constexpr (detail::relevance_is_passthrough<L>) {
+      passthrough = true;
     } else {
-      node nd;
-      nd.type = layer_traits<L>::name;
-      nd.name = where + " " + std::string(nd.type);
-      nd.in = in_act;
-      const L* lp = &l;
-      nd.forward = [lp, in, out](std::size_t batch, const T* x, T* y) {
-        thread_local std::vector<T> scratch;
-        const std::size_t need = layer_traits<L>::scratch_size(lp, in, out, batch);
-        if (scratch.size() < need) scratch.resize(need);
-        layer_traits<L>::forward(*lp, forward_args<T>{in, out, batch, x, y, nullptr, scratch.data()});
-      };
-      if constexpr (detail::relevance_is_passthrough<L>) {
-        nd.passthrough = true;
-      } else {
-        nd.relevance = [lp](const relevance_args& a) { relevance_rule<L>::relevance(*lp, a); };
-      }
-      if constexpr (detail::relevance_accepts_fold<L>) nd.accepts_fold = true;
-      if constexpr (detail::relevance_folds<L>) {
-        nd.folds = true;
-        const std::size_t C = out.rank == 3 ? out[0] : out.size();
-        nd.fold_scale.resize(C), nd.fold_shift.resize(C);
-        for (std::size_t c = 0; c < C; ++c) relevance_rule<L>::scale_shift(l, c, nd.fold_scale[c], nd.fold_shift[c]);
-      }
-      acts_.push_back(out);
-      nd.out = acts_.size() - 1;
-      nodes_.push_back(std::move(nd));
+      relevance = [lp](const relevance_args& a) { relevance_rule<L>::relevance(*lp, a); };
+    }
+    if constexpr (detail::relevance_accepts_fold<L>) accepts_fold = true;
+    if constexpr (detail::relevance_folds<L>) {
+      folds = true;
+      const std::size_t C = out.rank == 3 ? out[0] : out.size();
+      fold_scale.resize(C), fold_shift.resize(C);
+      for (std::size_t c = 0; c < C; ++c) relevance_rule<L>::scale_shift(l, c, fold_scale[c], fold_shift[c]);
     }
   }
 };
+
+/// The network as LRP walks it (network/graph.hpp's run_graph with LRP's view).
+template <class T>
+using lrp_graph = run_graph<T, relevance_view<T>>;
 
 /// Per-thread LRP scratch over one graph.
 template <class T>

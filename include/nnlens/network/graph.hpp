@@ -1,8 +1,9 @@
-// nnlens/network/graph.hpp -- a network as NNSlicer sees it: operations and the tensors between them.
+// nnlens/network/graph.hpp -- a network as the analyses walk it: operations and the tensors between them.
 //
-//   op_graph<T> g(net);            one node per layer; a composite (Residual, Concat) becomes its
+//   run_graph<T, View> g(net)      one node per layer; a composite (Residual, Concat) becomes its
 //                                  branches' layers plus a join node ("Add" or "Concat": each inner
-//                                  op has its own neurons, spec §2.1)
+//                                  op has its own neurons, spec §2.1); View: the analysis's data
+//   op_graph<T> g(net);            the graph with NNSlicer's view (sign_rule items, synapses)
 //   g.acts()                       tensors: 0 is the input; node k writes g.nodes()[k].out
 //   g.run(batch, x, buffers)       forward pass over the nodes, keeping every tensor
 //
@@ -122,31 +123,46 @@ struct join_operands {
   }
 };
 
-template <class T>
-class op_graph {
+/// The one run-time graph of a network (Sequential or DynamicNetwork) for the analyses that walk it
+/// node by node (NNSlicer, LRP, the fingerprint): one node per layer, a composite expanded into
+/// its branches' layers plus a join node.  Nodes are type-erased once, when the graph is built:
+/// the forward pass from layer_traits, and the analysis's own per-node data from View, which the
+/// node derives from:
+///   View::has_rule<L>                  the analysis's rule exists for L (a composite's rule
+///                                      exists when every inner layer's does)
+///   View::missing(where, name)         the logic_error message for a layer without it
+///   View::require<Net>()               compile-time check of a Sequential (names the layer)
+///   view.make(l, in, out)              fills the node's data from L's rule
+/// op_graph<T> (NNSlicer's view: sign_rule) and lrp_graph<T> (coverage/lrp.hpp: relevance_rule) are
+/// this graph with their view.  The graph refers to the network: keep it alive and unchanged.
+template <class T, class View>
+class run_graph {
  public:
-  struct node {
-    std::string name;         // "3 Dense", "5.block.1 ReLU", "5 Add"
-    std::string_view type;    // "Dense", ..., "Add", "Concat"
+  struct node : View {
+    std::string name;             // "3 Dense", "5.block.1 ReLU", "5 Add", "7 Concat"
+    std::string_view type;        // "Dense", ..., "Add", "Concat"
     std::size_t in = 0, out = 0;  // tensors (in: the first operand of a join)
     join_operands operands;       // a join's operands (empty for a layer)
-    std::size_t synapses = 0;
-    std::function<void(std::size_t, const T*, T*)> forward;                           // not for a join
-    std::function<void(const sign_ctx&, std::size_t, std::vector<sign_item>&)> items;  // not for a join
-    std::span<const T> weights;  // the first parameter tensor (synapse i = weights[i]); empty if none
-    std::vector<std::span<const T>> parameters;  // every parameter tensor (weights first), then buffers
-    std::span<const T> bias;     // one per output channel (rank 3) or neuron, if the rule names one
+    std::function<void(std::size_t, const T*, T*)> forward;  // not for a join
     bool is_join() const { return !operands.empty(); }
   };
 
   template <class Net>
-  explicit op_graph(const Net& net) {
-    static_assert(detail::require_sign_network<Net>());
+  explicit run_graph(const Net& net) {
+    static_assert(View::template require<Net>());
     acts_.push_back(input_shape_of(net));
     names_.push_back("input");
     for_each_layer(net, [&](const auto& l, auto idx, shape in, shape out) {
       add_layer(l, std::to_string(std::size_t(idx)), acts_.size() - 1, in, out);
+      layer_out_.push_back(acts_.size() - 1);
     });
+    readers_.assign(acts_.size(), 0);
+    for (const auto& nd : nodes_) {
+      if (nd.is_join())
+        for (std::size_t a : nd.operands.ins) ++readers_[a];
+      else
+        ++readers_[nd.in];
+    }
   }
 
   const std::vector<node>& nodes() const { return nodes_; }
@@ -154,6 +170,16 @@ class op_graph {
   /// The name of tensor a: "input" or the name of the node that writes it.
   const std::string& act_name(std::size_t a) const { return names_.at(a); }
   std::size_t output() const { return acts_.size() - 1; }
+  /// The tensor top-level layer `layer` writes (std::size_t(-1): 0, the input).
+  std::size_t layer_tensor(std::size_t layer) const {
+    if (layer == std::size_t(-1)) return 0;
+    if (layer >= layer_out_.size())
+      throw value_error("layer index " + std::to_string(layer) + " out of range (the network has " +
+                        std::to_string(layer_out_.size()) + " layers)");
+    return layer_out_[layer];
+  }
+  /// How many nodes read tensor a (a composite's input: one per branch).
+  std::size_t readers(std::size_t a) const { return readers_[a]; }
 
   /// Forward pass of `batch` samples; buffers[a] = tensor a, [batch x size] (resized as needed).
   void run(std::size_t batch, const T* x, std::vector<std::vector<T>>& buffers) const {
@@ -162,11 +188,10 @@ class op_graph {
     for (const auto& nd : nodes_) {
       auto& y = buffers[nd.out];
       y.resize(batch * acts_[nd.out].size());
-      if (nd.is_join()) {
+      if (nd.is_join())
         nd.operands.run(batch, acts_[nd.out].size(), buffers, y.data());
-      } else {
+      else
         nd.forward(batch, buffers[nd.in].data(), y.data());
-      }
     }
   }
 
@@ -174,54 +199,37 @@ class op_graph {
   std::vector<shape> acts_;
   std::vector<std::string> names_;
   std::vector<node> nodes_;
+  std::vector<std::size_t> layer_out_, readers_;
 
   template <class L>
   void add_layer(const L& l, const std::string& where, std::size_t in_act, shape in, shape out) {
-    if constexpr (!SignLayer<L>) {
+    if constexpr (!View::template has_rule<L>) {
       (void)l, (void)in_act, (void)in, (void)out;
-      throw logic_error(detail::concat("nnslicer: layer ", where, " (", layer_traits<L>::name,
-                                       ") has no contribution-sign rule; slice the logits (drop the ",
-                                       layer_traits<L>::name, ")"));
-    } else if constexpr (detail::sign_is_composite<L>) {
-      node nd;
-      nd.operands = join_operands::build<L>(
-          [&](auto&& branch) { sign_rule<L>::for_each_branch(l, in, branch); }, in_act, in, where,
-          [&](const auto* lp, const std::string& w, std::size_t cur, shape i, shape o) {
-            add_layer(*lp, w, cur, i, o);
-            return acts_.size() - 1;
-          });
-      nd.type = nd.operands.type();
-      nd.name = where + " " + std::string(nd.type);
-      nd.in = nd.operands.ins[0];
-      acts_.push_back(out);
-      names_.push_back(nd.name);
-      nd.out = acts_.size() - 1;
-      nodes_.push_back(std::move(nd));
+      throw logic_error(View::missing(where, layer_traits<L>::name));
     } else {
       node nd;
-      nd.type = layer_traits<L>::name;
-      nd.name = where + " " + std::string(nd.type);
-      nd.in = in_act;
-      if constexpr (detail::sign_has_synapses<L>) nd.synapses = sign_rule<L>::synapses(l);
-      if constexpr (HasParameters<L>) {
-        auto ps = layer_traits<L>::parameters(l);
-        if (!ps.empty()) nd.weights = std::span<const T>(ps[0].data(), ps[0].size());
-        for (const auto& q : ps) nd.parameters.emplace_back(q.data(), q.size());
-        if constexpr (detail::sign_has_bias<L>) {
-          constexpr std::size_t bi = sign_rule<L>::bias_parameter;
-          if (bi < ps.size() && ps[bi].size() == neuron_count(out, false)) nd.bias = std::span<const T>(ps[bi].data(), ps[bi].size());
-        }
+      if constexpr (Composite<L>) {
+        nd.operands = join_operands::build<L>(
+            [&](auto&& branch) { layer_traits<L>::for_each_branch(l, in, branch); }, in_act, in, where,
+            [&](const auto* lp, const std::string& w, std::size_t cur, shape i, shape o) {
+              add_layer(*lp, w, cur, i, o);
+              return acts_.size() - 1;
+            });
+        nd.type = nd.operands.type();
+        nd.in = nd.operands.ins[0];
+      } else {
+        nd.type = layer_traits<L>::name;
+        nd.in = in_act;
+        const L* lp = &l;
+        nd.forward = [lp, in, out](std::size_t batch, const T* x, T* y) {
+          thread_local std::vector<T> scratch;
+          const std::size_t need = layer_traits<L>::scratch_size(lp, in, out, batch);
+          if (scratch.size() < need) scratch.resize(need);
+          layer_traits<L>::forward(*lp, forward_args<T>{in, out, batch, x, y, nullptr, scratch.data()});
+        };
+        nd.make(l, in, out);
       }
-      if constexpr (HasBuffers<L>)
-        for (const auto& q : layer_traits<L>::buffers(l)) nd.parameters.emplace_back(q.data(), q.size());
-      const L* lp = &l;
-      nd.forward = [lp, in, out](std::size_t batch, const T* x, T* y) {
-        thread_local std::vector<T> scratch;
-        const std::size_t need = layer_traits<L>::scratch_size(lp, in, out, batch);
-        if (scratch.size() < need) scratch.resize(need);
-        layer_traits<L>::forward(*lp, forward_args<T>{in, out, batch, x, y, nullptr, scratch.data()});
-      };
-      nd.items = [lp](const sign_ctx& c, std::size_t n, std::vector<sign_item>& v) { sign_rule<L>::items(*lp, c, n, v); };
+      nd.name = where + " " + std::string(nd.type);
       acts_.push_back(out);
       names_.push_back(nd.name);
       nd.out = acts_.size() - 1;
@@ -229,5 +237,47 @@ class op_graph {
     }
   }
 };
+
+/// NNSlicer's data per node: its sign_rule's items and synapses, and its parameter tensors.
+template <class T>
+struct sign_view {
+  std::size_t synapses = 0;
+  std::function<void(const sign_ctx&, std::size_t, std::vector<sign_item>&)> items;  // not for a join
+  std::span<const T> weights;  // the first parameter tensor (synapse i = weights[i]); empty if none
+  std::vector<std::span<const T>> parameters;  // every parameter tensor (weights first), then buffers
+  std::span<const T> bias;     // one per output channel (rank 3) or neuron, if the rule names one
+
+  template <class L>
+  static constexpr bool has_rule = SignLayer<L>;
+  static std::string missing(const std::string& where, std::string_view name) {
+    return detail::concat("nnslicer: layer ", where, " (", name, ") has no contribution-sign rule; slice the logits (drop the ",
+                          name, ")");
+  }
+  template <class Net>
+  static constexpr bool require() {
+    return detail::require_sign_network<Net>();
+  }
+  template <class L>
+  void make(const L& l, shape, shape out) {
+    if constexpr (detail::sign_has_synapses<L>) synapses = sign_rule<L>::synapses(l);
+    if constexpr (HasParameters<L>) {
+      auto ps = layer_traits<L>::parameters(l);
+      if (!ps.empty()) weights = std::span<const T>(ps[0].data(), ps[0].size());
+      for (const auto& q : ps) parameters.emplace_back(q.data(), q.size());
+      if constexpr (detail::sign_has_bias<L>) {
+        constexpr std::size_t bi = sign_rule<L>::bias_parameter;
+        if (bi < ps.size() && ps[bi].size() == neuron_count(out, false)) bias = std::span<const T>(ps[bi].data(), ps[bi].size());
+      }
+    }
+    if constexpr (HasBuffers<L>)
+      for (const auto& q : layer_traits<L>::buffers(l)) parameters.emplace_back(q.data(), q.size());
+    const L* lp = &l;
+    items = [lp](const sign_ctx& c, std::size_t n, std::vector<sign_item>& v) { sign_rule<L>::items(*lp, c, n, v); };
+  }
+};
+
+/// The network as NNSlicer sees it (see run_graph).
+template <class T>
+using op_graph = run_graph<T, sign_view<T>>;
 
 }  // namespace nnlens
