@@ -23,6 +23,7 @@ void instantiate_all() {
   tk::conv2d<T>(1, d, xp, wp, bp, yp);
   tk::conv2d_gemm<T, 16>(1, d, xp, wp, bp, yp);
   tk::max_pool2d<T>(1, d, xp, yp);
+  tk::avg_pool2d<T>(1, d, xp, yp);
   // the element-wise ops' scalar_map functors (core/properties.hpp): NNLENS_HD on the device
   tk::map<T>(64, xp, yp, nnlens::layer_traits<nnlens::ReLU>::scalar_map({}));
   tk::map<T>(64, xp, yp, nnlens::layer_traits<nnlens::LeakyReLU>::scalar_map({0.1}));

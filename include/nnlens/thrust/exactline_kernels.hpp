@@ -94,16 +94,10 @@ struct pool_proposer {
   NNLENS_HD void operator()(const T* a, const T* b, E& emit) const {
     for (idx c = 0; c < dm.C; ++c)
       for (idx oh = 0; oh < dm.OH; ++oh) {
-        const sidx r0 = sidx(oh * dm.sh) - sidx(dm.pt);
-        const idx h0 = idx(r0 < 0 ? 0 : r0);
-        const sidx r1 = r0 + sidx(dm.kh) < sidx(dm.H) ? r0 + sidx(dm.kh) : sidx(dm.H);
+        const pool_span r = pool_rows(dm, oh);
         for (idx ow = 0; ow < dm.OW; ++ow) {
-          const sidx c0 = sidx(ow * dm.sw) - sidx(dm.pl);
-          const idx w0 = idx(c0 < 0 ? 0 : c0);
-          const sidx c1 = c0 + sidx(dm.kw) < sidx(dm.W) ? c0 + sidx(dm.kw) : sidx(dm.W);
-          if (r1 <= sidx(h0) || c1 <= sidx(w0)) continue;
-          const idx nh = idx(r1) - h0, nw = idx(c1) - w0;
-          walk(a, b, c * dm.H * dm.W + h0 * dm.W + w0, nh, nw, emit);
+          const pool_span q = pool_cols(dm, ow);
+          if (r.hi > r.lo && q.hi > q.lo) walk(a, b, c * dm.H * dm.W + r.lo * dm.W + q.lo, r.hi - r.lo, q.hi - q.lo, emit);
         }
       }
   }

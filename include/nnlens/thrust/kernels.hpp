@@ -15,6 +15,8 @@
 //   conv2d_gemm<T, NB>(n, dims, x, Wt, b, y)  the same as an implicit GEMM (4 pixels x NB channels
 //                                       per work item) on conv_transpose_weights<NB>(W)
 //   max_pool2d(n, dims, x, y)           padding never wins (max over the window inside the input)
+//   avg_pool2d(n, dims, x, y)           the sum over the window inside the input (row by row) over
+//                                       the divisor of dims.count_pad (AvgPool2D's, as the host)
 //   map(count, x, y, f)                y[i] = f(x[i]): an element-wise op's scalar_map functor
 //                                      (core/properties.hpp, ElementwiseMap), any op, one transform
 //   neuron_partials(n, C, hw, x, part, S)  part[c*S+s] += sum over the samples of block s of the mean
@@ -49,7 +51,23 @@ struct window_dims {
   idx C = 0, H = 0, W = 0;     // input
   idx O = 0, OH = 0, OW = 0;   // output (O == C for pooling)
   idx kh = 1, kw = 1, sh = 1, sw = 1, pt = 0, pl = 0, dh = 1, dw = 1, groups = 1;
+  idx pb = 0, pr = 0;      // bottom / right padding (average pooling's divisor)
+  bool count_pad = true;   // average pooling: the divisor counts the padding (count_include_pad)
 };
+
+/// One axis of a pooling window: inputs [lo, hi) and the average's divisor factor (count_pad:
+/// the window clipped to the padded input, else hi - lo).
+struct pool_span {
+  idx lo, hi, count;
+  NNLENS_HD pool_span(idx o, idx s, idx pad_lo, idx pad_hi, idx k, idx n, bool count_pad) {
+    const sidx st = sidx(o * s) - sidx(pad_lo), en = st + sidx(k), e = en < sidx(n) ? en : sidx(n);
+    const sidx pe = en < sidx(n + pad_hi) ? en : sidx(n + pad_hi);
+    lo = st < 0 ? 0 : idx(st), hi = e > sidx(lo) ? idx(e) : lo;  // empty if the window misses the input
+    count = count_pad ? idx(pe - st) : hi - lo;
+  }
+};
+NNLENS_HD inline pool_span pool_rows(const window_dims& d, idx oh) { return {oh, d.sh, d.pt, d.pb, d.kh, d.H, d.count_pad}; }
+NNLENS_HD inline pool_span pool_cols(const window_dims& d, idx ow) { return {ow, d.sw, d.pl, d.pr, d.kw, d.W, d.count_pad}; }
 
 template <class T>
 struct dense_tile {
@@ -247,30 +265,40 @@ void conv_transpose_weights(const window_dims& d, const T* W, V& Wt) {
       for (idx kk = 0; kk < Kc; ++kk) Wt[(g * Kc + kk) * Op + og] = W[(g * Og + og) * Kc + kk];
 }
 
-template <class T>
-struct max_pool_elem {
+/// One output of a pooling window: the maximum (the first wins ties; padding never wins) or the
+/// sum over the divisor (average), of the window's inputs row by row, as the host.
+template <class T, bool Max>
+struct pool_elem {
   const T* x;
   T* y;
   window_dims d;
   NNLENS_HD void operator()(idx t) const {
     const idx ow = t % d.OW, oh = (t / d.OW) % d.OH, pl = t / (d.OW * d.OH);
-    const sidx r0 = sidx(oh * d.sh) - sidx(d.pt), q0 = sidx(ow * d.sw) - sidx(d.pl);
+    const pool_span r = pool_rows(d, oh), c = pool_cols(d, ow);
     const T* xp = x + pl * d.H * d.W;
-    bool any = false;
-    T m = T(0);
-    for (sidx r = r0 < 0 ? 0 : r0; r < r0 + sidx(d.kh) && r < sidx(d.H); ++r)
-      for (sidx q = q0 < 0 ? 0 : q0; q < q0 + sidx(d.kw) && q < sidx(d.W); ++q) {
-        const T v = xp[idx(r) * d.W + idx(q)];
-        if (!any || v > m) m = v, any = true;
+    T m = Max && r.lo < r.hi && c.lo < c.hi ? xp[r.lo * d.W + c.lo] : T(0);
+    for (idx h = r.lo; h < r.hi; ++h)
+      for (idx w = c.lo; w < c.hi; ++w) {
+        const T v = xp[h * d.W + w];
+        if constexpr (Max)
+          m = v > m ? v : m;
+        else
+          m += v;
       }
-    y[t] = m;
+    y[t] = Max ? m : m / T(r.count * c.count);
   }
 };
 
 template <class T>
 void max_pool2d(idx N, const window_dims& d, const T* x, T* y) {
   ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0),
-                     ::thrust::counting_iterator<idx>(N * d.C * d.OH * d.OW), max_pool_elem<T>{x, y, d});
+                     ::thrust::counting_iterator<idx>(N * d.C * d.OH * d.OW), pool_elem<T, true>{x, y, d});
+}
+
+template <class T>
+void avg_pool2d(idx N, const window_dims& d, const T* x, T* y) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0),
+                     ::thrust::counting_iterator<idx>(N * d.C * d.OH * d.OW), pool_elem<T, false>{x, y, d});
 }
 
 template <class T, class F>

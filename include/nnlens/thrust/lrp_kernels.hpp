@@ -25,13 +25,15 @@
 //   group's outputs into the plane it owns.  fn may be null unless alpha_beta, bs unless epsilon
 //   with bias_redistribution.
 // Max pooling: one work item per plane; each output with R_k != 0 hands R_k / ties to the inputs
-// equal to its window's maximum.
+// equal to its window's maximum.  Average pooling: the affine rules above with w_jk = 1 / divisor
+// and no bias (AvgPool2D's relevance_rule), one work item per plane (it holds its outputs' windows).
 //
 //   lrp_start(n, O, z, cls, R)              R = one_hot(c) z_c per sample (c = cls[n], or the
 //                                           first maximum of z when cls is null)
 //   lrp_dense_factors / lrp_dense_gather    Dense: Wt [O, I] (the layer's W [I, O] transposed)
 //   lrp_conv_factors / lrp_conv_gather      Conv2D: W [O, C/groups, kh, kw], any geometry
 //   lrp_max_pool(n, dims, x, R, R_in)       MaxPool2D, any geometry (padding never wins)
+//   lrp_avg_pool(n, dims, x, z, R, R_in, p) AvgPool2D, any geometry (dims.count_pad: its divisor)
 //   lrp_channel_sums(n, C, hw, R, out)      out[n, c] = sum of R[n, c, 0..hw) (importance)
 //   coverage_neuron_values(n, C, hw, x, out, ld, off)  out[n * ld + off + c] = mean of x[n, c, 0..hw)
 //                                           (hw = 1: the elements), double: coverage neurons
@@ -310,22 +312,20 @@ struct lrp_pool_plane {
       for (idx ow = 0; ow < d.OW; ++ow) {
         const double rk = R[(pl * d.OH + oh) * d.OW + ow];
         if (rk == 0) continue;
-        const sidx r0 = sidx(oh * d.sh) - sidx(d.pt), q0 = sidx(ow * d.sw) - sidx(d.pl);
-        const sidx r1 = r0 + sidx(d.kh) < sidx(d.H) ? r0 + sidx(d.kh) : sidx(d.H);
-        const sidx q1 = q0 + sidx(d.kw) < sidx(d.W) ? q0 + sidx(d.kw) : sidx(d.W);
+        const pool_span rs = pool_rows(d, oh), cs = pool_cols(d, ow);
         idx ties = 0;
         double m = 0;
-        for (sidx i = r0 < 0 ? 0 : r0; i < r1; ++i)
-          for (sidx q = q0 < 0 ? 0 : q0; q < q1; ++q) {
-            const double v = double(xp[idx(i) * d.W + idx(q)]);
+        for (idx i = rs.lo; i < rs.hi; ++i)
+          for (idx q = cs.lo; q < cs.hi; ++q) {
+            const double v = double(xp[i * d.W + q]);
             if (ties == 0 || v > m) m = v, ties = 1;
             else if (v == m) ++ties;
           }
         if (ties == 0) continue;
         const double share = rk / double(ties);
-        for (sidx i = r0 < 0 ? 0 : r0; i < r1; ++i)
-          for (sidx q = q0 < 0 ? 0 : q0; q < q1; ++q)
-            if (double(xp[idx(i) * d.W + idx(q)]) == m) r[idx(i) * d.W + idx(q)] += share;
+        for (idx i = rs.lo; i < rs.hi; ++i)
+          for (idx q = cs.lo; q < cs.hi; ++q)
+            if (double(xp[i * d.W + q]) == m) r[i * d.W + q] += share;
       }
   }
 };
@@ -334,6 +334,50 @@ template <class T>
 void lrp_max_pool(idx N, const window_dims& d, const T* x, const double* R, double* Rin) {
   ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * d.C),
                      lrp_pool_plane<T>{x, R, Rin, d});
+}
+
+/// Average pooling of one plane (sample, channel), which holds its outputs' windows: each output
+/// with R != 0 in order, its values (lrp_coefficients with w_jk = 1 / divisor, no bias), then its
+/// terms added to the inputs of its window, as the host adds them.
+template <class T>
+struct lrp_avg_plane {
+  const T* x;
+  const T* z;
+  const double* R;
+  double* Rin;
+  window_dims d;
+  lrp_params p;
+  NNLENS_HD void operator()(idx pl) const {
+    const T* xp = x + pl * d.H * d.W;
+    double* r = Rin + pl * d.H * d.W;
+    for (idx i = 0; i < d.H * d.W; ++i) r[i] = 0;
+    for (idx oh = 0; oh < d.OH; ++oh)
+      for (idx ow = 0; ow < d.OW; ++ow) {
+        const idx k = (pl * d.OH + oh) * d.OW + ow;
+        if (R[k] == 0) continue;
+        const pool_span rs = pool_rows(d, oh), cs = pool_cols(d, ow);
+        const double w = 1.0 / double(rs.count * cs.count);
+        double zp = 0, zn = 0, a, b, sh;
+        for (idx h = rs.lo; h < rs.hi && p.rule != 0; ++h)
+          for (idx v = cs.lo; v < cs.hi; ++v) {
+            const double zj = double(xp[h * d.W + v]) * w;
+            zp += zj > 0 ? zj : 0.0;
+            zn += zj < 0 ? zj : 0.0;
+          }
+        lrp_coefficients(p, R[k], double(z[k]), 0.0, zp, zn, (rs.hi - rs.lo) * (cs.hi - cs.lo), a, b, sh);
+        for (idx h = rs.lo; h < rs.hi; ++h)
+          for (idx v = cs.lo; v < cs.hi; ++v) {
+            lrp_add(p, r[h * d.W + v], double(xp[h * d.W + v]) * w, R[k], a, b);
+            if (p.rule == 0 && p.bias_redistribution) r[h * d.W + v] += sh;
+          }
+      }
+  }
+};
+
+template <class T>
+void lrp_avg_pool(idx N, const window_dims& d, const T* x, const T* z, const double* R, double* Rin, const lrp_params& p) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * d.C),
+                     lrp_avg_plane<T>{x, z, R, Rin, d, p});
 }
 
 /// The start of LRP: R[n] = one_hot(c) z[n, c].

@@ -9,7 +9,7 @@
 // Layers with thrust kernels, from their properties (core/properties.hpp): every element-wise map
 // (ElementwiseMap: ReLU, LeakyReLU, HardTanh, Clamp; one thrust::transform of the op's own
 // scalar_map functor), every reshape-only op (reshape_only_v: Flatten, Dropout, Identity; a copy),
-// every max-pooling window (PoolingWindow with pool_reduce::max: MaxPool2D, any geometry), and
+// every pooling window (PoolingWindow, max or mean: MaxPool2D, AvgPool2D, any geometry), and
 // the tuned kernels of Dense, Conv2D (any geometry: strides, dilations, asymmetric padding,
 // groups).  A Sequential with another layer is a compile error naming it
 // (error_thrust_backend_has_no_kernel_for<L>); a DynamicNetwork holding one gets logic_error
@@ -50,7 +50,11 @@ thrust_kernels::window_dims thrust_window(const G& g, shape in, shape out) {
   thrust_kernels::window_dims d;
   d.C = in[0], d.H = in[1], d.W = in[2], d.O = out[0], d.OH = out[1], d.OW = out[2];
   d.kh = g.kh, d.kw = g.kw, d.sh = g.stride_h, d.sw = g.stride_w, d.pt = g.pad_top, d.pl = g.pad_left;
-  if constexpr (std::is_same_v<G, conv_geometry>) d.dh = g.dilation_h, d.dw = g.dilation_w, d.groups = g.groups;
+  d.pb = g.pad_bottom, d.pr = g.pad_right;
+  if constexpr (std::is_same_v<G, conv_geometry>)
+    d.dh = g.dilation_h, d.dw = g.dilation_w, d.groups = g.groups;
+  else
+    d.count_pad = g.count_include_pad;
   return d;
 }
 }  // namespace detail
@@ -133,10 +137,10 @@ struct thrust_layer<L> {
   }
 };
 
-/// A max-pooling window (core/properties.hpp: PoolingWindow with pool_reduce::max), any
-/// geometry: no parameters on the device; dims() is its window as the kernels read it.
+/// A pooling window (core/properties.hpp: PoolingWindow), any geometry: the kernel of its
+/// reduction (max or mean), no parameters on the device; dims() is its window as the kernels read it.
 template <class L>
-  requires(PoolingWindow<L> && pool_reduction_v<L> == pool_reduce::max)
+  requires PoolingWindow<L>
 struct thrust_layer<L> {
   static constexpr bool supported = true;
   static thrust_kernels::window_dims dims(const L& l, shape in, shape out) {
@@ -146,7 +150,10 @@ struct thrust_layer<L> {
   static void upload(const L&, thrust_params<T>&) {}
   template <class T>
   static void forward(const L& l, const thrust_params<T>&, shape in, shape out, std::size_t batch, const T* x, T* y) {
-    thrust_kernels::max_pool2d<T>(batch, dims(l, in, out), x, y);
+    if constexpr (pool_reduction_v<L> == pool_reduce::max)
+      thrust_kernels::max_pool2d<T>(batch, dims(l, in, out), x, y);
+    else
+      thrust_kernels::avg_pool2d<T>(batch, dims(l, in, out), x, y);
   }
 };
 
@@ -198,8 +205,8 @@ class device_network {
  public:
   using T = network_scalar_t<Net>;
   static_assert(detail::require_thrust_network<Net>(),
-                "nnlens::thrust: every layer needs thrust kernels (Dense, Conv2D, a max-pooling window, an element-wise "
-                "map, a reshape-only op); the "
+                "nnlens::thrust: every layer needs thrust kernels (Dense, Conv2D, a pooling window, an element-wise map, "
+                "a reshape-only op); the "
                 "incomplete type 'error_thrust_backend_has_no_kernel_for<L>' in this diagnostic names the layer");
 
   explicit device_network(const Net& net) : net_(&net), params_(layer_count(net)) {

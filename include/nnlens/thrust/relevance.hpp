@@ -10,7 +10,7 @@
 //                                         (cls null); r: device [nb, size of tensor stop]
 //
 // requires: every layer has thrust kernels and an LRP step here: Dense, Conv2D (any geometry),
-//           every max-pooling window (PoolingWindow: MaxPool2D, any geometry), and every op
+//           every pooling window (PoolingWindow: MaxPool2D, AvgPool2D, any geometry), and every op
 //           whose relevance_rule is the pass-through form (core/relevance.hpp: the element-wise
 //           maps, Flatten, Dropout, Identity: R_in = R_out, nothing runs on the device).  Another
 //           layer in a Sequential is a compile error naming it
@@ -110,17 +110,21 @@ struct thrust_lrp_layer<L> {
   }
 };
 
-/// A max-pooling window (PoolingWindow with pool_reduce::max): winner-take-all, ties split.
+/// A pooling window (PoolingWindow): max, winner-take-all with ties split; mean, the affine
+/// rules with weights 1 / divisor and no bias (the host's relevance_rule of AvgPool2D).
 template <class L>
-  requires(PoolingWindow<L> && pool_reduction_v<L> == pool_reduce::max)
+  requires PoolingWindow<L>
 struct thrust_lrp_layer<L> {
   static constexpr bool supported = true, passthrough = false;
   template <class T>
   static void upload(const L&, thrust_params<T>&) {}
   template <class T>
-  static void backward(const L& l, const thrust_params<T>&, shape in, shape out, std::size_t nb, const T* x, const T*,
-                       const double* r_out, double* r_in, const thrust_lrp_scratch&, const thrust_kernels::lrp_params&) {
-    thrust_kernels::lrp_max_pool<T>(nb, thrust_layer<L>::dims(l, in, out), x, r_out, r_in);
+  static void backward(const L& l, const thrust_params<T>&, shape in, shape out, std::size_t nb, const T* x, const T* z,
+                       const double* r_out, double* r_in, const thrust_lrp_scratch&, const thrust_kernels::lrp_params& rule) {
+    if constexpr (pool_reduction_v<L> == pool_reduce::max)
+      thrust_kernels::lrp_max_pool<T>(nb, thrust_layer<L>::dims(l, in, out), x, r_out, r_in);
+    else
+      thrust_kernels::lrp_avg_pool<T>(nb, thrust_layer<L>::dims(l, in, out), x, z, r_out, r_in, rule);
   }
 };
 
@@ -169,8 +173,8 @@ class device_lrp {
  public:
   using T = network_scalar_t<Net>;
   static_assert(detail::require_thrust_lrp_network<Net>(),
-                "nnlens::thrust LRP: every layer needs a device LRP step (Dense, Conv2D, a max-pooling window, a "
-                "pass-through relevance rule); the "
+                "nnlens::thrust LRP: every layer needs a device LRP step (Dense, Conv2D, a pooling window, a pass-through "
+                "relevance rule); the "
                 "incomplete type 'error_thrust_lrp_has_no_step_for<L>' in this diagnostic names the layer");
 
   /// Uploads the network (device_network: logic_error for a layer without thrust kernels) and
