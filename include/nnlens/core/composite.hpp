@@ -8,6 +8,8 @@
 //     template <class Self, class F> static void for_each_inner(Self& l, F&& f);
 //         // f(layer&) for every inner layer, branch by branch (mutable when Self is; compress uses it)
 //     static constexpr branch_join join;                    // how the outputs join (default: sum)
+//     static constexpr std::string_view join_name;          // the join's name in the analyses'
+//                                                           // graphs (default: "Add" / "Join")
 //     static std::string branch_name(std::size_t b);         // "block", "shortcut" (default: "branch<b>")
 // and its analysis rules (pwl_rule, sign_rule, relevance_rule) forward for_each_branch, requiring
 // that every inner layer has the rule.
@@ -22,6 +24,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nnlens/core/traits.hpp"
@@ -47,6 +50,18 @@ template <class L>
 inline constexpr branch_join composite_join_v = [] {
   if constexpr (detail::has_join_member<L>) return branch_join(layer_traits<L>::join);
   else return branch_join::sum;
+}();
+
+namespace detail {
+template <class L>
+concept has_join_name = requires { { layer_traits<L>::join_name } -> std::convertible_to<std::string_view>; };
+}  // namespace detail
+
+/// The name of the composite's join node in the analyses' graphs ("Add" for a sum by default).
+template <class L>
+inline constexpr std::string_view composite_join_name_v = [] {
+  if constexpr (detail::has_join_name<L>) return std::string_view(layer_traits<L>::join_name);
+  else return std::string_view(composite_join_v<L> == branch_join::sum ? "Add" : "Join");
 }();
 
 /// The name of branch b of composite L ("block", "shortcut", or "branch<b>").

@@ -152,6 +152,7 @@ struct concat_common : layer_defaults {
   using list = concat_list<C>;
   static constexpr std::string_view name = "Concat";
   static constexpr branch_join join = branch_join::concat;
+  static constexpr std::string_view join_name = "Concat";
 
   /// f(walk) once per branch, in order (core/composite.hpp).
   template <class F>

@@ -71,10 +71,11 @@ constexpr bool require_sign_network() {
 /// one after another for a concat).  Shared by every run-time graph of the analyses.
 struct join_operands {
   branch_join join = branch_join::sum;
+  std::string_view name;  // the join node's type: the composite's join_name ("Add", ...)
   std::vector<std::size_t> ins, offsets, sizes;
 
   bool empty() const { return ins.empty(); }
-  std::string_view type() const { return join == branch_join::sum ? "Add" : "Concat"; }
+  std::string_view type() const { return name; }
 
   /// Walks composite L's branches (for_each_branch(f): the rule's walk) from tensor in_act,
   /// adding each inner layer with add(layer*, where, input tensor, in, out) -> its output tensor.
@@ -83,6 +84,7 @@ struct join_operands {
   static join_operands build(ForEach&& for_each_branch, std::size_t in_act, shape in, const std::string& where, Add&& add) {
     join_operands j;
     j.join = composite_join_v<L>;
+    j.name = composite_join_name_v<L>;
     std::size_t b = 0;
     for_each_branch([&](auto&& walk) {
       std::size_t cur = in_act;
