@@ -399,3 +399,47 @@ TEST_CASE("Concat: codegen spells Concat<Block<...>, ...> and fills every branch
   CHECK(h.find("std::get<0>(std::get<0>(") != std::string::npos);
   CHECK(h.find(".branches).layers)") != std::string::npos);
 }
+
+TEST_CASE("Concat and Residual nest: a Concat inside a residual block and a Residual inside a Concat branch") {
+  // Inner: 3 channels in, 1 + 3 out; the outer residual projects its 2 input channels to 4
+  using Inner = Concat<Block<Conv2D<1, 1, 1, 0, 1, 1, double>>, Block<Residual<Block<Conv2D<3, 3, 1, 1, 1, 1, double>, ReLU>>>>;
+  using Outer = Residual<Block<Conv2D<3, 3, 1, 1, 1, 1, double>, ReLU, Inner>, Block<Conv2D<4, 1, 1, 0, 1, 1, double>>>;
+  using Net = Sequential<Input<2, 5, 5>, Outer, ReLU, Flatten, Dense<3, double>>;
+  static_assert(Net::output_shape == shape(3));
+  Net net;
+  initialize(net, 81);
+  std::mt19937_64 r(82);
+  const auto X = batch_of(4, {2, 5, 5}, r);
+  // static = dynamic bitwise; backward through both composites against central differences
+  check_bitwise(forward(net, X), forward(to_dynamic(net), X));
+  {
+    Outer res;
+    layer_traits<decltype(res)>::init(res, shape(2, 5, 5), r);
+    check_backward(res, shape(2, 5, 5), 2, randn(2 * 50, r), r);
+  }
+  // the graph: the Residual's join takes the Concat's output; the Concat's join the inner Residual's
+  const op_graph<double> g(net);
+  std::size_t adds = 0, concats = 0;
+  for (const auto& nd : g.nodes()) adds += nd.type == "Add", concats += nd.type == "Concat";
+  CHECK(adds == 2);
+  CHECK(concats == 1);
+  CHECK(std::any_of(g.nodes().begin(), g.nodes().end(), [](const auto& nd) { return nd.name == "0.block.2.branch1.0.block.0 Conv2D"; }));
+  std::vector<std::vector<double>> buf;
+  g.run(4, X.data(), buf);
+  const auto y = forward(net, X);
+  for (std::size_t i = 0; i < y.size(); ++i) CHECK(buf[g.output()][i] == doctest::Approx(y.data()[i]).epsilon(1e-12));
+  // ExactLine values at the breaks equal forward; LRP and NNSlicer run
+  const auto P = randn(50, r), Q = randn(50, r);
+  const auto line = exact_line(net, P, Q);
+  CHECK(line.t.size() > 2);
+  for (std::size_t j = 0; j < line.t.size(); j += std::max<std::size_t>(1, line.t.size() / 6)) {
+    xt::xarray<double> p = xt::xarray<double>::from_shape({1, 2, 5, 5});
+    for (std::size_t i = 0; i < 50; ++i) p.data()[i] = P[i] + line.t[j] * (Q[i] - P[i]);
+    const auto yp = forward(net, p);
+    for (std::size_t k = 0; k < 3; ++k) CHECK(line.output(j)[k] == doctest::Approx(yp(0, k)).epsilon(1e-9));
+  }
+  const auto R = relevance(net, X);
+  CHECK(R.shape() == std::vector<std::size_t>{4, 2, 5, 5});
+  const auto t = nnslicer(net, profile_network(net, X), X, criterion::predicted());
+  CHECK(t.neurons.size() == g.acts().size());
+}
