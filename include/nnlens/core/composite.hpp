@@ -71,6 +71,16 @@ std::string branch_name_of(std::size_t b) {
   else return "branch" + std::to_string(b);
 }
 
+/// An analysis rule of a composite (pwl_rule, sign_rule, relevance_rule derive from it): the
+/// analysis walks the op's branches, each inner layer by its own rule.
+template <class L>
+struct composite_rule {
+  template <class F>
+  static void for_each_branch(const L& l, shape in, F&& f) {
+    layer_traits<L>::for_each_branch(l, in, f);
+  }
+};
+
 /// Per-sample flat offsets of the branch outputs (sizes per branch) in the composite's output.
 inline std::vector<std::size_t> branch_offsets(branch_join j, const std::vector<std::size_t>& sizes) {
   std::vector<std::size_t> off(sizes.size(), 0);

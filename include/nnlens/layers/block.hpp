@@ -406,35 +406,21 @@ std::vector<std::span<Sc>> collect_tensors(Each&& each_inner) {
   return out;
 }
 
-/// Whether every layer of a static block has a rule (run-time blocks are checked layer by layer
-/// when the analysis runs).
-template <class B>
-constexpr bool branch_is_pwl() {
+/// Whether pred(std::type_identity<L>{}) holds for every layer L of a static block (a run-time
+/// block is checked layer by layer when the analysis runs: true).  The predicates below ask for
+/// each analysis's rule.
+template <class B, class P>
+constexpr bool block_all(P pred) {
   if constexpr (is_static_block_v<B>)
-    return []<class... Ls>(std::type_identity<Block<Ls...>>) {
-      return (PiecewiseLinearLayer<Ls> && ... && true);
-    }(std::type_identity<B>{});
+    return []<class... Ls>(std::type_identity<Block<Ls...>>, P p) {
+      return (p(std::type_identity<Ls>{}) && ... && true);
+    }(std::type_identity<B>{}, pred);
   else
     return true;
 }
-template <class B>
-constexpr bool branch_has_sign_rules() {
-  if constexpr (is_static_block_v<B>)
-    return []<class... Ls>(std::type_identity<Block<Ls...>>) {
-      return (SignLayer<Ls> && ... && true);
-    }(std::type_identity<B>{});
-  else
-    return true;
-}
-template <class B>
-constexpr bool branch_has_relevance_rules() {
-  if constexpr (is_static_block_v<B>)
-    return []<class... Ls>(std::type_identity<Block<Ls...>>) {
-      return (RelevanceLayer<Ls> && ... && true);
-    }(std::type_identity<B>{});
-  else
-    return true;
-}
+inline constexpr auto has_pwl_rule = []<class L>(std::type_identity<L>) { return PiecewiseLinearLayer<L>; };
+inline constexpr auto has_sign_rule = []<class L>(std::type_identity<L>) { return SignLayer<L>; };
+inline constexpr auto has_relevance_rule = []<class L>(std::type_identity<L>) { return RelevanceLayer<L>; };
 
 /// A static block's run-time form (put) and back (take: checks every layer's type against the
 /// static one, naming `what` and the layer).

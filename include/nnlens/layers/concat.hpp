@@ -376,18 +376,16 @@ struct dynamic_form<Concat<Bs...>> {
 };
 
 namespace detail {
-template <class... Bs>
-constexpr bool concat_branches_pwl(std::type_identity<Concat<Bs...>>) { return (branch_is_pwl<Bs>() && ...); }
-template <class... Bs>
-constexpr bool concat_branches_sign(std::type_identity<Concat<Bs...>>) { return (branch_has_sign_rules<Bs>() && ...); }
-template <class... Bs>
-constexpr bool concat_branches_relevance(std::type_identity<Concat<Bs...>>) { return (branch_has_relevance_rules<Bs>() && ...); }
-template <class T>
-constexpr bool concat_branches_pwl(std::type_identity<DynamicConcat<T>>) { return true; }  // checked when run
-template <class T>
-constexpr bool concat_branches_sign(std::type_identity<DynamicConcat<T>>) { return true; }
-template <class T>
-constexpr bool concat_branches_relevance(std::type_identity<DynamicConcat<T>>) { return true; }
+/// Whether every inner layer of a static Concat satisfies pred (block_all); a run-time Concat is
+/// checked layer by layer when the analysis runs.
+template <class... Bs, class P>
+constexpr bool concat_all(std::type_identity<Concat<Bs...>>, P pred) {
+  return (block_all<Bs>(pred) && ...);
+}
+template <class T, class P>
+constexpr bool concat_all(std::type_identity<DynamicConcat<T>>, P) {
+  return true;
+}
 template <class L>
 concept concat_op = requires { typename concat_list<L>::C; };
 }  // namespace detail
@@ -395,35 +393,20 @@ concept concat_op = requires { typename concat_list<L>::C; };
 /// ExactLine: a composite.  Every branch splits the same incoming segment; the breaks are the union
 /// and the output the branches' values side by side.  Piecewise-linear when every inner layer is.
 template <detail::concat_op C>
-  requires(detail::concat_branches_pwl(std::type_identity<C>{}))
-struct pwl_rule<C> {
-  template <class F>
-  static void for_each_branch(const C& c, shape in, F&& f) {
-    layer_traits<C>::for_each_branch(c, in, f);
-  }
-};
+  requires(detail::concat_all(std::type_identity<C>{}, detail::has_pwl_rule))
+struct pwl_rule<C> : composite_rule<C> {};
 
 /// NNSlicer: a composite.  Its branches' layers are analysed as layers of their own; the join is a
 /// copy (each output neuron has exactly one predecessor, with unit weight and no synapse).
 template <detail::concat_op C>
-  requires(detail::concat_branches_sign(std::type_identity<C>{}))
-struct sign_rule<C> {
-  template <class F>
-  static void for_each_branch(const C& c, shape in, F&& f) {
-    layer_traits<C>::for_each_branch(c, in, f);
-  }
-};
+  requires(detail::concat_all(std::type_identity<C>{}, detail::has_sign_rule))
+struct sign_rule<C> : composite_rule<C> {};
 
 /// LRP: a composite.  Each branch propagates the relevance of its own channel range (the join is a
 /// copy: relevance passes through it unchanged).
 template <detail::concat_op C>
-  requires(detail::concat_branches_relevance(std::type_identity<C>{}))
-struct relevance_rule<C> {
-  template <class F>
-  static void for_each_branch(const C& c, shape in, F&& f) {
-    layer_traits<C>::for_each_branch(c, in, f);
-  }
-};
+  requires(detail::concat_all(std::type_identity<C>{}, detail::has_relevance_rule))
+struct relevance_rule<C> : composite_rule<C> {};
 
 // ---- io forms of the run-time Concat: codegen spelling (Concat<Block<...>, ...>), ONNX export
 // (every branch from the same value, then Concat(axis = 1): the channel or feature axis behind the

@@ -276,35 +276,20 @@ struct dynamic_form<Residual<Block<Ls...>, S>> {
 /// it, layer by layer); the Residual's breaks are the union and its output the sum.  A static
 /// Residual is piecewise-linear when every inner layer is.
 template <class B, class S>
-  requires(detail::branch_is_pwl<B>() && detail::branch_is_pwl<S>())
-struct pwl_rule<Residual<B, S>> {
-  template <class F>
-  static void for_each_branch(const Residual<B, S>& r, shape in, F&& f) {
-    layer_traits<Residual<B, S>>::for_each_branch(r, in, f);
-  }
-};
+  requires(detail::block_all<B>(detail::has_pwl_rule) && detail::block_all<S>(detail::has_pwl_rule))
+struct pwl_rule<Residual<B, S>> : composite_rule<Residual<B, S>> {};
 
 /// NNSlicer: a composite.  Its branches' layers are analysed as layers of their own, and the
 /// addition is a weighted sum with unit weights and no synapses (specs/nnslicer.md A7).
 template <class B, class S>
-  requires(detail::branch_has_sign_rules<B>() && detail::branch_has_sign_rules<S>())
-struct sign_rule<Residual<B, S>> {
-  template <class F>
-  static void for_each_branch(const Residual<B, S>& r, shape in, F&& f) {
-    layer_traits<Residual<B, S>>::for_each_branch(r, in, f);
-  }
-};
+  requires(detail::block_all<B>(detail::has_sign_rule) && detail::block_all<S>(detail::has_sign_rule))
+struct sign_rule<Residual<B, S>> : composite_rule<Residual<B, S>> {};
 
 /// LRP: a composite.  Each branch propagates relevance through its own layers; the addition splits
 /// R in proportion to the two summands (the ε-rule with unit weights, specs/deepimportance.md §2.2).
 template <class B, class S>
-  requires(detail::branch_has_relevance_rules<B>() && detail::branch_has_relevance_rules<S>())
-struct relevance_rule<Residual<B, S>> {
-  template <class F>
-  static void for_each_branch(const Residual<B, S>& r, shape in, F&& f) {
-    layer_traits<Residual<B, S>>::for_each_branch(r, in, f);
-  }
-};
+  requires(detail::block_all<B>(detail::has_relevance_rule) && detail::block_all<S>(detail::has_relevance_rule))
+struct relevance_rule<Residual<B, S>> : composite_rule<Residual<B, S>> {};
 
 // ---- io forms of the run-time Residual: codegen spelling (Residual<Block<...>, Block<...>>), ONNX
 // export (both branches from the same value, then Add(block, shortcut)) and import (an Add of two
