@@ -10,9 +10,10 @@
 #include <nnlens/coverage/neuron_coverage.hpp>
 #include <nnlens/difftest/dflare.hpp>
 
-using Net = nnlens::Sequential<nnlens::Input<1, 12, 12>, nnlens::Conv2D<16, 3>, nnlens::ReLU, nnlens::MaxPool2D<2>,
-                               nnlens::AvgPool2D<3, 1, 1>, nnlens::Flatten, nnlens::Dense<10>, nnlens::ReLU, nnlens::Dense<3>>;
-using Mlp = nnlens::Sequential<nnlens::Input<5>, nnlens::Dense<8>, nnlens::ReLU, nnlens::Dense<8>, nnlens::LeakyReLU,
+using Net = nnlens::Sequential<nnlens::Input<1, 12, 12>, nnlens::Conv2D<16, 3>, nnlens::BatchNorm<16>, nnlens::ReLU,
+                               nnlens::MaxPool2D<2>, nnlens::AvgPool2D<3, 1, 1>, nnlens::Affine<1>, nnlens::Flatten,
+                               nnlens::Dense<10>, nnlens::BatchNorm<>, nnlens::ReLU, nnlens::Dense<3>>;
+using Mlp = nnlens::Sequential<nnlens::Input<5>, nnlens::Affine<5>, nnlens::Dense<8>, nnlens::ReLU, nnlens::Dense<8>, nnlens::LeakyReLU,
                                nnlens::Dense<6>, nnlens::HardTanh, nnlens::Clamp, nnlens::Dropout, nnlens::Identity,
                                nnlens::Dense<2>>;
 

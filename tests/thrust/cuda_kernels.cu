@@ -29,6 +29,9 @@ void instantiate_all() {
   tk::map<T>(64, xp, yp, nnlens::layer_traits<nnlens::LeakyReLU>::scalar_map({0.1}));
   tk::map<T>(64, xp, yp, nnlens::layer_traits<nnlens::HardTanh>::scalar_map({}));
   tk::map<T>(64, xp, yp, nnlens::layer_traits<nnlens::Clamp>::scalar_map({-1.0, 2.0}));
+  // an element-wise affine op (core/properties.hpp, ElementwiseAffine), centred and not
+  tk::scale_shift<T>(64, 16, 4, xp, yp, wp, bp, bp);
+  tk::scale_shift<T>(64, 16, 2, xp, yp, wp, bp, static_cast<const T*>(nullptr));
   tk::copy<T>(64, xp, yp);
   tk::neuron_partials<T>(2, 4, 8, xp, thrust::raw_pointer_cast(part.data()), 2);
 }

@@ -82,11 +82,11 @@ Maps make_maps() {
 
 TEST_CASE("thrust element-wise: the properties the backend reads") {
   static_assert(ElementwiseMap<ReLU> && ElementwiseMap<LeakyReLU> && ElementwiseMap<HardTanh> && ElementwiseMap<Clamp>);
-  static_assert(!ElementwiseMap<Dense<4>> && !ElementwiseMap<Flatten> && !ElementwiseMap<Affine<>> &&
+  static_assert(!ElementwiseMap<Dense<4>> && !ElementwiseMap<Flatten> && !ElementwiseMap<PReLU<>> &&
                 !ElementwiseMap<MaxPool2D<2>>);
   static_assert(reshape_only_v<Flatten> && reshape_only_v<Dropout> && reshape_only_v<Identity> && !reshape_only_v<ReLU>);
   static_assert(ThrustLayer<LeakyReLU> && ThrustLayer<HardTanh> && ThrustLayer<Clamp> && ThrustLayer<Dropout> &&
-                ThrustLayer<Identity> && ThrustLayer<ReLU> && ThrustLayer<Flatten> && !ThrustLayer<Affine<>> &&
+                ThrustLayer<Identity> && ThrustLayer<ReLU> && ThrustLayer<Flatten> && !ThrustLayer<PReLU<>> &&
                 !ThrustLayer<Softmax>);
   static_assert(ThrustLrpLayer<LeakyReLU> && ThrustLrpLayer<HardTanh> && ThrustLrpLayer<Clamp> && ThrustLrpLayer<Dropout> &&
                 ThrustLrpLayer<Identity>);
@@ -290,7 +290,7 @@ TEST_CASE("thrust element-wise: ExactLine on MLPs and CNNs against the host") {
 }
 
 TEST_CASE("thrust element-wise: a layer without thrust kernels is still refused") {
-  using L = Sequential<Input<6>, Dense<8>, LeakyReLU, Affine<>, Dense<3>>;
+  using L = Sequential<Input<6>, Dense<8>, LeakyReLU, PReLU<>, Dense<3>>;
   L s;
   initialize(s, 40);
   const auto net = to_dynamic(s);

@@ -279,13 +279,13 @@ TEST_CASE("thrust exact_lines: errors as the host's") {
     CHECK(contains(e.what(), "Softmax"));
     CHECK(contains(e.what(), "layer 3"));
   }
-  Sequential<Input<3>, Dense<4, double>, Affine<dyn, double>, Dense<3, double>> lk;  // Affine: no thrust kernels
+  Sequential<Input<3>, Dense<4, double>, PReLU<dyn, double>, Dense<3, double>> lk;  // PReLU: no thrust kernels
   initialize(lk, 29);
   try {
     (void)exact_lines(execution::thrust, to_dynamic(lk), rows{{0, 0, 0}}, rows{{1, 2, 3}});
     FAIL("no error");
   } catch (const logic_error& e) {
-    CHECK(contains(e.what(), "Affine"));
+    CHECK(contains(e.what(), "PReLU"));
     CHECK(contains(e.what(), "layer 1"));
   }
 }

@@ -13,8 +13,8 @@
 using namespace nnlens;
 
 TEST_CASE("thrust coverage: host headers first, thrust headers last, the thrust path is still taken") {
-  // Affine has no thrust kernels: the thrust path throws its logic_error, the host runs
-  using Net = Sequential<Input<4>, Dense<6>, Affine<>, Dense<3>>;
+  // PReLU has no thrust kernels: the thrust path throws its logic_error, the host runs
+  using Net = Sequential<Input<4>, Dense<6>, PReLU<>, Dense<3>>;
   Net s;
   initialize(s, 3);
   const auto net = to_dynamic(s);

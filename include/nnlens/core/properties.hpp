@@ -40,6 +40,16 @@
 //       usable on the host and on a device (NNLENS_HD: __host__ __device__ under nvcc).  The op's
 //       host forward/backward run the same functor; the thrust backend runs the op as one
 //       thrust::transform (ReLU, LeakyReLU, HardTanh, Clamp).
+//   ElementwiseAffine<L>         template <class V> static affine_coefficients<V>
+//                                    elementwise_affine(const L&, shape in)
+//       y[e] = (x[e] - center[k]) * scale[k] + shift[k] for element e of a sample (channel-major
+//       order), k = e / (in.size() / n), n = scale.size() = shift.size(): 1 (one value), in[0]
+//       (per channel of {C,H,W}, per feature of {F}) or in.size() (per element); center is empty
+//       (then y = x * scale + shift) or has n values.  The coefficients are computed in V as the
+//       op's own forward computes them, so that expression gives its forward bit for bit.  The op
+//       is affine for ExactLine, and its relevance_rule (if any) is the affine rules with
+//       w = scale, b = shift - scale * center in double, one input per output.  The thrust backend
+//       runs it by one element-wise kernel (BatchNorm at inference, Affine).
 #pragma once
 
 #include <concepts>
@@ -47,6 +57,7 @@
 #include <cstdint>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "nnlens/core/shape.hpp"
 #include "nnlens/core/traits.hpp"
@@ -132,6 +143,23 @@ concept scalar_map_functor = std::is_trivially_copyable_v<F> && requires(const F
 template <class L>
 concept ElementwiseMap = requires(const L& l) { layer_traits<L>::scalar_map(l); } &&
                          detail::scalar_map_functor<decltype(layer_traits<L>::scalar_map(std::declval<const L&>()))>;
+
+/// The coefficients of an element-wise affine op (ElementwiseAffine, see the header table).
+template <class V>
+struct affine_coefficients {
+  std::vector<V> scale, shift;  // n values each
+  std::vector<V> center;        // empty (no centring) or n values
+  /// Elements of a sample that share one coefficient (in.size() / n).
+  std::size_t per(shape in) const { return in.size() / scale.size(); }
+};
+
+/// An element-wise affine op y = (x - center) * scale + shift, coefficients broadcast per element,
+/// per channel (feature) or as one value: layer_traits<L>::elementwise_affine<V>(l, in).
+template <class L>
+concept ElementwiseAffine = requires(const L& l, shape s) {
+  { layer_traits<L>::template elementwise_affine<float>(l, s) } -> std::same_as<affine_coefficients<float>>;
+  { layer_traits<L>::template elementwise_affine<double>(l, s) } -> std::same_as<affine_coefficients<double>>;
+};
 
 template <class L>
 inline constexpr bool fuses_into_linear_v = [] {

@@ -22,6 +22,7 @@
 #include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/core/onnx_form.hpp"
+#include "nnlens/core/properties.hpp"
 #include "nnlens/core/dynamic_form.hpp"
 
 namespace nnlens {
@@ -111,6 +112,16 @@ struct layer_traits<Affine<N, T>> : layer_defaults {
   static auto parameters(Self& l) {
     using S = std::conditional_t<std::is_const_v<Self>, const T, T>;
     return std::array<std::span<S>, 2>{std::span<S>(l.s.data(), l.s.size()), std::span<S>(l.t.data(), l.t.size())};
+  }
+
+  /// Property (core/properties.hpp, ElementwiseAffine): y = x * s + t, s and t broadcast by this
+  /// header's rule (one value, per channel / feature, per element), no centring.
+  template <class V>
+  static affine_coefficients<V> elementwise_affine(const L& l, shape) {
+    affine_coefficients<V> r;
+    r.scale.assign(l.s.begin(), l.s.end());
+    r.shift.assign(l.t.begin(), l.t.end());
+    return r;
   }
 
   /// The identity: s = 1, t = 0 (N values, or one per channel / feature when N == dyn).

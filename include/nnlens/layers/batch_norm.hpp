@@ -27,6 +27,7 @@
 #include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/core/onnx_form.hpp"
+#include "nnlens/core/properties.hpp"
 #include "nnlens/core/dynamic_form.hpp"
 
 namespace nnlens {
@@ -165,6 +166,26 @@ struct layer_traits<BatchNorm<C, T>> : layer_defaults {
                                        std::span<S>(l.running_var.data(), l.running_var.size())};
   }
 
+  /// Property (core/properties.hpp, ElementwiseAffine): y = (x - running_mean[c]) * a[c] + beta[c]
+  /// per channel (feature), a = gamma / sqrt(var + eps) computed in V as forward computes it.
+  template <class V>
+  static affine_coefficients<V> elementwise_affine(const L& l, shape in) {
+    const std::size_t c = in[0];
+    affine_coefficients<V> r;
+    r.scale.resize(c), r.shift.resize(c), r.center.resize(c);
+    for (std::size_t k = 0; k < c; ++k) {
+      r.scale[k] = scale_of<V>(l, k);
+      r.shift[k] = V(l.beta(k));
+      r.center[k] = V(l.running_mean(k));
+    }
+    return r;
+  }
+  /// gamma[c] / sqrt(running_var[c] + eps) in V (forward, backward, the property and LRP's fold).
+  template <class V>
+  static V scale_of(const L& l, std::size_t c) {
+    return V(l.gamma(c)) / std::sqrt(V(l.running_var(c)) + V(l.eps));
+  }
+
   /// PyTorch's default: gamma = 1, beta = 0, running_mean = 0, running_var = 1 (rng unused).
   static void init(L& l, shape in, std::mt19937_64&) {
     const std::size_t c = in[0];
@@ -177,7 +198,7 @@ struct layer_traits<BatchNorm<C, T>> : layer_defaults {
  private:
   template <class Tx>
   static void factors(const L& l, std::size_t Cn, Tx* s) {
-    for (std::size_t c = 0; c < Cn; ++c) s[c] = l.gamma(c) / std::sqrt(l.running_var(c) + Tx(l.eps));
+    for (std::size_t c = 0; c < Cn; ++c) s[c] = scale_of<Tx>(l, c);
   }
 };
 
@@ -214,7 +235,7 @@ template <std::size_t C, class T>
 struct relevance_rule<BatchNorm<C, T>> {
   static constexpr bool folds_into_previous = true;
   static void scale_shift(const BatchNorm<C, T>& l, std::size_t ch, double& a, double& t) {
-    a = double(l.gamma(ch)) / std::sqrt(double(l.running_var(ch)) + l.eps);
+    a = layer_traits<BatchNorm<C, T>>::template scale_of<double>(l, ch);
     t = double(l.beta(ch)) - a * double(l.running_mean(ch));
   }
   static void relevance(const BatchNorm<C, T>& l, const relevance_args& a) {

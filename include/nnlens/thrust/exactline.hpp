@@ -135,7 +135,7 @@ std::vector<layer_run<T>> make_runs(const Net& net, std::vector<thrust_params<T>
                               y);
         };
       } else {
-        thrust_layer<L>::upload(l, params[i]);
+        thrust_layer<L>::upload(l, params[i], in);
         r.forward = [&l, p, in, out](idx n, const T* x, T* y) { thrust_layer<L>::forward(l, *p, in, out, n, x, y); };
       }
       runs.push_back(std::move(r));

@@ -19,6 +19,9 @@
 //                                       the divisor of dims.count_pad (AvgPool2D's, as the host)
 //   map(count, x, y, f)                y[i] = f(x[i]): an element-wise op's scalar_map functor
 //                                      (core/properties.hpp, ElementwiseMap), any op, one transform
+//   scale_shift(count, E, per, x, y, scale, shift, center)  y[i] = (x[i] - center[k]) * scale[k]
+//                                      + shift[k], k = (i % E) / per (center null: x[i] * scale[k]
+//                                      + shift[k]): an element-wise affine op (ElementwiseAffine)
 //   neuron_partials(n, C, hw, x, part, S)  part[c*S+s] += sum over the samples of block s of the mean
 //                                      of x[sample, c, 0..hw) (double): NNSlicer's profile sums
 #pragma once
@@ -311,6 +314,30 @@ struct map_op {
 template <class T, class F>
 void map(idx count, const T* x, T* y, const F& f) {
   ::thrust::transform(::thrust::device, x, x + count, y, map_op<T, F>{f});
+}
+
+/// One element of an element-wise affine op: its coefficient k = (i % E) / per; the expression
+/// of the property (core/properties.hpp, ElementwiseAffine), so the host forward's rounding.
+template <class T>
+struct scale_shift_op {
+  const T* x;
+  T* y;
+  const T* scale;
+  const T* shift;
+  const T* center;  // null: no centring
+  idx E, per;
+  NNLENS_HD void operator()(idx i) const {
+    const idx k = (i % E) / per;
+    const T v = center ? x[i] - center[k] : x[i];
+    y[i] = v * scale[k] + shift[k];
+  }
+};
+
+/// y[i] = (x[i] - center[k]) * scale[k] + shift[k] over count = batch * E elements (E: a sample).
+template <class T>
+void scale_shift(idx count, idx E, idx per, const T* x, T* y, const T* scale, const T* shift, const T* center) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(count),
+                     scale_shift_op<T>{x, y, scale, shift, center, E, per});
 }
 
 template <class T>

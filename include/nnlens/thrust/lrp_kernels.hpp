@@ -23,7 +23,8 @@
 //   Dense: one work item per 16 inputs of a sample (the weights transposed, [O, I], so the 16
 //   lanes read consecutive weights); Conv2D: one per input plane (sample, channel), scattering its
 //   group's outputs into the plane it owns.  fn may be null unless alpha_beta, bs unless epsilon
-//   with bias_redistribution.
+//   with bias_redistribution.  A BatchNorm folded into the layer (osc, osh per output channel,
+//   null otherwise): z_jk = x_j osc_k w_jk and b'_k = osc_k b_k + osh_k, as the host folds it.
 // Max pooling: one work item per plane; each output with R_k != 0 hands R_k / ties to the inputs
 // equal to its window's maximum.  Average pooling: the affine rules above with w_jk = 1 / divisor
 // and no bias (AvgPool2D's relevance_rule), one work item per plane (it holds its outputs' windows).
@@ -34,6 +35,8 @@
 //   lrp_conv_factors / lrp_conv_gather      Conv2D: W [O, C/groups, kh, kw], any geometry
 //   lrp_max_pool(n, dims, x, R, R_in)       MaxPool2D, any geometry (padding never wins)
 //   lrp_avg_pool(n, dims, x, z, R, R_in, p) AvgPool2D, any geometry (dims.count_pad: its divisor)
+//   lrp_scale_shift(n, E, per, x, z, R, R_in, w, b, p)  an element-wise affine op (ElementwiseAffine:
+//                                           BatchNorm, Affine), coefficient (i % E) / per
 //   lrp_channel_sums(n, C, hw, R, out)      out[n, c] = sum of R[n, c, 0..hw) (importance)
 //   coverage_neuron_values(n, C, hw, x, out, ld, off)  out[n * ld + off + c] = mean of x[n, c, 0..hw)
 //                                           (hw = 1: the elements), double: coverage neurons
@@ -106,16 +109,17 @@ struct lrp_dense_factor {
   double *fp, *fn, *bs;
   idx I, O;
   lrp_params p;
+  const double *osc, *osh;  // a folded BatchNorm's scale and shift per output (null: none)
   NNLENS_HD void operator()(idx t) const {
     const idx n = t / O, k = t % O;
-    const double bk = double(b[k]);
+    const double sc = osc ? osc[k] : 1.0, bk = osc ? sc * double(b[k]) + osh[k] : double(b[k]);
     double zp = 0, zn = 0;
     if (p.rule != 0 && R[t] != 0) {
       if (p.rule == 2) zp = bk > 0 ? bk : 0.0, zn = bk < 0 ? bk : 0.0;
       const T* xs = x + n * I;
       const T* w = W + k * I;
       for (idx j = 0; j < I; ++j) {
-        const double zj = double(xs[j]) * double(w[j]);
+        const double zj = double(xs[j]) * sc * double(w[j]);
         zp += zj > 0 ? zj : 0.0;  // as the host: the product rounded, then added
         zn += zj < 0 ? zj : 0.0;
       }
@@ -137,6 +141,7 @@ struct lrp_dense_gather_op {
   double* Rin;
   idx I, O, jblocks;
   lrp_params p;
+  const double* osc;  // a folded BatchNorm's scale per output (null: none)
   NNLENS_HD void operator()(idx t) const {
     const idx n = t / jblocks, j0 = (t % jblocks) * JB, mj = min_(JB, I - j0);
     double xv[JB], acc[JB];
@@ -146,11 +151,11 @@ struct lrp_dense_gather_op {
       const double rk = R[nk];
       if (rk == 0) continue;
       const T* w = Wt + k * I + j0;
-      const double a = fa[nk];
+      const double a = fa[nk], sc = osc ? osc[k] : 1.0;  // x * 1.0 == x: the same terms unfolded
       if (p.rule == 0) {
         NNLENS_THRUST_SIMD
         for (idx q = 0; q < mj; ++q) {
-          const double z = xv[q] * double(w[q]);
+          const double z = xv[q] * sc * double(w[q]);
           acc[q] += z * a;
         }
         if (sh) {
@@ -160,7 +165,7 @@ struct lrp_dense_gather_op {
       } else {
         const double b = fb ? fb[nk] : 0.0;
         NNLENS_THRUST_SIMD
-        for (idx q = 0; q < mj; ++q) lrp_add(p, acc[q], xv[q] * double(w[q]), rk, a, b);
+        for (idx q = 0; q < mj; ++q) lrp_add(p, acc[q], xv[q] * sc * double(w[q]), rk, a, b);
       }
     }
     for (idx q = 0; q < mj; ++q) Rin[n * I + j0 + q] = acc[q];
@@ -169,18 +174,19 @@ struct lrp_dense_gather_op {
 
 template <class T>
 void lrp_dense_factors(idx N, idx I, idx O, const T* x, const T* W, const T* b, const T* z, const double* R, double* fp,
-                       double* fn, double* bs, const lrp_params& p) {
+                       double* fn, double* bs, const lrp_params& p, const double* osc = nullptr,
+                       const double* osh = nullptr) {
   ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * O),
-                     lrp_dense_factor<T>{x, W, b, z, R, fp, fn, bs, I, O, p});
+                     lrp_dense_factor<T>{x, W, b, z, R, fp, fn, bs, I, O, p, osc, osh});
 }
 
 template <class T>
 void lrp_dense_gather(idx N, idx I, idx O, const T* x, const T* Wt, const double* R, const double* fa, const double* fb,
-                      const double* sh, double* Rin, const lrp_params& p) {
+                      const double* sh, double* Rin, const lrp_params& p, const double* osc = nullptr) {
   using F = lrp_dense_gather_op<T>;
   const idx jb = (I + F::JB - 1) / F::JB;
   ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * jb),
-                     F{x, Wt, R, fa, fb, sh, Rin, I, O, jb, p});
+                     F{x, Wt, R, fa, fb, sh, Rin, I, O, jb, p, osc});
 }
 
 /// Conv2D factors: one work item per output (n, o, oh, ow); taps walked as the host walks them.
@@ -194,6 +200,7 @@ struct lrp_conv_factor {
   double *fp, *fn, *bs;
   window_dims d;
   lrp_params p;
+  const double *osc, *osh;  // a folded BatchNorm's scale and shift per output channel (null: none)
   NNLENS_HD void operator()(idx t) const {
     if (R[t] == 0) {
       lrp_store(fp, fn, bs, t, 0, 0, 0);
@@ -201,7 +208,7 @@ struct lrp_conv_factor {
     }
     const idx P = d.OH * d.OW, ow = t % d.OW, oh = (t / d.OW) % d.OH, o = (t / P) % d.O, n = t / (P * d.O);
     const idx cg = d.C / d.groups, og = d.O / d.groups, grp = o / og, K = d.kh * d.kw;
-    const double bk = double(b[o]);
+    const double sc = osc ? osc[o] : 1.0, bk = osc ? sc * double(b[o]) + osh[o] : double(b[o]);
     double zp = 0, zn = 0;
     if (p.rule == 2) zp = bk > 0 ? bk : 0.0, zn = bk < 0 ? bk : 0.0;
     idx ru = 0, rv = 0;  // taps inside the input: J = cg * ru * rv
@@ -223,7 +230,7 @@ struct lrp_conv_factor {
           for (idx v = 0; v < d.kw; ++v) {
             const sidx iw = sidx(ow * d.sw + v * d.dw) - sidx(d.pl);
             if (iw < 0 || iw >= sidx(d.W)) continue;
-            const double zj = double(xp[idx(ih) * d.W + idx(iw)]) * double(w[ci * K + u * d.kw + v]);
+            const double zj = double(xp[idx(ih) * d.W + idx(iw)]) * sc * double(w[ci * K + u * d.kw + v]);
             zp += zj > 0 ? zj : 0.0;
             zn += zj < 0 ? zj : 0.0;
           }
@@ -246,6 +253,7 @@ struct lrp_conv_plane {
   double* Rin;
   window_dims d;
   lrp_params p;
+  const double* osc;  // a folded BatchNorm's scale per output channel (null: none)
   NNLENS_HD void operator()(idx t) const {
     const idx HW = d.H * d.W, c = t % d.C, n = t / d.C;
     const idx cg = d.C / d.groups, og = d.O / d.groups, g = c / cg, ci = c % cg, K = d.kh * d.kw, P = d.OH * d.OW;
@@ -255,6 +263,7 @@ struct lrp_conv_plane {
     for (idx o = g * og; o < (g + 1) * og; ++o) {
       const T* wo = W + (o * cg + ci) * K;
       const idx base = (n * d.O + o) * P;
+      const double sc = osc ? osc[o] : 1.0;  // x * 1.0 == x: the same terms unfolded
       for (idx oh = 0; oh < d.OH; ++oh)
         for (idx ow = 0; ow < d.OW; ++ow) {
           const idx k = base + oh * d.OW + ow;
@@ -272,7 +281,7 @@ struct lrp_conv_plane {
             const idx j0 = idx(ih) * d.W;
             for (idx v = v0; v < v1; ++v) {
               const idx j = j0 + idx(iw0 + sidx(v * d.dw));
-              lrp_add(p, r[j], double(xp[j]) * double(wr[v]), rk, a, b);
+              lrp_add(p, r[j], double(xp[j]) * sc * double(wr[v]), rk, a, b);
               if (bs) r[j] += bs[k];
             }
           }
@@ -283,17 +292,19 @@ struct lrp_conv_plane {
 
 template <class T>
 void lrp_conv_factors(idx N, const window_dims& d, const T* x, const T* W, const T* b, const T* z, const double* R, double* fp,
-                      double* fn, double* bs, const lrp_params& p) {
+                      double* fn, double* bs, const lrp_params& p, const double* osc = nullptr,
+                      const double* osh = nullptr) {
   ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0),
-                     ::thrust::counting_iterator<idx>(N * d.O * d.OH * d.OW), lrp_conv_factor<T>{x, W, b, z, R, fp, fn, bs, d, p});
+                     ::thrust::counting_iterator<idx>(N * d.O * d.OH * d.OW),
+                     lrp_conv_factor<T>{x, W, b, z, R, fp, fn, bs, d, p, osc, osh});
 }
 
 /// R_in of every input plane (one work item per sample and input channel).
 template <class T>
 void lrp_conv_gather(idx N, const window_dims& d, const T* x, const T* W, const double* R, const double* fp, const double* fn,
-                     const double* bs, double* Rin, const lrp_params& p) {
+                     const double* bs, double* Rin, const lrp_params& p, const double* osc = nullptr) {
   ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * d.C),
-                     lrp_conv_plane<T>{x, W, R, fp, fn, bs, Rin, d, p});
+                     lrp_conv_plane<T>{x, W, R, fp, fn, bs, Rin, d, p, osc});
 }
 
 /// Max pooling, one work item per plane (sample, channel): each output with R != 0 hands R / ties
@@ -378,6 +389,44 @@ template <class T>
 void lrp_avg_pool(idx N, const window_dims& d, const T* x, const T* z, const double* R, double* Rin, const lrp_params& p) {
   ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * d.C),
                      lrp_avg_plane<T>{x, z, R, Rin, d, p});
+}
+
+/// An element-wise affine op (one input per output, J = 1): element i with coefficient
+/// k = (i % E) / per, weight w[k], bias b[k] (double), the affine rules as the host's
+/// affine_relevance adds them (z = x w, R_in = 0 + the term, then the bias share).
+template <class T>
+struct lrp_scale_elem {
+  const T* x;
+  const T* z;
+  const double* R;
+  double* Rin;
+  const double *w, *b;
+  idx E, per;
+  lrp_params p;
+  NNLENS_HD void operator()(idx i) const {
+    const double rk = R[i];
+    double acc = 0;
+    if (rk != 0) {
+      const idx k = (i % E) / per;
+      const double bk = b[k], zj = double(x[i]) * w[k];
+      double zp = 0, zn = 0;
+      if (p.rule == 2) zp = bk > 0 ? bk : 0.0, zn = bk < 0 ? bk : 0.0;
+      zp += zj > 0 ? zj : 0.0;
+      zn += zj < 0 ? zj : 0.0;
+      double fa, fb, sh;
+      lrp_coefficients(p, rk, double(z[i]), bk, zp, zn, 1, fa, fb, sh);
+      lrp_add(p, acc, zj, rk, fa, fb);
+      if (p.rule == 0 && p.bias_redistribution) acc += sh;
+    }
+    Rin[i] = acc;
+  }
+};
+
+template <class T>
+void lrp_scale_shift(idx N, idx E, idx per, const T* x, const T* z, const double* R, double* Rin, const double* w,
+                     const double* b, const lrp_params& p) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * E),
+                     lrp_scale_elem<T>{x, z, R, Rin, w, b, E, per, p});
 }
 
 /// The start of LRP: R[n] = one_hot(c) z[n, c].

@@ -10,8 +10,9 @@
 // (ElementwiseMap: ReLU, LeakyReLU, HardTanh, Clamp; one thrust::transform of the op's own
 // scalar_map functor), every reshape-only op (reshape_only_v: Flatten, Dropout, Identity; a copy),
 // every pooling window (PoolingWindow, max or mean: MaxPool2D, AvgPool2D, any geometry), and
-// the tuned kernels of Dense, Conv2D (any geometry: strides, dilations, asymmetric padding,
-// groups).  A Sequential with another layer is a compile error naming it
+// every element-wise affine op (ElementwiseAffine: BatchNorm, Affine; one kernel on the
+// coefficients of the property), and the tuned kernels of Dense, Conv2D (any geometry: strides,
+// dilations, asymmetric padding, groups).  A Sequential with another layer is a compile error naming it
 // (error_thrust_backend_has_no_kernel_for<L>); a DynamicNetwork holding one gets logic_error
 // naming the layer when the device_network is made.
 // requires: check_shapes(net) passed; net outlives the device_network only for construction (the
@@ -66,10 +67,12 @@ inline std::size_t thrust_device_passes() { return detail::thrust_pass_counter()
 template <class T>
 struct thrust_params {
   ::thrust::device_vector<T> W, b;
+  ::thrust::device_vector<T> center;  // an element-wise affine op: W = scale, b = shift, center (or empty)
+  ::thrust::device_vector<double> lrp_w, lrp_b;  // its LRP weights and biases (thrust/relevance.hpp)
   bool gemm = false;  // Conv2D: W holds the transposed weights of thrust_kernels::conv2d_gemm
 };
 
-/// Per-layer thrust kernels: upload(l, params) and forward(l, params, in, out, batch, x, y).
+/// Per-layer thrust kernels: upload(l, params, in) and forward(l, params, in, out, batch, x, y).
 template <class L>
 struct thrust_layer;
 
@@ -89,7 +92,7 @@ template <class L>
 struct thrust_layer<L> {
   using T = typename L::scalar_type;
   static constexpr bool supported = true;
-  static void upload(const L& l, thrust_params<T>& p) {
+  static void upload(const L& l, thrust_params<T>& p, shape) {
     p.W.assign(l.W.data(), l.W.data() + l.W.size());
     p.b.assign(l.b.data(), l.b.data() + l.b.size());
   }
@@ -111,7 +114,7 @@ struct thrust_layer<L> {
   static thrust_kernels::window_dims dims(const L& l, shape in, shape out) {
     return detail::thrust_window(layer_traits<L>::geometry_of(&l), in, out);
   }
-  static void upload(const L& l, thrust_params<T>& p) {
+  static void upload(const L& l, thrust_params<T>& p, shape) {
     const conv_geometry g = layer_traits<L>::geometry_of(&l);
     const std::size_t O = l.W.shape(0);
     p.gemm = O / g.groups >= gemm_min_out;
@@ -147,13 +150,35 @@ struct thrust_layer<L> {
     return detail::thrust_window(pool_geometry(layer_traits<L>::geometry_of(&l)), in, out);
   }
   template <class T>
-  static void upload(const L&, thrust_params<T>&) {}
+  static void upload(const L&, thrust_params<T>&, shape) {}
   template <class T>
   static void forward(const L& l, const thrust_params<T>&, shape in, shape out, std::size_t batch, const T* x, T* y) {
     if constexpr (pool_reduction_v<L> == pool_reduce::max)
       thrust_kernels::max_pool2d<T>(batch, dims(l, in, out), x, y);
     else
       thrust_kernels::avg_pool2d<T>(batch, dims(l, in, out), x, y);
+  }
+};
+
+/// An element-wise affine op (ElementwiseAffine: BatchNorm, Affine): its coefficients in T from
+/// the property, y = (x - center) * scale + shift per element, channel (feature) or one value.
+template <class L>
+  requires ElementwiseAffine<L>
+struct thrust_layer<L> {
+  static constexpr bool supported = true;
+  template <class T>
+  static void upload(const L& l, thrust_params<T>& p, shape in) {
+    const affine_coefficients<T> c = layer_traits<L>::template elementwise_affine<T>(l, in);
+    p.W.assign(c.scale.begin(), c.scale.end());
+    p.b.assign(c.shift.begin(), c.shift.end());
+    p.center.assign(c.center.begin(), c.center.end());
+  }
+  template <class T>
+  static void forward(const L&, const thrust_params<T>& p, shape in, shape, std::size_t batch, const T* x, T* y) {
+    const std::size_t E = in.size();
+    thrust_kernels::scale_shift<T>(batch * E, E, E / p.W.size(), x, y, ::thrust::raw_pointer_cast(p.W.data()),
+                                   ::thrust::raw_pointer_cast(p.b.data()),
+                                   p.center.empty() ? nullptr : ::thrust::raw_pointer_cast(p.center.data()));
   }
 };
 
@@ -164,7 +189,7 @@ template <class L>
 struct thrust_layer<L> {
   static constexpr bool supported = true;
   template <class T>
-  static void upload(const L&, thrust_params<T>&) {}
+  static void upload(const L&, thrust_params<T>&, shape) {}
   template <class T>
   static void forward(const L& l, const thrust_params<T>&, shape in, shape, std::size_t batch, const T* x, T* y) {
     if constexpr (ElementwiseMap<L>)
@@ -206,14 +231,14 @@ class device_network {
   using T = network_scalar_t<Net>;
   static_assert(detail::require_thrust_network<Net>(),
                 "nnlens::thrust: every layer needs thrust kernels (Dense, Conv2D, a pooling window, an element-wise map, "
-                "a reshape-only op); the "
+                "an element-wise affine op, a reshape-only op); the "
                 "incomplete type 'error_thrust_backend_has_no_kernel_for<L>' in this diagnostic names the layer");
 
   explicit device_network(const Net& net) : net_(&net), params_(layer_count(net)) {
-    for_each_layer(net, [&](const auto& l, auto i, shape, shape out) {
+    for_each_layer(net, [&](const auto& l, auto i, shape in, shape out) {
       using L = std::decay_t<decltype(l)>;
       if constexpr (ThrustLayer<L>) {
-        thrust_layer<L>::upload(l, params_[std::size_t(i)]);
+        thrust_layer<L>::upload(l, params_[std::size_t(i)], in);
       } else {
         throw logic_error(detail::concat("nnlens::thrust: layer ", std::size_t(i), " (", layer_traits<L>::name,
                                          ") has no thrust kernels; run it with execution::seq or execution::par"));

@@ -10,8 +10,10 @@
 //                                         (cls null); r: device [nb, size of tensor stop]
 //
 // requires: every layer has thrust kernels and an LRP step here: Dense, Conv2D (any geometry),
-//           every pooling window (PoolingWindow: MaxPool2D, AvgPool2D, any geometry), and every op
-//           whose relevance_rule is the pass-through form (core/relevance.hpp: the element-wise
+//           every pooling window (PoolingWindow: MaxPool2D, AvgPool2D, any geometry), every
+//           element-wise affine op (ElementwiseAffine: BatchNorm, Affine; a BatchNorm right after a
+//           Conv2D or Dense folds into it unless the stop is that layer's output, as on the host),
+//           and every op whose relevance_rule is the pass-through form (core/relevance.hpp: the element-wise
 //           maps, Flatten, Dropout, Identity: R_in = R_out, nothing runs on the device).  Another
 //           layer in a Sequential is a compile error naming it
 //           (error_thrust_backend_has_no_kernel_for<L>); a DynamicNetwork holding one gets the
@@ -65,6 +67,7 @@ concept ThrustLrpLayer = requires { thrust_lrp_layer<L>::supported; };
 /// null unless alpha_beta, bs null unless epsilon with bias redistribution.
 struct thrust_lrp_scratch {
   double *fp = nullptr, *fn = nullptr, *bs = nullptr;
+  const double *fold_scale = nullptr, *fold_shift = nullptr;  // a BatchNorm folded into this layer (per channel)
 };
 
 template <class L>
@@ -72,7 +75,7 @@ template <class L>
 struct thrust_lrp_layer<L> {
   using T = typename L::scalar_type;
   static constexpr bool supported = true, passthrough = false;
-  static void upload(const L& l, thrust_params<T>& p) {  // W transposed: [O, I]
+  static void upload(const L& l, thrust_params<T>& p, shape) {  // W transposed: [O, I]
     const std::size_t I = l.W.shape(0), O = l.W.shape(1);
     std::vector<T> wt(I * O);
     for (std::size_t j = 0; j < I; ++j)
@@ -86,8 +89,8 @@ struct thrust_lrp_layer<L> {
     const T* W = ::thrust::raw_pointer_cast(p.W.data());
     const T* b = ::thrust::raw_pointer_cast(p.b.data());
     const std::size_t I = in.size(), O = out.size();
-    thrust_kernels::lrp_dense_factors<T>(nb, I, O, x, W, b, z, r_out, s.fp, s.fn, s.bs, rule);
-    thrust_kernels::lrp_dense_gather<T>(nb, I, O, x, W, r_out, s.fp, s.fn, s.bs, r_in, rule);
+    thrust_kernels::lrp_dense_factors<T>(nb, I, O, x, W, b, z, r_out, s.fp, s.fn, s.bs, rule, s.fold_scale, s.fold_shift);
+    thrust_kernels::lrp_dense_gather<T>(nb, I, O, x, W, r_out, s.fp, s.fn, s.bs, r_in, rule, s.fold_scale);
   }
 };
 
@@ -96,7 +99,7 @@ template <class L>
 struct thrust_lrp_layer<L> {
   using T = typename L::scalar_type;
   static constexpr bool supported = true, passthrough = false;
-  static void upload(const L& l, thrust_params<T>& p) {  // W as the host keeps it: [O, C/groups, kh, kw]
+  static void upload(const L& l, thrust_params<T>& p, shape) {  // W as the host keeps it: [O, C/groups, kh, kw]
     p.W.assign(l.W.data(), l.W.data() + l.W.size());
     p.b.assign(l.b.data(), l.b.data() + l.b.size());
   }
@@ -105,8 +108,8 @@ struct thrust_lrp_layer<L> {
     const auto d = thrust_layer<L>::dims(l, in, out);
     const T* W = ::thrust::raw_pointer_cast(p.W.data());
     const T* b = ::thrust::raw_pointer_cast(p.b.data());
-    thrust_kernels::lrp_conv_factors<T>(nb, d, x, W, b, z, r_out, s.fp, s.fn, s.bs, rule);
-    thrust_kernels::lrp_conv_gather<T>(nb, d, x, W, r_out, s.fp, s.fn, s.bs, r_in, rule);
+    thrust_kernels::lrp_conv_factors<T>(nb, d, x, W, b, z, r_out, s.fp, s.fn, s.bs, rule, s.fold_scale, s.fold_shift);
+    thrust_kernels::lrp_conv_gather<T>(nb, d, x, W, r_out, s.fp, s.fn, s.bs, r_in, rule, s.fold_scale);
   }
 };
 
@@ -117,7 +120,7 @@ template <class L>
 struct thrust_lrp_layer<L> {
   static constexpr bool supported = true, passthrough = false;
   template <class T>
-  static void upload(const L&, thrust_params<T>&) {}
+  static void upload(const L&, thrust_params<T>&, shape) {}
   template <class T>
   static void backward(const L& l, const thrust_params<T>&, shape in, shape out, std::size_t nb, const T* x, const T* z,
                        const double* r_out, double* r_in, const thrust_lrp_scratch&, const thrust_kernels::lrp_params& rule) {
@@ -125,6 +128,33 @@ struct thrust_lrp_layer<L> {
       thrust_kernels::lrp_max_pool<T>(nb, thrust_layer<L>::dims(l, in, out), x, r_out, r_in);
     else
       thrust_kernels::lrp_avg_pool<T>(nb, thrust_layer<L>::dims(l, in, out), x, z, r_out, r_in, rule);
+  }
+};
+
+/// An element-wise affine op (ElementwiseAffine: BatchNorm, Affine) whose relevance_rule is the
+/// affine rules with w = scale, b = shift - scale * center (the property's contract), computed in
+/// double as the host's rule computes them; one input per output.  (A BatchNorm right after a
+/// Conv2D or Dense is folded into that layer by device_lrp instead, as the host's lrp_engine does.)
+template <class L>
+  requires(ElementwiseAffine<L> && RelevanceLayer<L>)
+struct thrust_lrp_layer<L> {
+  static constexpr bool supported = true, passthrough = false;
+  template <class T>
+  static void upload(const L& l, thrust_params<T>& p, shape in) {
+    const affine_coefficients<double> c = layer_traits<L>::template elementwise_affine<double>(l, in);
+    std::vector<double> bias(c.shift.size());
+    for (std::size_t k = 0; k < bias.size(); ++k)
+      bias[k] = c.center.empty() ? c.shift[k] : c.shift[k] - c.scale[k] * c.center[k];
+    p.lrp_w.assign(c.scale.begin(), c.scale.end());
+    p.lrp_b.assign(bias.begin(), bias.end());
+  }
+  template <class T>
+  static void backward(const L&, const thrust_params<T>& p, shape in, shape, std::size_t nb, const T* x, const T* z,
+                       const double* r_out, double* r_in, const thrust_lrp_scratch&, const thrust_kernels::lrp_params& rule) {
+    const std::size_t E = in.size();
+    thrust_kernels::lrp_scale_shift<T>(nb, E, E / p.lrp_w.size(), x, z, r_out, r_in,
+                                       ::thrust::raw_pointer_cast(p.lrp_w.data()), ::thrust::raw_pointer_cast(p.lrp_b.data()),
+                                       rule);
   }
 };
 
@@ -173,8 +203,8 @@ class device_lrp {
  public:
   using T = network_scalar_t<Net>;
   static_assert(detail::require_thrust_lrp_network<Net>(),
-                "nnlens::thrust LRP: every layer needs a device LRP step (Dense, Conv2D, a pooling window, a pass-through "
-                "relevance rule); the "
+                "nnlens::thrust LRP: every layer needs a device LRP step (Dense, Conv2D, a pooling window, an element-wise "
+                "affine op, a pass-through relevance rule); the "
                 "incomplete type 'error_thrust_lrp_has_no_step_for<L>' in this diagnostic names the layer");
 
   /// Uploads the network (device_network: logic_error for a layer without thrust kernels) and
@@ -186,9 +216,18 @@ class device_lrp {
       step s;
       if constexpr (ThrustLrpLayer<L>) {
         s.passthrough = thrust_lrp_layer<L>::passthrough;
+        s.accepts_fold = detail::relevance_accepts_fold<L>;
+        if constexpr (detail::relevance_folds<L>) {  // as the host's relevance_view: per channel
+          s.folds = true;
+          const std::size_t C = out.rank == 3 ? out[0] : out.size();
+          std::vector<double> a(C), t(C);
+          for (std::size_t c = 0; c < C; ++c) relevance_rule<L>::scale_shift(l, c, a[c], t[c]);
+          s.fold_scale = std::make_shared<::thrust::device_vector<double>>(a.begin(), a.end());
+          s.fold_shift = std::make_shared<::thrust::device_vector<double>>(t.begin(), t.end());
+        }
         if constexpr (!thrust_lrp_layer<L>::passthrough) {
           auto p = std::make_shared<thrust_params<T>>();
-          thrust_lrp_layer<L>::upload(l, *p);
+          thrust_lrp_layer<L>::upload(l, *p, in);
           const L* lp = &l;
           const thrust_kernels::lrp_params rule = rule_;
           s.back = [lp, p, in, out, rule](std::size_t nb, const T* x, const T* z, const double* ro, double* ri,
@@ -230,10 +269,25 @@ class device_lrp {
                                 bs ? ::thrust::raw_pointer_cast(bs_.data()) : nullptr};
     int cur = 0;
     thrust_kernels::lrp_start<T>(nb, acts_[L].size(), tensor(L), cls, ::thrust::raw_pointer_cast(r_[0].data()));
+    std::size_t fold_from = std::size_t(-1);  // the folding layer whose output relevance tensor i holds
     for (std::size_t i = L; i-- > stop;) {  // layer i: tensor i -> tensor i + 1
       if (steps_[i].passthrough) continue;  // R_in = R_out, same size
-      steps_[i].back(nb, tensor(i), tensor(i + 1), ::thrust::raw_pointer_cast(r_[cur].data()),
-                     ::thrust::raw_pointer_cast(r_[1 - cur].data()), sc);
+      // a BatchNorm right after a Conv2D/Dense folds into it unless its input is the stop (the
+      // host's lrp_engine): its R passes to tensor i unchanged
+      if (steps_[i].folds && i > 0 && steps_[i - 1].accepts_fold && i != stop) {
+        fold_from = i;
+        continue;
+      }
+      thrust_lrp_scratch si = sc;
+      const T* z = tensor(i + 1);
+      if (fold_from == i + 1) {  // the folded pair: the BatchNorm's output and coefficients
+        z = tensor(i + 2);
+        si.fold_scale = ::thrust::raw_pointer_cast(steps_[i + 1].fold_scale->data());
+        si.fold_shift = ::thrust::raw_pointer_cast(steps_[i + 1].fold_shift->data());
+        fold_from = std::size_t(-1);
+      }
+      steps_[i].back(nb, tensor(i), z, ::thrust::raw_pointer_cast(r_[cur].data()),
+                     ::thrust::raw_pointer_cast(r_[1 - cur].data()), si);
       cur = 1 - cur;
     }
     return ::thrust::raw_pointer_cast(r_[cur].data());
@@ -242,6 +296,8 @@ class device_lrp {
  private:
   struct step {
     bool passthrough = false;
+    bool folds = false, accepts_fold = false;  // relevance_rule: folds_into_previous, accepts_fold
+    std::shared_ptr<::thrust::device_vector<double>> fold_scale, fold_shift;
     std::function<void(std::size_t, const T*, const T*, const double*, double*, const thrust_lrp_scratch&)> back;
   };
   device_network<Net> dnet_;
