@@ -221,7 +221,7 @@ features<std::uint8_t> effective_path_features(const Net& net, const xt::xarray<
           else
             nd.items(ctx, o, items);
           auto keep = [&](const sign_item& it) {
-            if (nd.is_join()) mark[nd.operands.ins[it.pred]][o - nd.operands.offsets[it.pred]] = 1;
+            if (nd.is_join()) mark[nd.operands.ins[it.pred]][o - nd.operands.offset(it.pred)] = 1;  // element grain
             else mark[nd.in][it.pred] = 1;
             if (it.synapse != sign_item::none) syn[syn_off[k] + it.synapse] = 1;
           };

@@ -443,3 +443,34 @@ TEST_CASE("Concat and Residual nest: a Concat inside a residual block and a Resi
   const auto t = nnslicer(net, profile_network(net, X), X, criterion::predicted());
   CHECK(t.neurons.size() == g.acts().size());
 }
+
+TEST_CASE("Concat: NNSlicer at channel granularity maps each output channel to its branch's channel") {
+  // x [1,4,4] -> Concat(Conv2D<2,1>, Conv2D<3,1>) -> Flatten -> Dense<1> reading only the second
+  // branch's channels 2..4 (elements 32..79): at channel granularity (16 elements a neuron) the
+  // join must route output channel c to branch 1's channel c - 2, never to branch 0
+  using Net = Sequential<Input<1, 4, 4>, Concat<Block<Conv2D<2, 1, 1, 0, 1, 1, double>>, Block<Conv2D<3, 1, 1, 0, 1, 1, double>>>,
+                         Flatten, Dense<1, double>>;
+  Net net;
+  initialize(net, 91);
+  auto& d = net.layer<2>();
+  for (std::size_t i = 0; i < 80; ++i) d.W(i, 0) = i >= 32 ? 0.05 * double(1 + i % 7) : 0.0;
+  std::mt19937_64 r(92);
+  const auto D = batch_of(40, {1, 4, 4}, r), I = batch_of(5, {1, 4, 4}, r);
+  for (const auto grain : {granularity::channel, granularity::element}) {
+    INFO(granularity_name(grain));
+    const auto p = profile_network(net, D, {.grain = grain});
+    const auto t = nnslicer(net, p, I, criterion::predicted(), {.theta = 1.0});
+    const op_graph<double> g(net);
+    // tensors: 0 input, 1 branch0 conv, 2 branch1 conv, 3 concat, 4 flatten, 5 dense
+    REQUIRE(g.acts().size() == 6);
+    const std::size_t unit = grain == granularity::channel ? 16 : 1;
+    REQUIRE(t.neurons[1].size() == 32 / unit);
+    REQUIRE(t.neurons[2].size() == 48 / unit);
+    CHECK(std::all_of(t.neurons[1].begin(), t.neurons[1].end(), [](auto v) { return v == 0; }));
+    CHECK(std::any_of(t.neurons[2].begin(), t.neurons[2].end(), [](auto v) { return v != 0; }));
+    // element grain: the join passes each output neuron's vote (+-1 a sample, from Flatten's copy)
+    // to exactly its branch neuron, which nothing else reads, so the tables agree on that range
+    if (grain == granularity::element)
+      for (std::size_t c = 0; c < 48; ++c) CHECK(t.neurons[2][c] == t.neurons[3][32 + c]);
+  }
+}

@@ -117,12 +117,18 @@ struct join_operands {
     }
   }
 
-  /// f(operand k, its element) for every operand element that feeds output element n.
+  /// f(operand k, its neuron) for every operand neuron that feeds output neuron n, where a neuron
+  /// is `unit` elements: 1 (elements), or a channel's height x width (NNSlicer's channel
+  /// granularity: a concat joins whole channels, so its offsets are multiples of it).
   template <class F>
-  void feeding(std::size_t n, F&& f) const {
-    for (std::size_t k = 0; k < ins.size(); ++k)
-      if (n >= offsets[k] && n - offsets[k] < sizes[k]) f(k, n - offsets[k]);
+  void feeding(std::size_t n, F&& f, std::size_t unit = 1) const {
+    for (std::size_t k = 0; k < ins.size(); ++k) {
+      const std::size_t off = offsets[k] / unit, size = sizes[k] / unit;
+      if (n >= off && n - off < size) f(k, n - off);
+    }
   }
+  /// Operand k's first neuron in the output (neurons of `unit` elements).
+  std::size_t offset(std::size_t k, std::size_t unit = 1) const { return offsets[k] / unit; }
 };
 
 /// The one run-time graph of a network (Sequential or DynamicNetwork) for the analyses that walk it

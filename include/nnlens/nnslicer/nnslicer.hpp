@@ -227,15 +227,17 @@ class slicer_engine {
       ctx.dy = dy.data();
       ctx.yn = nv_[nd.out].data();
       ctx.bn_literal = o_.bn_literal;
+      // elements per neuron of the output (a join's offsets are in elements)
+      const std::size_t unit = el_ ? 1 : acts[nd.out].size() / neuron_count(acts[nd.out], false);
       for (std::size_t n = 0; n < Cn.size(); ++n) {
         if (Cn[n] == 0) continue;
         const int head = sgn(double(Cn[n])) * sgn(dy[n]);
         if (head == 0) continue;
         items_.clear();
-        if (nd.is_join()) {  // one item per operand element feeding n (pred: the operand's index)
-          nd.operands.feeding(n, [&](std::size_t k, std::size_t e) {
-            items_.push_back({k, sign_item::none, d_[nd.operands.ins[k]][e]});
-          });
+        if (nd.is_join()) {  // one item per operand neuron feeding n (pred: the operand's index)
+          nd.operands.feeding(
+              n, [&](std::size_t k, std::size_t e) { items_.push_back({k, sign_item::none, d_[nd.operands.ins[k]][e]}); },
+              unit);
         } else {
           nd.items(ctx, n, items_);
         }
@@ -244,7 +246,7 @@ class slicer_engine {
           const int v = head * sgn(it.c);
           if (nd.is_join()) {
             const std::size_t k = it.pred;
-            C_[nd.operands.ins[k]][n - nd.operands.offsets[k]] += v;
+            C_[nd.operands.ins[k]][n - nd.operands.offset(k, unit)] += v;
           } else {
             C_[nd.in][it.pred] += v;
             if (it.synapse != sign_item::none) syn_[k][it.synapse] += v;
