@@ -11,8 +11,9 @@
 // Δ = neuron value - profile mean; C[o] = +1 for each criterion output o; then for every node in
 // reverse order and every output neuron n with C[n] != 0: the layer's sign_rule lists the items
 // (pred, synapse, c); the θ filter drops the smallest ones whose combined influence stays within θ;
-// each kept item adds v = sign(C[n]) sign(Δy_n) sign(c) to C[pred] and C[synapse].  An Add node
-// (Residual) is a unit-weight sum of its two operands.  The tables of the samples are summed
+// each kept item adds v = sign(C[n]) sign(Δy_n) sign(c) to C[pred] and C[synapse].  A join node
+// (core/composite.hpp) is a unit-weight sum of the operand neurons that feed n: both operands of a
+// Residual's Add, the one branch neuron of a Concat (a copy).  The tables of the samples are summed
 // (signed, or |C| with abs_sum).
 //
 // Options (the spec's readings, §2.9): θ (default 0.3); the filter's denominator D = Σ c (default)
