@@ -328,7 +328,7 @@ TEST_CASE("Concat: NNSlicer routes each output neuron to its own branch; the gra
   CHECK(std::any_of(t2.neurons[b1_relu].begin(), t2.neurons[b1_relu].end(), [](auto v) { return v != 0; }));
 }
 
-TEST_CASE("Concat: LRP keeps each branch's relevance in its branch; epsilon 0 conserves it") {
+TEST_CASE("Concat: LRP passes each output's relevance to its own branch (hand-computed at epsilon 0)") {
   auto net = feat_net();
   xt::xarray<double> x = {{1.0, 2.0}};
   // last Dense: all weights 1, bias 0: R of the concat = its values (1, 2, 5, 2, 1.5), total 11.5
@@ -337,7 +337,8 @@ TEST_CASE("Concat: LRP keeps each branch's relevance in its branch; epsilon 0 co
   const auto R = relevance(net, x, lrp_input, o);
   // input relevance: identity branch (1, 2) + branch 1 (z-rule through Dense with bias 0 / 1) + branch 2
   const double total = R(0, 0) + R(0, 1);
-  // the biases (0, 1) of branch 1 and 0.5 of branch 2 absorb their share: 11.5 - (1 * 2/2 ... ) computed exactly:
+  // the biases of the branches' Dense layers keep their share (LRP's z-rule), so the total is less
+  // than 11.5:
   // branch 1: unit 0 (z = 5 = 1 + 4, b = 0): all 5 to inputs; unit 1 (z = 2 = -1 + 2 + 1): (-1 + 2) / 2 * 2 = 1 to inputs
   // branch 2: z = 1.5 = 3 - 2 + 0.5: (3 - 2) / 1.5 * 1.5 = 1 to inputs
   CHECK(total == doctest::Approx(1 + 2 + 5 + 1 + 1));

@@ -71,6 +71,15 @@ struct scalar_join {
                 "nnlens: all inner layers of a composite op (Residual, Concat) must use the same scalar type");
   using type = std::conditional_t<std::is_void_v<A>, B, A>;
 };
+/// The scalar type of several branches' layers (void when none has weights).
+template <class... Ts>
+struct scalar_fold {
+  using type = void;
+};
+template <class A, class... Ts>
+struct scalar_fold<A, Ts...> {
+  using type = typename scalar_join<A, typename scalar_fold<Ts...>::type>::type;
+};
 template <class B>
 struct branch_scalar {
   using type = void;  // Identity

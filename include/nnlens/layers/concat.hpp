@@ -49,17 +49,6 @@
 
 namespace nnlens {
 
-namespace detail {
-template <class... Ts>
-struct scalar_fold {
-  using type = void;
-};
-template <class A, class... Ts>
-struct scalar_fold<A, Ts...> {
-  using type = typename scalar_join<A, typename scalar_fold<Ts...>::type>::type;
-};
-}  // namespace detail
-
 template <class... Bs>
 struct Concat {
   static_assert(sizeof...(Bs) >= 1, "nnlens::Concat<Bs...>: give at least one branch");
