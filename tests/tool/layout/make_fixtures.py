@@ -7,6 +7,12 @@ It writes, next to itself:
   nhwc_cnn.onnx            a synthetic tf2onnx-style graph: input [N,8,8,3] -> Transpose(0,3,1,2)
                            -> Conv(3->4, 3x3, pad 1) -> Relu -> MaxPool(2x2) -> Flatten -> Gemm(64->12)
                            -> Relu -> Gemm(12->5); seeded float32 weights
+  cifar_nhwc.onnx          a synthetic keras2onnx-style CIFAR graph: input [N,32,32,3] -> Transpose(0,3,1,2)
+                           -> Conv(3->8, 3x3) -> Relu -> Conv(8->8, 3x3, stride 2) -> Relu -> MaxPool(2x2)
+                           -> Transpose(0,2,3,1) -> Flatten -> MatMul+Add(392->16) -> Relu -> MatMul+Add(16->10)
+                           (the layout of Marabou's keras2onnx CNNs, with 3 channels); cifar_input.csv (4
+                           NHWC rows), cifar_expected.csv, cifar_from.csv / cifar_to.csv (1 segment),
+                           cifar_seg1_{kinks,samples}.csv; its own RNG, so the files above do not change
   nhwc_input.csv           6 samples, each a row of 8*8*3 values in NHWC order (h, then w, then c)
   nhwc_expected.csv        the model's outputs on them
   mnist_input.csv          4 samples of 28*28 values in [0, 1] (C = 1: NHWC and NCHW coincide)
@@ -147,6 +153,47 @@ def synthetic_model(rng):
     return m
 
 
+def cifar_model(rng):
+    """[N,32,32,3] in the layout keras2onnx writes (as Marabou's cnn_max_mninst*.onnx)."""
+    def init(name, a):
+        return numpy_helper.from_array(a.astype(np.float32), name)
+
+    w1 = rng.normal(0, 0.35, (8, 3, 3, 3))
+    b1 = rng.normal(0, 0.1, (8,))
+    w2 = rng.normal(0, 0.2, (8, 8, 3, 3))
+    b2 = rng.normal(0, 0.1, (8,))
+    wd = rng.normal(0, 0.08, (392, 16))
+    bd = rng.normal(0, 0.1, (16,))
+    wo = rng.normal(0, 0.3, (16, 10))
+    bo = rng.normal(0, 0.1, (10,))
+    nodes = [
+        helper.make_node("Transpose", ["input_1"], ["adjusted_input"], perm=[0, 3, 1, 2]),
+        helper.make_node("Conv", ["adjusted_input", "w1", "b1"], ["c1"], kernel_shape=[3, 3]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], kernel_shape=[3, 3], strides=[2, 2]),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("MaxPool", ["r2"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Transpose", ["p"], ["p_nhwc"], perm=[0, 2, 3, 1]),
+        helper.make_node("Flatten", ["p_nhwc"], ["f"], axis=1),
+        helper.make_node("MatMul", ["f", "wd"], ["d0"]),
+        helper.make_node("Add", ["d0", "bd"], ["d1"]),
+        helper.make_node("Relu", ["d1"], ["d"]),
+        helper.make_node("MatMul", ["d", "wo"], ["o0"]),
+        helper.make_node("Add", ["o0", "bo"], ["logits"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "cifar_nhwc",
+        [helper.make_tensor_value_info("input_1", TensorProto.FLOAT, ["N", 32, 32, 3])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])],
+        [init("w1", w1), init("b1", b1), init("w2", w2), init("b2", b2), init("wd", wd), init("bd", bd),
+         init("wo", wo), init("bo", bo)])
+    m = helper.make_model(graph, producer_name="nnlens make_fixtures.py (keras2onnx-style NHWC CIFAR input)",
+                          opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m
+
+
 # ---- files ------------------------------------------------------------------------------------------
 def write_rows(path, rows, fmt):
     with open(path, "w") as f:
@@ -256,6 +303,21 @@ def main():
     write_rows(os.path.join(HERE, "mnist_to.csv"), b, "%.3f")
     k = segment_reference(mm, a.ravel(), b.ravel(), "mnist_seg1", (28, 28, 1))
     print("  cnn_max_mninst3 segment:", k, "kinks")
+
+    # the [N,32,32,3] CIFAR-shaped graph (its own RNG: the fixtures above stay as they were)
+    rc = np.random.default_rng(20261126)
+    mc = cifar_model(rc)
+    onnx.save(mc, os.path.join(HERE, "cifar_nhwc.onnx"))
+    print("wrote cifar_nhwc.onnx")
+    xc = np.round(rc.uniform(0, 1, (4, 32, 32, 3)), 3)
+    write_rows(os.path.join(HERE, "cifar_input.csv"), xc, "%.3f")
+    write_rows(os.path.join(HERE, "cifar_expected.csv"), evaluate(mc, xc), "%.17g")
+    a = np.round(rc.uniform(0, 1, (1, 32, 32, 3)), 3)
+    b = np.clip(np.round(a + rc.uniform(-0.1, 0.1, a.shape), 3), 0, 1)
+    write_rows(os.path.join(HERE, "cifar_from.csv"), a, "%.3f")
+    write_rows(os.path.join(HERE, "cifar_to.csv"), b, "%.3f")
+    k = segment_reference(mc, a.ravel(), b.ravel(), "cifar_seg1", (32, 32, 3))
+    print("  cifar_nhwc segment:", k, "kinks")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
 // The tool runs as a child process (NNLENS_TOOL); its JSON / CSV output is checked against
 //   * outputs of the ONNX fixtures written by make_fixtures.py (a float64 NumPy interpreter of the
 //     ONNX operators; nnlens plays no part): nhwc_cnn.onnx (synthetic [N,8,8,3] -> Transpose ->
-//     Conv -> Relu -> MaxPool -> Flatten -> Gemm) and Marabou's keras2onnx CNNs [N,28,28,1];
+//     Conv -> Relu -> MaxPool -> Flatten -> Gemm), cifar_nhwc.onnx (synthetic [N,32,32,3] in the
+//     layout keras2onnx writes: Transpose in, two Conv, MaxPool, Transpose back to NHWC before
+//     Flatten, MatMul+Add) and Marabou's keras2onnx CNNs [N,28,28,1];
 //     the kinks of the CNNs' restriction to segments (brackets in t) and 129 samples on each;
 //   * a long-double evaluator of .nnet files written here (clamp, normalise, Dense/ReLU, rescale),
 //     evaluated at every break and piece midpoint that `exact-line --precision f64` reports on ACAS
@@ -281,6 +283,19 @@ TEST_CASE("run on NHWC rows: the synthetic [N,8,8,3] CNN and Marabou's keras2onn
     REQUIRE_MESSAGE(r.rc == 0, r.err);
     CHECK(max_rel(parse_csv_text(r.out), expected) > 1e-2L);
   }
+  {  // the [N,32,32,3] CIFAR-shaped graph, f32 and f64
+    const auto ec = read_csv(fx / "cifar_expected.csv");
+    const result r = nnlens("run " + q(fx / "cifar_nhwc.onnx") + " --input " + q(fx / "cifar_input.csv"));
+    REQUIRE_MESSAGE(r.rc == 0, r.err);
+    CHECK(parse_csv_text(r.out).size() == 4);
+    CHECK(max_rel(parse_csv_text(r.out), ec) <= 1e-4L);
+    const result d = nnlens("run " + q(fx / "cifar_nhwc.onnx") + " --input " + q(fx / "cifar_input.csv") + " --precision f64");
+    REQUIRE_MESSAGE(d.rc == 0, d.err);
+    CHECK(max_rel(parse_csv_text(d.out), ec) <= 1e-12L);
+    const result n = nnlens("run " + q(fx / "cifar_nhwc.onnx") + " --input " + q(fx / "cifar_input.csv") + " --layout nchw");
+    REQUIRE_MESSAGE(n.rc == 0, n.err);
+    CHECK(max_rel(parse_csv_text(n.out), ec) > 1e-2L);
+  }
   for (int k : {2, 3}) {
     const fs::path model = shared / "models" / "marabou" / ("cnn_max_mninst" + std::to_string(k) + ".onnx");
     if (!fs::exists(model)) {
@@ -308,6 +323,13 @@ TEST_CASE("info shows the declared NHWC input") {
   const result t = nnlens("info " + q(fx / "nhwc_cnn.onnx"));
   REQUIRE_MESSAGE(t.rc == 0, t.err);
   CHECK(t.out.find("input [N,8,8,3] (nhwc)") != std::string::npos);
+  const result c = nnlens("info " + q(fx / "cifar_nhwc.onnx") + " --json");
+  REQUIRE_MESSAGE(c.rc == 0, c.err);
+  const json jc = json::parse(c.out);
+  CHECK(jc["input_shape"] == json::array({32, 32, 3}));
+  CHECK(jc["input"] == "[N,32,32,3] (nhwc)");
+  CHECK(jc["layout"] == "nhwc");
+  CHECK(jc["network_input_shape"] == json::array({3, 32, 32}));
 }
 
 TEST_CASE("exact-line on NHWC endpoints: every kink of the reference is a break, outputs exact to 1e-9") {
@@ -318,6 +340,7 @@ TEST_CASE("exact-line on NHWC endpoints: every kink of the reference is a break,
   };
   std::vector<seg> segs{{fx / "nhwc_cnn.onnx", fx / "nhwc_from.csv", fx / "nhwc_to.csv", 0, "nhwc_seg1"},
                         {fx / "nhwc_cnn.onnx", fx / "nhwc_from.csv", fx / "nhwc_to.csv", 1, "nhwc_seg2"},
+                        {fx / "cifar_nhwc.onnx", fx / "cifar_from.csv", fx / "cifar_to.csv", 0, "cifar_seg1"},
                         {shared / "models" / "marabou" / "cnn_max_mninst3.onnx", fx / "mnist_from.csv", fx / "mnist_to.csv",
                          0, "mnist_seg1"}};
   for (const auto& s : segs) {
