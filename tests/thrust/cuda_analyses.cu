@@ -17,6 +17,25 @@ using Mlp = nnlens::Sequential<nnlens::Input<5>, nnlens::Affine<5>, nnlens::Dens
                                nnlens::Dense<6>, nnlens::HardTanh, nnlens::Clamp, nnlens::Dropout, nnlens::Identity,
                                nnlens::Dense<2>>;
 
+// composites: their branches' layers by their own kernels, the join by thrust_kernels::place
+using Res = nnlens::Sequential<nnlens::Input<2, 6, 6>, nnlens::Conv2D<4, 3, 1, 1>, nnlens::ReLU,
+                               nnlens::Residual<nnlens::Block<nnlens::Conv2D<4, 3, 1, 1>, nnlens::ReLU>>,
+                               nnlens::Concat<nnlens::Block<>, nnlens::Block<nnlens::MaxPool2D<3, 1, 1>>>, nnlens::Flatten,
+                               nnlens::Dense<3>>;
+
+void instantiate_composites(const Res& res, const xt::xarray<float>& X) {
+  auto out = nnlens::forward(nnlens::execution::thrust, res, X);
+  auto p = nnlens::profile_network(nnlens::execution::thrust, res, X);
+  (void)out; (void)p;
+}
+
+// a DynamicNetwork (every op of the variant list, composites included): forward and profile
+void instantiate_dynamic(const nnlens::DynamicNetwork& d, const xt::xarray<float>& X) {
+  auto out = nnlens::forward(nnlens::execution::thrust, d, X);
+  auto p = nnlens::profile_network(nnlens::execution::thrust, d, X);
+  (void)out; (void)p;
+}
+
 void instantiate(const Net& net, const Mlp& mlp, const xt::xarray<float>& X, const std::vector<std::size_t>& y,
                  const std::vector<std::vector<double>>& A, std::span<const float> seeds) {
   namespace ex = nnlens::execution;

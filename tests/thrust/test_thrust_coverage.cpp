@@ -332,7 +332,7 @@ TEST_CASE("thrust coverage: DeepImportance and neuron coverage on Fashion-MNIST 
 }
 
 TEST_CASE("thrust coverage: the thrust path is taken (a layer without thrust kernels throws)") {
-  using L = Sequential<Input<6>, Dense<8>, PReLU<>, Dense<3>>;  // PReLU: no thrust kernels
+  using L = Sequential<Input<2, 4, 4>, Conv2D<8, 3, 1, 1>, GlobalAvgPool, Flatten, Dense<3>>;  // GlobalAvgPool: no thrust kernels
   const auto net = to_dynamic(make<L>(2));
   const auto x = random_x<float>(12, L::input_shape, 7);
   std::vector<std::size_t> y(12, 0);
@@ -342,14 +342,14 @@ TEST_CASE("thrust coverage: the thrust path is taken (a layer without thrust ker
   CHECK(measure(execution::seq, net, x, nh).total > 0);
   try {
     measure(execution::thrust, net, x, nt);
-    FAIL("measure(thrust) ran a PReLU: the host path was taken");
+    FAIL("measure(thrust) ran a GlobalAvgPool: the host path was taken");
   } catch (const logic_error& e) {
     CHECK(thrust_error(e));
   }
   CHECK_NOTHROW(prepare_idc(execution::seq, net, x, y2, {.layer = 1, .m = 2}));
   try {
     prepare_idc(execution::thrust, net, x, y2, {.layer = 1, .m = 2});
-    FAIL("prepare_idc(thrust) ran a PReLU: the host path was taken");
+    FAIL("prepare_idc(thrust) ran a GlobalAvgPool: the host path was taken");
   } catch (const logic_error& e) {
     CHECK(thrust_error(e));
   }

@@ -86,7 +86,7 @@ TEST_CASE("thrust element-wise: the properties the backend reads") {
                 !ElementwiseMap<MaxPool2D<2>>);
   static_assert(reshape_only_v<Flatten> && reshape_only_v<Dropout> && reshape_only_v<Identity> && !reshape_only_v<ReLU>);
   static_assert(ThrustLayer<LeakyReLU> && ThrustLayer<HardTanh> && ThrustLayer<Clamp> && ThrustLayer<Dropout> &&
-                ThrustLayer<Identity> && ThrustLayer<ReLU> && ThrustLayer<Flatten> && !ThrustLayer<PReLU<>> &&
+                ThrustLayer<Identity> && ThrustLayer<ReLU> && ThrustLayer<Flatten> && !ThrustLayer<GlobalAvgPool> &&
                 !ThrustLayer<Softmax>);
   static_assert(ThrustLrpLayer<LeakyReLU> && ThrustLrpLayer<HardTanh> && ThrustLrpLayer<Clamp> && ThrustLrpLayer<Dropout> &&
                 ThrustLrpLayer<Identity>);
@@ -290,11 +290,11 @@ TEST_CASE("thrust element-wise: ExactLine on MLPs and CNNs against the host") {
 }
 
 TEST_CASE("thrust element-wise: a layer without thrust kernels is still refused") {
-  using L = Sequential<Input<6>, Dense<8>, LeakyReLU, PReLU<>, Dense<3>>;
+  using L = Sequential<Input<2, 4, 4>, Conv2D<3, 3, 1, 1>, LeakyReLU, GlobalAvgPool, Flatten, Dense<3>>;
   L s;
   initialize(s, 40);
   const auto net = to_dynamic(s);
-  const auto x = random_x<float>(5, shape(6), 41);
+  const auto x = random_x<float>(5, L::input_shape, 41);
   CHECK_FALSE(thrust_supported(net));
   CHECK(thrust_supported(to_dynamic(make_mlp<float>(42))));
   CHECK_THROWS_AS(forward(execution::thrust, net, x), logic_error);

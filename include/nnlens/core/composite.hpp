@@ -34,9 +34,18 @@ namespace nnlens {
 /// How a composite op joins its branch outputs (see the header comment).
 enum class branch_join { sum, concat };
 
+namespace detail {
+/// Any branch visitor, for the concepts below (a named type: nvcc's front end does not accept a
+/// lambda inside a requires-expression, and the concept would then be false under CUDA).
+struct any_branch_visitor {
+  template <class W>
+  void operator()(W&&) const {}
+};
+}  // namespace detail
+
 /// A composite op: its layer_traits walks its branches.
 template <class L>
-concept Composite = requires(const L& l, shape in) { layer_traits<L>::for_each_branch(l, in, [](auto&&) {}); };
+concept Composite = requires(const L& l, shape in) { layer_traits<L>::for_each_branch(l, in, detail::any_branch_visitor{}); };
 
 namespace detail {
 template <class L>

@@ -50,6 +50,15 @@
 //       is affine for ExactLine, and its relevance_rule (if any) is the affine rules with
 //       w = scale, b = shift - scale * center in double, one input per output.  The thrust backend
 //       runs it by one element-wise kernel (BatchNorm at inference, Affine).
+//   ParametricMap<L>             static constexpr auto param_map(const L&)
+//                                template <class V> static std::vector<V> map_parameters(const L&, shape in)
+//       y[e] = f(x[e], p[k]) for element e of a sample (channel-major), k = e / (in.size() / n),
+//       p = map_parameters<V>(l, in) with n values: 1 (shared), in[0] (per channel of {C,H,W}, per
+//       feature of {F}) or in.size(); f = param_map(l): a trivially-copyable functor with
+//         template <class T> NNLENS_HD T operator()(T x, T p) const
+//       The op's host forward runs the same functor on the same parameters (cast to V as the
+//       forward casts them), so the thrust backend's one element-wise kernel gives its forward
+//       bit for bit (PReLU: p = the slope).
 #pragma once
 
 #include <concepts>
@@ -143,6 +152,14 @@ concept scalar_map_functor = std::is_trivially_copyable_v<F> && requires(const F
 template <class L>
 concept ElementwiseMap = requires(const L& l) { layer_traits<L>::scalar_map(l); } &&
                          detail::scalar_map_functor<decltype(layer_traits<L>::scalar_map(std::declval<const L&>()))>;
+
+/// An element-wise map with parameters (see the header table).
+template <class L>
+concept ParametricMap = requires(const L& l, shape s) {
+  layer_traits<L>::param_map(l);
+  { layer_traits<L>::template map_parameters<float>(l, s) } -> std::same_as<std::vector<float>>;
+  { layer_traits<L>::template map_parameters<double>(l, s) } -> std::same_as<std::vector<double>>;
+};
 
 /// The coefficients of an element-wise affine op (ElementwiseAffine, see the header table).
 template <class V>

@@ -32,6 +32,7 @@
 #include "nnlens/core/dynamic_form.hpp"
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/onnx_form.hpp"
+#include "nnlens/core/properties.hpp"
 #include "nnlens/core/relevance.hpp"
 #include "nnlens/core/tensor.hpp"
 #include "nnlens/core/traits.hpp"
@@ -76,16 +77,34 @@ struct layer_traits<PReLU<C, T>> : layer_defaults {
     return in;
   }
 
+  /// y = f(x, a[c]): the forward below and the thrust backend's kernel (core/properties.hpp,
+  /// ParametricMap).
+  struct slope_map {
+    template <class V>
+    NNLENS_HD V operator()(V x, V s) const {
+      return x > V(0) ? x : s * x;
+    }
+  };
+  static constexpr slope_map param_map(const L&) { return {}; }
+  /// The slopes in V, as the forward casts them (1 shared, or one per channel / feature).
+  template <class V>
+  static std::vector<V> map_parameters(const L& l, shape) {
+    std::vector<V> p(l.a.size());
+    for (std::size_t i = 0; i < p.size(); ++i) p[i] = V(l.a(i));
+    return p;
+  }
+
   template <class Tx>
   static void forward(const L& l, const forward_args<Tx>& a) {
     const std::size_t Cn = a.in[0], P = a.in.size() / Cn;
     const bool shared = l.a.size() == 1;
+    const slope_map f;
     for (std::size_t n = 0; n < a.batch; ++n)
       for (std::size_t c = 0; c < Cn; ++c) {
         const Tx s = Tx(l.a(shared ? 0 : c));
         const Tx* x = a.x + (n * Cn + c) * P;
         Tx* y = a.y + (n * Cn + c) * P;
-        for (std::size_t p = 0; p < P; ++p) y[p] = x[p] > Tx(0) ? x[p] : s * x[p];
+        for (std::size_t p = 0; p < P; ++p) y[p] = f(x[p], s);
       }
   }
 

@@ -34,7 +34,7 @@ namespace nnlens {
 
 namespace detail {
 template <class L>
-concept sign_is_composite = requires(const L& l, shape in) { sign_rule<L>::for_each_branch(l, in, [](auto&&) {}); };
+concept sign_is_composite = requires(const L& l, shape in) { sign_rule<L>::for_each_branch(l, in, any_branch_visitor{}); };
 template <class L>
 concept sign_has_synapses = requires(const L& l) {
   { sign_rule<L>::synapses(l) } -> std::convertible_to<std::size_t>;

@@ -83,7 +83,7 @@ void stream_neurons(const execution::thrust_policy& policy, const Net& net, std:
       for (std::size_t k = 0; k < layers.size(); ++k) {
         const shape s = shapes[k];
         const std::size_t C = coverage_neurons(s), hw = s.size() / C;
-        thrust_kernels::coverage_neuron_values<T>(np, C, hw, ::thrust::raw_pointer_cast(bufs[layers[k] + 1].data()),
+        thrust_kernels::coverage_neuron_values<T>(np, C, hw, ::thrust::raw_pointer_cast(bufs[dnet.layer_tensor(layers[k])].data()),
                                                   ::thrust::raw_pointer_cast(dv.data()) + p0 * blk.width, blk.width,
                                                   blk.offsets[k]);
       }

@@ -8,7 +8,9 @@
 //           Without the macro this header declares only thrust_supported().
 // ensures:  execution::default_dispatch is specialised: `f(net, ...)` runs f(execution::thrust,
 //           net, ...) when every layer of net has thrust kernels (a Sequential: at compile time; a
-//           DynamicNetwork: checked at run time), else f(execution::seq, net, ...) as before.
+//           DynamicNetwork: checked at run time) and none is a composite op (Residual, Concat: their
+//           forward and profile run on the device when asked for by execution::thrust, their LRP
+//           and ExactLine do not yet), else f(execution::seq, net, ...) as before.
 //           Calls on black boxes (DFlare, DiffChaser: Net = void) get execution::thrust.  An
 //           analysis without a thrust overload still runs on the host (its generic overload takes
 //           any policy); the result has the type of the host call.
@@ -29,7 +31,7 @@ template <class Net>
 constexpr bool thrust_supported_type() {
   if constexpr (is_sequential_v<Net>)
     return []<class... Ls>(std::type_identity<std::tuple<Ls...>>) {
-      return (ThrustLayer<Ls> && ...);
+      return ((ThrustLayer<Ls> && !Composite<Ls>) && ...);
     }(std::type_identity<typename Net::layer_types>{});
   else
     return is_dynamic_network_v<Net>;
@@ -44,7 +46,7 @@ bool thrust_supported(const Net& net) {
   } else {
     bool ok = true;
     for_each_layer(net, [&](const auto& l, auto, shape, shape) {
-      if constexpr (!ThrustLayer<std::decay_t<decltype(l)>>) ok = false;
+      if constexpr (!ThrustLayer<std::decay_t<decltype(l)>> || Composite<std::decay_t<decltype(l)>>) ok = false;
     });
     return ok;
   }

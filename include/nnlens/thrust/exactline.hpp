@@ -97,9 +97,11 @@ std::vector<layer_run<T>> make_runs(const Net& net, std::vector<thrust_params<T>
                                ") is not piecewise-linear; ExactLine needs every layer piecewise-linear: run it on "
                                "the logits (drop the ",
                                layer_traits<L>::name, ")"));
-    } else if constexpr (!ThrustLayer<L>) {
+    } else if constexpr (!ThrustLayer<L> || Composite<L>) {
       throw logic_error(concat("exact_lines (thrust): layer ", i, " (", layer_traits<L>::name,
-                               ") has no thrust kernels; run exact_lines with execution::seq or execution::par"));
+                               Composite<L> ? ") is a composite op, which ExactLine does not run on the device yet"
+                                            : ") has no thrust kernels",
+                               "; run exact_lines with execution::seq or execution::par"));
     } else {
       layer_run<T> r;
       r.in = in, r.out = out;

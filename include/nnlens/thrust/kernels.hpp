@@ -22,6 +22,11 @@
 //   scale_shift(count, E, per, x, y, scale, shift, center)  y[i] = (x[i] - center[k]) * scale[k]
 //                                      + shift[k], k = (i % E) / per (center null: x[i] * scale[k]
 //                                      + shift[k]): an element-wise affine op (ElementwiseAffine)
+//   param_map(count, E, per, x, y, p, f)  y[i] = f(x[i], p[k]), k = (i % E) / per: an element-wise
+//                                      map with parameters (ParametricMap: PReLU)
+//   place(n, out, off, size, b, y, add) y[r, off + i] = (add ? y[r, off + i] : 0) + b[r, i] for
+//                                      i < size: operand b of a composite's join (a sum adds every
+//                                      branch at offset 0, a concat places each at its offset)
 //   neuron_partials(n, C, hw, x, part, S)  part[c*S+s] += sum over the samples of block s of the mean
 //                                      of x[sample, c, 0..hw) (double): NNSlicer's profile sums
 #pragma once
@@ -340,6 +345,22 @@ void scale_shift(idx count, idx E, idx per, const T* x, T* y, const T* scale, co
                      scale_shift_op<T>{x, y, scale, shift, center, E, per});
 }
 
+template <class T, class F>
+struct param_map_op {
+  const T* x;
+  T* y;
+  const T* p;
+  idx E, per;
+  F f;
+  NNLENS_HD void operator()(idx i) const { y[i] = f(x[i], p[(i % E) / per]); }
+};
+
+template <class T, class F>
+void param_map(idx count, idx E, idx per, const T* x, T* y, const T* p, const F& f) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(count),
+                     param_map_op<T, F>{x, y, p, E, per, f});
+}
+
 template <class T>
 struct copy_op {
   const T* x;
@@ -351,6 +372,25 @@ template <class T>
 void copy(idx count, const T* x, T* y) {
   ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(count),
                      copy_op<T>{x, y});
+}
+
+template <class T>
+struct place_op {
+  const T* b;
+  T* y;
+  idx out, off, size;
+  bool add;
+  NNLENS_HD void operator()(idx i) const {
+    T* d = y + (i / size) * out + off + i % size;
+    *d = (add ? *d : T(0)) + b[i];  // 0 + b: the host join's rounding (and +0 for -0)
+  }
+};
+
+/// Operand b [N, size] of a join into y [N, out] at per-sample offset off (add: onto y).
+template <class T>
+void place(idx N, idx out, idx off, idx size, const T* b, T* y, bool add) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * size),
+                     place_op<T>{b, y, out, off, size, add});
 }
 
 /// part[c * S + s] += sum over samples n of block s (n = s, s + S, ...) of mean(x[n, c, 0..hw)).

@@ -2,8 +2,10 @@
 //
 //   device_network<Net> d(net);          uploads every layer's parameters (once)
 //   d.forward(batch, x, y)               x, y: device pointers, [batch, in] -> [batch, out]
-//   d.run(batch, x, acts)                keeps every tensor: acts[0] = input, acts[i+1] = layer i's
-//                                        output (NNSlicer's op graph of a plain chain)
+//   d.run(batch, x, acts)                keeps every tensor, numbered as the analyses' graph numbers
+//                                        them (network/graph.hpp): acts[0] = input, then one per
+//                                        node; d.acts() their shapes, d.layer_tensor(i) layer i's
+//                                        output (i + 1 in a plain chain)
 //   thrust_layer<L>                      the per-layer kernels (a trait, specialised below)
 //
 // Layers with thrust kernels, from their properties (core/properties.hpp): every element-wise map
@@ -11,10 +13,14 @@
 // scalar_map functor), every reshape-only op (reshape_only_v: Flatten, Dropout, Identity; a copy),
 // every pooling window (PoolingWindow, max or mean: MaxPool2D, AvgPool2D, any geometry), and
 // every element-wise affine op (ElementwiseAffine: BatchNorm, Affine; one kernel on the
-// coefficients of the property), and the tuned kernels of Dense, Conv2D (any geometry: strides,
-// dilations, asymmetric padding, groups).  A Sequential with another layer is a compile error naming it
-// (error_thrust_backend_has_no_kernel_for<L>); a DynamicNetwork holding one gets logic_error
-// naming the layer when the device_network is made.
+// coefficients of the property), every element-wise map with parameters (ParametricMap: PReLU;
+// one kernel of the op's functor), the tuned kernels of Dense, Conv2D (any geometry: strides,
+// dilations, asymmetric padding, groups), and every composite op (core/composite.hpp: Residual,
+// Concat): its branches' layers by their own kernels, then one place() kernel per operand of the
+// join, in the host join's order (so a sum rounds as the host's).  A Sequential with another layer
+// is a compile error naming it (error_thrust_backend_has_no_kernel_for<L>); a DynamicNetwork
+// holding one, or a composite with such an inner layer, gets logic_error naming the layer (and
+// its place, "5.block.1") when the device_network is made.
 // requires: check_shapes(net) passed; net outlives the device_network only for construction (the
 //           parameters are copied; later changes to net are not seen).
 #pragma once
@@ -28,12 +34,14 @@
 
 #include <thrust/device_vector.h>
 
+#include "nnlens/core/composite.hpp"
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/properties.hpp"
 #include "nnlens/layers/conv2d.hpp"
 #include "nnlens/layers/dense.hpp"
 #include "nnlens/kernels/conv.hpp"
 #include "nnlens/network/dynamic_network.hpp"
+#include "nnlens/network/graph.hpp"
 #include "nnlens/network/visit.hpp"
 #include "nnlens/thrust/kernels.hpp"
 #include "nnlens/thrust/policy.hpp"
@@ -182,6 +190,25 @@ struct thrust_layer<L> {
   }
 };
 
+/// An element-wise map with parameters (ParametricMap: PReLU): the parameters in T from the
+/// property, the op's functor in one kernel.
+template <class L>
+  requires ParametricMap<L>
+struct thrust_layer<L> {
+  static constexpr bool supported = true;
+  template <class T>
+  static void upload(const L& l, thrust_params<T>& p, shape in) {
+    const std::vector<T> v = layer_traits<L>::template map_parameters<T>(l, in);
+    p.W.assign(v.begin(), v.end());
+  }
+  template <class T>
+  static void forward(const L& l, const thrust_params<T>& p, shape in, shape, std::size_t batch, const T* x, T* y) {
+    const std::size_t E = in.size();
+    thrust_kernels::param_map<T>(batch * E, E, E / p.W.size(), x, y, ::thrust::raw_pointer_cast(p.W.data()),
+                                 layer_traits<L>::param_map(l));
+  }
+};
+
 /// Any element-wise map (ElementwiseMap) and any reshape-only op: no parameters on the device; the
 /// op's scalar_map functor in one thrust::transform, or a copy.
 template <class L>
@@ -197,6 +224,14 @@ struct thrust_layer<L> {
     else
       thrust_kernels::copy<T>(batch * in.size(), x, y);
   }
+};
+
+/// A composite op (Residual, Concat): device_network runs its branches' layers by their own
+/// kernels and joins them (thrust_kernels::place); it has nothing of its own to upload.
+template <class L>
+  requires Composite<L>
+struct thrust_layer<L> {
+  static constexpr bool supported = true;
 };
 
 /// The diagnostic type named when a Sequential holds a layer without thrust kernels.
@@ -231,72 +266,128 @@ class device_network {
   using T = network_scalar_t<Net>;
   static_assert(detail::require_thrust_network<Net>(),
                 "nnlens::thrust: every layer needs thrust kernels (Dense, Conv2D, a pooling window, an element-wise map, "
-                "an element-wise affine op, a reshape-only op); the "
+                "an element-wise affine op, a reshape-only op, a composite of those); the "
                 "incomplete type 'error_thrust_backend_has_no_kernel_for<L>' in this diagnostic names the layer");
 
-  explicit device_network(const Net& net) : net_(&net), params_(layer_count(net)) {
+  explicit device_network(const Net& net) : net_(&net) {
+    acts_.push_back(input_shape_of(net));
     for_each_layer(net, [&](const auto& l, auto i, shape in, shape out) {
-      using L = std::decay_t<decltype(l)>;
-      if constexpr (ThrustLayer<L>) {
-        thrust_layer<L>::upload(l, params_[std::size_t(i)], in);
-      } else {
-        throw logic_error(detail::concat("nnlens::thrust: layer ", std::size_t(i), " (", layer_traits<L>::name,
-                                         ") has no thrust kernels; run it with execution::seq or execution::par"));
-      }
-      max_act_ = std::max(max_act_, out.size());
+      layer_out_.push_back(build(l, std::to_string(std::size_t(i)), acts_.size() - 1, in, out));
     });
   }
 
   const Net& network() const { return *net_; }
+  /// Tensor shapes in the analyses' graph order (network/graph.hpp): [0] the input, then one per node.
+  const std::vector<shape>& acts() const { return acts_; }
+  /// The tensor top-level layer i writes.
+  std::size_t layer_tensor(std::size_t i) const { return layer_out_.at(i); }
+  /// Whether the network is a plain chain (no composite op): tensor i + 1 is layer i's output.
+  bool is_chain() const { return !has_join_; }
 
   /// y = net(x) for `batch` samples; x and y are device pointers.
   void forward(std::size_t batch, const T* x, T* y) const {
-    const std::size_t n = layer_count(*net_);
+    const std::size_t n = nodes_.size();
     if (n == 0) {
-      thrust_kernels::copy<T>(batch * input_shape_of(*net_).size(), x, y);
+      thrust_kernels::copy<T>(batch * acts_[0].size(), x, y);
       return;
     }
-    if (ping_.size() < 2 * max_act_ * batch) ping_.resize(2 * max_act_ * batch);
-    T* bufs[2] = {::thrust::raw_pointer_cast(ping_.data()), ::thrust::raw_pointer_cast(ping_.data()) + max_act_ * batch};
+    if (has_join_) {  // every tensor (a branch reads its composite's input after the others ran)
+      run(batch, x, all_);
+      thrust_kernels::copy<T>(batch * acts_.back().size(), ::thrust::raw_pointer_cast(all_.back().data()), y);
+      return;
+    }
+    std::size_t max_act = 0;
+    for (const shape& s : acts_) max_act = std::max(max_act, s.size());
+    if (ping_.size() < 2 * max_act * batch) ping_.resize(2 * max_act * batch);
+    T* bufs[2] = {::thrust::raw_pointer_cast(ping_.data()), ::thrust::raw_pointer_cast(ping_.data()) + max_act * batch};
     const T* cur = x;
-    walk(batch, [&](std::size_t i, std::size_t) -> T* {
-      T* dst = i + 1 == n ? y : bufs[i % 2];
-      return dst;
-    }, cur);
-  }
-
-  /// Every tensor: acts[0] = a copy of x, acts[i + 1] = the output of layer i (resized as needed).
-  void run(std::size_t batch, const T* x, std::vector<::thrust::device_vector<T>>& acts) const {
-    const std::size_t n = layer_count(*net_);
-    acts.resize(n + 1);
-    const std::size_t in = input_shape_of(*net_).size();
-    if (acts[0].size() < batch * in) acts[0].resize(batch * in);
-    thrust_kernels::copy<T>(batch * in, x, ::thrust::raw_pointer_cast(acts[0].data()));
-    const T* cur = ::thrust::raw_pointer_cast(acts[0].data());
-    walk(batch, [&](std::size_t i, std::size_t size) -> T* {
-      if (acts[i + 1].size() < size) acts[i + 1].resize(size);
-      return ::thrust::raw_pointer_cast(acts[i + 1].data());
-    }, cur);
-  }
-
- private:
-  template <class Dst>
-  void walk(std::size_t batch, Dst&& dst_of, const T* cur) const {
-    detail::thrust_pass_counter().fetch_add(1, std::memory_order_relaxed);
-    for_each_layer(*net_, [&](const auto& l, auto i, shape in, shape out) {
+    walk([&](const auto& l, std::size_t k, shape in, shape out) {
       using L = std::decay_t<decltype(l)>;
-      if constexpr (ThrustLayer<L>) {
-        T* dst = dst_of(std::size_t(i), batch * out.size());
-        thrust_layer<L>::forward(l, params_[std::size_t(i)], in, out, batch, cur, dst);
-        cur = dst;
-      }
+      T* dst = k + 1 == n ? y : bufs[k % 2];
+      thrust_layer<L>::forward(l, params_[k], in, out, batch, cur, dst);
+      cur = dst;
+    }, [](std::size_t) {});
+  }
+
+  /// Every tensor (graph order, acts()), resized as needed: acts[0] = a copy of x.
+  void run(std::size_t batch, const T* x, std::vector<::thrust::device_vector<T>>& acts) const {
+    acts.resize(acts_.size());
+    auto ptr = [&](std::size_t a) {
+      if (acts[a].size() < batch * acts_[a].size()) acts[a].resize(batch * acts_[a].size());
+      return ::thrust::raw_pointer_cast(acts[a].data());
+    };
+    thrust_kernels::copy<T>(batch * acts_[0].size(), x, ptr(0));
+    walk([&](const auto& l, std::size_t k, shape in, shape out) {
+      using L = std::decay_t<decltype(l)>;
+      thrust_layer<L>::forward(l, params_[k], in, out, batch, ptr(nodes_[k].in), ptr(nodes_[k].out));
+    }, [&](std::size_t k) {
+      const join_operands& j = nodes_[k].join;
+      T* y = ptr(nodes_[k].out);
+      for (std::size_t o = 0; o < j.ins.size(); ++o)
+        thrust_kernels::place<T>(batch, acts_[nodes_[k].out].size(), j.offsets[o], j.sizes[o], ptr(j.ins[o]), y,
+                                 j.join == branch_join::sum && o > 0);
     });
   }
 
+ private:
+  struct node {
+    std::size_t in = 0, out = 0;  // tensors
+    join_operands join;           // a composite's join (empty for a layer)
+  };
+
+  /// Adds layer l (a composite: its branches' layers, then its join) reading tensor in_act;
+  /// returns the tensor it writes.
+  template <class L>
+  std::size_t build(const L& l, const std::string& where, std::size_t in_act, shape in, shape out) {
+    node nd;
+    nd.in = in_act;
+    if constexpr (Composite<L>) {
+      nd.join = join_operands::build<L>(
+          [&](auto&& branch) { layer_traits<L>::for_each_branch(l, in, branch); }, in_act, in, where,
+          [&](const auto* lp, const std::string& w, std::size_t cur, shape i, shape o) { return build(*lp, w, cur, i, o); });
+      has_join_ = true;
+      params_.emplace_back();
+    } else if constexpr (ThrustLayer<L>) {
+      thrust_layer<L>::upload(l, params_.emplace_back(), in);
+    } else {
+      (void)l;
+      throw logic_error(detail::concat("nnlens::thrust: layer ", where, " (", layer_traits<L>::name,
+                                       ") has no thrust kernels; run it with execution::seq or execution::par"));
+    }
+    acts_.push_back(out);
+    nd.out = acts_.size() - 1;
+    nodes_.push_back(std::move(nd));
+    return nodes_.back().out;
+  }
+
+  /// layer(l, node, in, out) for every layer node, join(node) for every join, in graph order (the
+  /// order build() numbered them); a Sequential's walk unrolls at compile time.
+  template <class FL, class FJ>
+  void walk(FL&& layer, FJ&& join) const {
+    detail::thrust_pass_counter().fetch_add(1, std::memory_order_relaxed);
+    std::size_t k = 0;
+    for_each_layer(*net_, [&](const auto& l, auto, shape in, shape out) { visit(l, in, out, k, layer, join); });
+  }
+  template <class L, class FL, class FJ>
+  void visit(const L& l, shape in, shape out, std::size_t& k, FL& layer, FJ& join) const {
+    if constexpr (Composite<L>) {
+      layer_traits<L>::for_each_branch(l, in, [&](auto&& branch) {
+        branch([&](const auto* lp, auto, shape i, shape o) { visit(*lp, i, o, k, layer, join); });
+      });
+      join(k++);
+    } else if constexpr (ThrustLayer<L>) {
+      layer(l, k++, in, out);
+    }
+  }
+
   const Net* net_;
-  std::vector<thrust_params<T>> params_;
-  std::size_t max_act_ = 0;
+  std::vector<thrust_params<T>> params_;  // per node
+  std::vector<node> nodes_;
+  std::vector<shape> acts_;
+  std::vector<std::size_t> layer_out_;
+  bool has_join_ = false;
   mutable ::thrust::device_vector<T> ping_;
+  mutable std::vector<::thrust::device_vector<T>> all_;
 };
 
 }  // namespace nnlens

@@ -3,8 +3,8 @@
 //
 //   auto p = profile_network(nnlens::execution::thrust, net, X, {.grain = granularity::element});
 //
-// requires: every layer has thrust kernels (nnlens/thrust/network.hpp), so the op graph is a plain
-//           chain: tensor 0 is the input, tensor i + 1 layer i's output (network/graph.hpp).
+// requires: every layer has thrust kernels (nnlens/thrust/network.hpp; composites included: the
+//           device keeps every tensor of the op graph, network/graph.hpp, inner ones too).
 // ensures:  the same profile as the host policy (grain, fingerprint, names, samples; sums equal up
 //           to float rounding of the activations: tests/thrust, relative 1e-5), the same errors
 //           (shape_error, value_error for NaN/Inf, data_error for an empty dataset).  The device
@@ -46,12 +46,9 @@ profile profile_network(const execution::thrust_policy& policy, const Net& net, 
   profile_accumulator<T> acc(net, o.grain);  // names, fingerprint, zero sums
   profile& p = acc.result();
   const device_network<Net> dnet(net);
-  const std::size_t layers = layer_count(net);
-  if (p.sums.size() != layers + 1)
-    throw logic_error("profile_network(thrust): the op graph is not a plain chain of the network's layers");
-  std::vector<shape> acts;
-  acts.push_back(input_shape_of(net));
-  for_each_layer(net, [&](const auto&, auto, shape, shape out) { acts.push_back(out); });
+  const std::vector<shape>& acts = dnet.acts();
+  if (p.sums.size() != acts.size())
+    throw logic_error("profile_network(thrust): the device's tensors are not the op graph's");
   const bool el = o.grain == granularity::element;
 
   const std::size_t pass = std::max<std::size_t>(1, std::min(policy.batch, n));
