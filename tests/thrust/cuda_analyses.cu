@@ -17,23 +17,33 @@ using Mlp = nnlens::Sequential<nnlens::Input<5>, nnlens::Affine<5>, nnlens::Dens
                                nnlens::Dense<6>, nnlens::HardTanh, nnlens::Clamp, nnlens::Dropout, nnlens::Identity,
                                nnlens::Dense<2>>;
 
-// composites: their branches' layers by their own kernels, the join by thrust_kernels::place
-using Res = nnlens::Sequential<nnlens::Input<2, 6, 6>, nnlens::Conv2D<4, 3, 1, 1>, nnlens::ReLU,
+// composites (their branches' layers by their own kernels, the join by thrust_kernels::place),
+// PReLU (ParametricMap), GlobalAvgPool (a mean window per plane), Softmax (SampleMap: std::exp on
+// the device)
+using Res = nnlens::Sequential<nnlens::Input<2, 6, 6>, nnlens::Conv2D<4, 3, 1, 1>, nnlens::PReLU<4>,
                                nnlens::Residual<nnlens::Block<nnlens::Conv2D<4, 3, 1, 1>, nnlens::ReLU>>,
-                               nnlens::Concat<nnlens::Block<>, nnlens::Block<nnlens::MaxPool2D<3, 1, 1>>>, nnlens::Flatten,
-                               nnlens::Dense<3>>;
+                               nnlens::Concat<nnlens::Block<>, nnlens::Block<nnlens::MaxPool2D<3, 1, 1>>>, nnlens::GlobalAvgPool,
+                               nnlens::Flatten, nnlens::Dense<3>, nnlens::Softmax>;
 
 void instantiate_composites(const Res& res, const xt::xarray<float>& X) {
   auto out = nnlens::forward(nnlens::execution::thrust, res, X);
-  auto p = nnlens::profile_network(nnlens::execution::thrust, res, X);
-  (void)out; (void)p;
+  (void)out;
+}
+using Gap = nnlens::Sequential<nnlens::Input<2, 6, 6>, nnlens::Conv2D<4, 3, 1, 1>, nnlens::PReLU<1>, nnlens::GlobalAvgPool,
+                               nnlens::Flatten, nnlens::Dense<3>>;
+void instantiate_gap(const Gap& g, const xt::xarray<float>& X, const std::vector<std::vector<double>>& A) {
+  auto p = nnlens::profile_network(nnlens::execution::thrust, g, X);
+  auto r = nnlens::relevance(nnlens::execution::thrust, g, X);
+  auto lines = nnlens::exact_lines(nnlens::execution::thrust, g, A, A);
+  (void)p; (void)r; (void)lines;
 }
 
-// a DynamicNetwork (every op of the variant list, composites included): forward and profile
+// a DynamicNetwork (every op of the variant list, composites included): forward, profile, LRP
 void instantiate_dynamic(const nnlens::DynamicNetwork& d, const xt::xarray<float>& X) {
   auto out = nnlens::forward(nnlens::execution::thrust, d, X);
   auto p = nnlens::profile_network(nnlens::execution::thrust, d, X);
-  (void)out; (void)p;
+  auto r = nnlens::relevance(nnlens::execution::thrust, d, X);
+  (void)out; (void)p; (void)r;
 }
 
 void instantiate(const Net& net, const Mlp& mlp, const xt::xarray<float>& X, const std::vector<std::size_t>& y,

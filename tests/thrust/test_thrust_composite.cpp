@@ -7,9 +7,10 @@
 //   bit for bit  composites of element-wise ops only: the device evaluates the host's expressions
 //                and joins in the host's order (0 + b_0 + b_1 ...)
 //   profile      NNSlicer's profile with the inner tensors (both grains) against the host
-//   errors       an inner layer without thrust kernels is a logic_error naming it and its place;
-//                LRP and ExactLine of a composite refuse the device (logic_error) rather than
-//                answer wrongly; the default policy keeps composite networks on the host
+//   LRP          every rule and layer stop through sums and concatenations, static and dynamic,
+//                against the host's lrp_engine; element-wise composites bit for bit
+//   errors       ExactLine of a composite refuses the device (logic_error) rather than answer
+//                wrongly; the default policy keeps composite networks on the host
 // Tolerances as tests/thrust/test_thrust_affine.cpp: with Conv2D / Dense, float 1e-5 and double
 // 1e-12 relative to 1 + max |host| (the kernels' summation order); element-wise only: bit-identical.
 #include <doctest/doctest.h>
@@ -157,31 +158,29 @@ TEST_CASE("thrust composites: NNSlicer's profile keeps the inner tensors") {
   }
 }
 
-TEST_CASE("thrust composites: what the device does not run is an error, never a wrong answer") {
-  using WithPrelu = Sequential<Input<4>, Dense<4, double>, Residual<Block<Dense<4, double>, PReLU<4, double>>>, Dense<2, double>>;
-  const auto wp = make<WithPrelu>(21);
-  const auto x = random_x<double>(3, WithPrelu::input_shape, 22);
-  for (int dynamic : {0, 1}) {
-    CAPTURE(dynamic);
-    try {
-      if (dynamic)
-        (void)forward(execution::thrust, to_dynamic(wp), x);
-      else
-        (void)forward(execution::thrust, wp, x);
-      FAIL("no error for a PReLU inside a Residual");
-    } catch (const logic_error& e) {
-      const std::string m = e.what();
-      CHECK(m.find("PReLU") != std::string::npos);
-      CHECK(m.find("1.block.1") != std::string::npos);  // layer 1, its block, inner layer 1
-    }
+TEST_CASE("thrust composites: LRP through the joins, as the host's lrp_engine") {
+  // every rule, every layer stop (inner tensors are not stops: the top-level layers' outputs are)
+  CHECK(relevance_diff(make<ResNet<double>>(31), random_x<double>(9, ResNet<double>::input_shape, 32)) <= 1e-10);
+  CHECK(relevance_diff(make<CatNet<double>>(33), random_x<double>(9, CatNet<double>::input_shape, 34), {.batch = 4}) <= 1e-10);
+  CHECK(relevance_diff(to_dynamic(make<Nested<double>>(35)), random_x<double>(9, Nested<double>::input_shape, 36)) <= 1e-10);
+  CHECK(relevance_diff(make<ResNet<float>>(37), random_x<float>(9, ResNet<float>::input_shape, 38)) <= 1e-4);
+  CHECK(relevance_diff(to_dynamic(make<CatNet<float>>(39)), random_x<float>(9, CatNet<float>::input_shape, 40)) <= 1e-4);
+  // element-wise composites: the device's relevance is the host's bit for bit (the sum's split,
+  // the concat's pass-through, the shortcut's accumulation into the fork in the host's order)
+  const auto e = make<Elem<double>>(41);
+  const auto xe = random_x<double>(13, Elem<double>::input_shape, 42, -2, 2);
+  for (const auto& o : lrp_rules) {
+    CHECK(bit_identical(relevance(execution::seq, e, xe, lrp_input, o), relevance(thrust_policy{.batch = 5}, e, xe, lrp_input, o)));
+    CHECK(bit_identical(relevance(execution::seq, e, xe, 0, o), relevance(execution::thrust, to_dynamic(e), xe, 0, o)));
   }
-  CHECK(!thrust_supported(wp));
-  // LRP and ExactLine of composites stay on the host for now: the device refuses them
+}
+
+TEST_CASE("thrust composites: what the device does not run is an error, never a wrong answer") {
+  // ExactLine of composites stays on the host for now: the device refuses it
   const auto res = to_dynamic(make<ResNet<double>>(23));
-  const auto xr = random_x<double>(2, ResNet<double>::input_shape, 24);
-  CHECK_THROWS_AS((void)relevance(execution::thrust, res, xr), logic_error);
   const rows A = random_rows(1, ResNet<double>::input_shape.size(), 25), B = random_rows(1, ResNet<double>::input_shape.size(), 26);
   CHECK_THROWS_AS((void)exact_lines(execution::thrust, res, A, B), logic_error);
+  CHECK_THROWS_AS((void)exact_lines(execution::thrust, make<CatNet<double>>(27), A, B), logic_error);
   // so the default policy (nnlens/thrust/default.hpp) keeps a composite network on the host
   CHECK(!thrust_supported(res));
   CHECK(!thrust_supported(make<ResNet<float>>(27)));

@@ -3,8 +3,8 @@
 // MLP, odd conv/pool geometries, float and double, hand-computed values, an ACAS Xu .nnet);
 // neuron_relevance_of, prepare_idc + measure, NC / TKNC / KMNC / NBC / SNAC and Surprise Adequacy
 // on Fashion-MNIST images through a briefly trained LeNet-5; the errors; and proof that the thrust
-// path is taken (a layer without thrust kernels throws the thrust logic_error where the host
-// policy works).
+// path is taken on a residual network (the device pass counter moves; its LRP goes through the
+// join on the device).
 // Tolerances, relative to 1 + max |host| (relevance is double on both sides; differences come from
 // the float forward pass, which sums in another order than the host GEMM): relevance 1e-4 in float
 // (observed <= 1.5e-8 on LeNet-5, 0 elsewhere), 1e-10 in double (observed 0: bit-identical where
@@ -331,32 +331,38 @@ TEST_CASE("thrust coverage: DeepImportance and neuron coverage on Fashion-MNIST 
   }
 }
 
-TEST_CASE("thrust coverage: the thrust path is taken (a layer without thrust kernels throws)") {
-  using L = Sequential<Input<2, 4, 4>, Conv2D<8, 3, 1, 1>, GlobalAvgPool, Flatten, Dense<3>>;  // GlobalAvgPool: no thrust kernels
+TEST_CASE("thrust coverage: a residual network runs on the device (device passes), as on the host") {
+  using L = Sequential<Input<2, 4, 4>, Conv2D<8, 3, 1, 1>, ReLU, Residual<Block<Conv2D<8, 3, 1, 1>, ReLU>>, GlobalAvgPool, Flatten,
+                       Dense<3>>;
   const auto net = to_dynamic(make<L>(2));
   const auto x = random_x<float>(12, L::input_shape, 7);
-  std::vector<std::size_t> y(12, 0);
   const auto y2 = self_labels(net, x);
-  auto thrust_error = [](const logic_error& e) { return std::string(e.what()).find("nnlens::thrust") != std::string::npos; };
   nc_criterion nh(net), nt(net);
+  const std::size_t before = thrust_device_passes();
   CHECK(measure(execution::seq, net, x, nh).total > 0);
-  try {
-    measure(execution::thrust, net, x, nt);
-    FAIL("measure(thrust) ran a GlobalAvgPool: the host path was taken");
-  } catch (const logic_error& e) {
-    CHECK(thrust_error(e));
+  CHECK(thrust_device_passes() == before);
+  CHECK(measure(execution::thrust, net, x, nt).total == measure(execution::seq, net, x, nh).total);
+  CHECK(thrust_device_passes() > before);  // measure(thrust) ran on the device
+  std::size_t mid = thrust_device_passes();
+  CHECK_NOTHROW(prepare_neuron_bounds(execution::thrust, net, x));
+  CHECK(thrust_device_passes() > mid);
+  // IDC's relevance through the residual join, on the device (layer 2: the Residual's output)
+  for (std::size_t layer : {1u, 2u}) {
+    CAPTURE(layer);
+    mid = thrust_device_passes();
+    const auto h = neuron_relevance_of(execution::seq, net, x, y2, {.layer = layer});
+    const auto t = neuron_relevance_of(execution::thrust, net, x, y2, {.layer = layer});
+    CHECK(thrust_device_passes() > mid);
+    REQUIRE(h.total.size() == t.total.size());
+    double scale = 0, err = 0;
+    for (std::size_t q = 0; q < h.total.size(); ++q)
+      scale = std::max(scale, std::abs(h.total[q])), err = std::max(err, std::abs(h.total[q] - t.total[q]));
+    CHECK(err <= 1e-4 * (1 + scale));
+    const idc ih = prepare_idc(execution::seq, net, x, y2, {.layer = layer, .m = 2});
+    const idc it = prepare_idc(execution::thrust, net, x, y2, {.layer = layer, .m = 2});
+    CHECK(ih.centroids().size() == it.centroids().size());
   }
-  CHECK_NOTHROW(prepare_idc(execution::seq, net, x, y2, {.layer = 1, .m = 2}));
-  try {
-    prepare_idc(execution::thrust, net, x, y2, {.layer = 1, .m = 2});
-    FAIL("prepare_idc(thrust) ran a GlobalAvgPool: the host path was taken");
-  } catch (const logic_error& e) {
-    CHECK(thrust_error(e));
-  }
-  CHECK_THROWS_AS(neuron_relevance_of(execution::thrust, net, x, y2, {.layer = 1}), logic_error);
-  CHECK_THROWS_AS(prepare_neuron_bounds(execution::thrust, net, x), logic_error);
-  CHECK_THROWS_AS(relevance(execution::thrust, net, x), logic_error);
-  CHECK_NOTHROW(relevance(execution::seq, net, x));
+  CHECK(rel_diff(relevance(execution::seq, net, x), relevance(execution::thrust, net, x)) <= 1e-4);
 }
 
 TEST_CASE("thrust relevance and coverage: the host's errors") {

@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include <nnlens/coverage/idc.hpp>
@@ -86,8 +88,8 @@ TEST_CASE("thrust element-wise: the properties the backend reads") {
                 !ElementwiseMap<MaxPool2D<2>>);
   static_assert(reshape_only_v<Flatten> && reshape_only_v<Dropout> && reshape_only_v<Identity> && !reshape_only_v<ReLU>);
   static_assert(ThrustLayer<LeakyReLU> && ThrustLayer<HardTanh> && ThrustLayer<Clamp> && ThrustLayer<Dropout> &&
-                ThrustLayer<Identity> && ThrustLayer<ReLU> && ThrustLayer<Flatten> && !ThrustLayer<GlobalAvgPool> &&
-                !ThrustLayer<Softmax>);
+                ThrustLayer<Identity> && ThrustLayer<ReLU> && ThrustLayer<Flatten> && ThrustLayer<GlobalAvgPool> &&
+                ThrustLayer<Softmax>);
   static_assert(ThrustLrpLayer<LeakyReLU> && ThrustLrpLayer<HardTanh> && ThrustLrpLayer<Clamp> && ThrustLrpLayer<Dropout> &&
                 ThrustLrpLayer<Identity>);
   // the functors by hand, at and around the kinks (HardTanh open, Clamp closed at the bounds)
@@ -289,15 +291,41 @@ TEST_CASE("thrust element-wise: ExactLine on MLPs and CNNs against the host") {
   CHECK(pieces > 200);  // the ops do split the segments
 }
 
-TEST_CASE("thrust element-wise: a layer without thrust kernels is still refused") {
-  using L = Sequential<Input<2, 4, 4>, Conv2D<3, 3, 1, 1>, LeakyReLU, GlobalAvgPool, Flatten, Dense<3>>;
+TEST_CASE("thrust: every op of the run-time variant list has device kernels; GlobalAvgPool and Softmax") {
+  []<class... Ls>(std::type_identity<std::variant<Ls...>>) {
+    static_assert((ThrustLayer<Ls> && ...), "an op of DynamicNetwork's variant has no thrust kernels");
+  }(std::type_identity<detail::dynamic_layer_list<float>::type>{});
+  static_assert(PoolingWindow<GlobalAvgPool> && pool_reduction_v<GlobalAvgPool> == pool_reduce::mean && SampleMap<Softmax> &&
+                !SampleMap<ReLU> && !PoolingWindow<Dense<3>>);
+  // GlobalAvgPool (one mean window per plane) and Softmax (one work item per sample): the host's
+  // arithmetic, so bit for bit on nets of them alone
+  using Heads = Sequential<Input<3, 4, 5>, GlobalAvgPool, Flatten, Softmax>;
+  const auto xh = random_x<double>(21, Heads::input_shape, 40, -30, 30);
+  CHECK(bit_identical(forward(execution::seq, Heads{}, xh), forward(thrust_policy{.batch = 4}, Heads{}, xh)));
+  CHECK(bit_identical(forward(execution::seq, Heads{}, xh), forward(execution::thrust, to_dynamic(Heads{}), xh)));
+  using L = Sequential<Input<2, 5, 5>, Conv2D<3, 3, 1, 1, 1, 1, double>, LeakyReLU, GlobalAvgPool, Flatten, Dense<4, double>>;
   L s;
-  initialize(s, 40);
-  const auto net = to_dynamic(s);
-  const auto x = random_x<float>(5, L::input_shape, 41);
-  CHECK_FALSE(thrust_supported(net));
-  CHECK(thrust_supported(to_dynamic(make_mlp<float>(42))));
-  CHECK_THROWS_AS(forward(execution::thrust, net, x), logic_error);
-  CHECK_THROWS_AS(relevance(execution::thrust, net, x), logic_error);
-  CHECK_NOTHROW(forward(execution::seq, net, x));
+  initialize(s, 41);
+  const auto x = random_x<double>(9, L::input_shape, 42);
+  CHECK(thrust_supported(s));
+  CHECK(thrust_supported(to_dynamic(s)));
+  CHECK(rel_diff(forward(execution::seq, s, x), forward(execution::thrust, to_dynamic(s), x)) <= 1e-12);
+  for (granularity g : {granularity::channel, granularity::element})
+    CHECK(profile_diff(profile_network(execution::seq, s, x, {.grain = g}), profile_network(execution::thrust, s, x, {.grain = g})) <=
+          1e-12);
+  CHECK(relevance_diff(s, x) <= 1e-10);  // GlobalAvgPool: the average-pool LRP kernel, weights 1 / (H W)
+  const rows A = random_rows(6, L::input_shape.size(), 43), B = random_rows(6, L::input_shape.size(), 44);
+  CHECK(check_same_lines(exact_lines(execution::seq, s, A, B), exact_lines(execution::thrust, to_dynamic(s), A, B)).pieces > 6);
+  // with a Softmax head: forward only (no analysis takes a Softmax, on the host either)
+  using P = Sequential<Input<6>, Dense<8>, ReLU, Dense<5>, Softmax>;
+  P p;
+  initialize(p, 45);
+  const auto xp = random_x<float>(33, P::input_shape, 46, -3, 3);
+  const auto yp = forward(thrust_policy{.batch = 8}, to_dynamic(p), xp);
+  CHECK(rel_diff(forward(execution::seq, p, xp), yp) <= 1e-5);
+  for (std::size_t n = 0; n < 33; ++n) {
+    double sum = 0;
+    for (std::size_t i = 0; i < 5; ++i) sum += yp(n, i);
+    CHECK(sum == doctest::Approx(1.0).epsilon(1e-6));
+  }
 }

@@ -62,7 +62,7 @@ TEST_CASE("thrust pooling: the property the backend reads") {
   static_assert(pool_reduction_v<AvgPool2D<2>> == pool_reduce::mean && pool_reduction_v<AvgPool2DG<odd>> == pool_reduce::mean);
   static_assert(pool_reduction_v<AvgPool2D<dyn>> == pool_reduce::mean);
   static_assert(pool_reduction_v<Conv2D<4, 3>> == pool_reduce::none && pool_reduction_v<ReLU> == pool_reduce::none &&
-                pool_reduction_v<GlobalAvgPool> == pool_reduce::none);
+                pool_reduction_v<GlobalAvgPool> == pool_reduce::mean);  // one window per plane (test_thrust_elementwise)
   static_assert(PoolingWindow<MaxPool2D<3, 2, 1>> && PoolingWindow<AvgPool2D<dyn>> && !PoolingWindow<Conv2D<4, 3>> &&
                 !PoolingWindow<Dense<3>> && !PoolingWindow<Flatten>);
   static_assert(ThrustLayer<AvgPool2D<2>> && ThrustLayer<AvgPool2DG<odd>> && ThrustLayer<AvgPool2D<dyn>> &&

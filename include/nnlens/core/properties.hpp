@@ -22,7 +22,9 @@
 //       of its windows, channel c of the output reads channel c of the input, and y[c, oh, ow]
 //       is, over the window's elements inside the input, pool_reduce::max: their maximum (padding
 //       never wins; MaxPool2D), pool_reduce::mean: their sum over the window's divisor (the
-//       geometry's count_include_pad; AvgPool2D).  PoolingWindow<L> says the op has one; the
+//       geometry's count_include_pad; AvgPool2D).  Windows that depend on the input come from
+//       geometry_of(const L*, shape in) instead (GlobalAvgPool: one window per plane); read
+//       either through pooling_windows(l, in).  PoolingWindow<L> says the op has one; the
 //       thrust backend runs it by the window kernel of its reduction (forward, LRP, ExactLine).
 //   Int8Op<L>                    static void int8_forward(const L&, shape in, shape out,
 //                                    std::size_t batch, const std::int8_t* x, std::int8_t* y,
@@ -59,6 +61,12 @@
 //       The op's host forward runs the same functor on the same parameters (cast to V as the
 //       forward casts them), so the thrust backend's one element-wise kernel gives its forward
 //       bit for bit (PReLU: p = the slope).
+//   SampleMap<L>                 static constexpr auto sample_map(const L&)
+//       y = f(x) over each sample as a whole: f(x, y, n) reads and writes one sample's n =
+//       in.size() elements, a trivially-copyable functor with
+//         template <class T> NNLENS_HD void operator()(const T* x, T* y, std::size_t n) const
+//       The op's host forward and the thrust backend's kernel (one work item per sample) run the
+//       same functor (Softmax).
 #pragma once
 
 #include <concepts>
@@ -128,9 +136,27 @@ inline constexpr pool_reduce pool_reduction_v = [] {
     return pool_reduce::none;
 }();
 
-/// A pooling op: a reduction (max or mean) over the windows of its geometry_of(const L*).
+namespace detail {
+/// Windows that depend on the input (geometry_of(const L*, shape in): GlobalAvgPool, one window
+/// per plane).
 template <class L>
-concept PoolingWindow = pool_reduction_v<L> != pool_reduce::none && has_window_geometry<L>;
+concept has_input_windows = requires(const L* l, shape in) { layer_traits<L>::geometry_of(l, in); };
+}  // namespace detail
+
+/// A pooling op: a reduction (max or mean) over the windows of its geometry_of(const L*), or of
+/// geometry_of(const L*, shape in) when they depend on the input.
+template <class L>
+concept PoolingWindow = pool_reduction_v<L> != pool_reduce::none && (has_window_geometry<L> || detail::has_input_windows<L>);
+
+/// The pool_geometry of pooling op l's windows on input `in`.
+template <class L>
+  requires PoolingWindow<L>
+constexpr auto pooling_windows(const L& l, shape in) {
+  if constexpr (detail::has_input_windows<L>)
+    return layer_traits<L>::geometry_of(&l, in);
+  else
+    return layer_traits<L>::geometry_of(&l);
+}
 
 template <class L>
 concept Int8Op = requires(const L& l, shape s, const std::int8_t* x, std::int8_t* y) {
@@ -159,6 +185,13 @@ concept ParametricMap = requires(const L& l, shape s) {
   layer_traits<L>::param_map(l);
   { layer_traits<L>::template map_parameters<float>(l, s) } -> std::same_as<std::vector<float>>;
   { layer_traits<L>::template map_parameters<double>(l, s) } -> std::same_as<std::vector<double>>;
+};
+
+/// A map over whole samples (see the header table).
+template <class L>
+concept SampleMap = requires(const L& l, const float* x, float* y, const double* xd, double* yd) {
+  layer_traits<L>::sample_map(l)(x, y, std::size_t(1));
+  layer_traits<L>::sample_map(l)(xd, yd, std::size_t(1));
 };
 
 /// The coefficients of an element-wise affine op (ElementwiseAffine, see the header table).

@@ -10,8 +10,10 @@
 #include <cstddef>
 
 #include "nnlens/core/codegen_form.hpp"
-#include "nnlens/core/traits.hpp"
 #include "nnlens/core/onnx_form.hpp"
+#include "nnlens/core/properties.hpp"
+#include "nnlens/core/traits.hpp"
+#include "nnlens/kernels/conv.hpp"
 
 namespace nnlens {
 
@@ -20,6 +22,12 @@ struct GlobalAvgPool {};
 template <>
 struct layer_traits<GlobalAvgPool> : layer_defaults {
   static constexpr std::string_view name = "GlobalAvgPool";
+  /// One mean window per plane (core/properties.hpp, PoolingWindow): the thrust backend's
+  /// average-pool kernels run it, summing row by row over H x W as forward below.
+  static constexpr pool_reduce pool_reduction = pool_reduce::mean;
+  static constexpr pool_geometry geometry_of(const GlobalAvgPool*, shape in) {
+    return pool_geometry{.kh = in[1], .kw = in[2], .stride_h = in[1], .stride_w = in[2]};
+  }
   static constexpr shape_check infer(shape in) {
     if (in.rank != 3) return {{}, "GlobalAvgPool needs an image input [C,H,W] (rank 3)"};
     return {shape(in[0], 1, 1), nullptr};

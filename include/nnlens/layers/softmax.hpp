@@ -16,6 +16,7 @@
 #include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/core/onnx_form.hpp"
+#include "nnlens/core/properties.hpp"
 #include "nnlens/layers/flatten.hpp"
 
 namespace nnlens {
@@ -36,21 +37,29 @@ struct layer_traits<Softmax> : layer_defaults {
     return in;
   }
 
-  template <class T>
-  static void forward(const Softmax&, const forward_args<T>& a) {
-    const std::size_t F = a.in[0];
-    if (F == 0) return;
-    for (std::size_t n = 0; n < a.batch; ++n) {
-      const T* x = a.x + n * F;
-      T* y = a.y + n * F;
-      const T m = *std::max_element(x, x + F);
+  /// One sample's softmax (core/properties.hpp, SampleMap): the forward below and the thrust
+  /// backend's kernel (one work item per sample).
+  struct normalise {
+    template <class T>
+    NNLENS_HD void operator()(const T* x, T* y, std::size_t F) const {
+      using std::exp;
+      if (F == 0) return;
+      T m = x[0];
+      for (std::size_t i = 1; i < F; ++i) m = x[i] > m ? x[i] : m;
       T s = T(0);
       for (std::size_t i = 0; i < F; ++i) {
-        y[i] = std::exp(x[i] - m);
+        y[i] = exp(x[i] - m);
         s += y[i];
       }
       for (std::size_t i = 0; i < F; ++i) y[i] /= s;  // s >= 1: the maximum contributes exp(0)
     }
+  };
+  static constexpr normalise sample_map(const Softmax&) { return {}; }
+
+  template <class T>
+  static void forward(const Softmax&, const forward_args<T>& a) {
+    const std::size_t F = a.in[0];
+    for (std::size_t n = 0; n < a.batch; ++n) normalise{}(a.x + n * F, a.y + n * F, F);
   }
   /// dx = J^T dy with J = diag(y) - y y^T.
   template <class T>

@@ -111,7 +111,7 @@ neuron_relevance importance_pass(const execution::thrust_policy& policy, const N
   const shape in = d.acts()[0];
   if (x.size() != n * in.size()) throw shape_error("neuron_relevance: input is not [N, " + in.str() + "]");
   require_finite(x, in.size(), "neuron_relevance: input");
-  const std::size_t stop = layer + 1, nc = d.acts().back().size();
+  const std::size_t stop = d.network().layer_tensor(layer), nc = d.acts().back().size();
   const shape st = d.acts()[stop];
   const std::size_t width = coverage_neurons(st), per = st.size() / width;
   neuron_relevance res = empty_relevance(net, layer, o, width, n);

@@ -9,8 +9,9 @@
 // ensures:  execution::default_dispatch is specialised: `f(net, ...)` runs f(execution::thrust,
 //           net, ...) when every layer of net has thrust kernels (a Sequential: at compile time; a
 //           DynamicNetwork: checked at run time) and none is a composite op (Residual, Concat: their
-//           forward and profile run on the device when asked for by execution::thrust, their LRP
-//           and ExactLine do not yet), else f(execution::seq, net, ...) as before.
+//           forward, profile, LRP and coverage run on the device when asked for by
+//           execution::thrust, their ExactLine does not yet), else f(execution::seq, net, ...) as
+//           before.
 //           Calls on black boxes (DFlare, DiffChaser: Net = void) get execution::thrust.  An
 //           analysis without a thrust overload still runs on the host (its generic overload takes
 //           any policy); the result has the type of the host call.

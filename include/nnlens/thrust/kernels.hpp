@@ -24,6 +24,8 @@
 //                                      + shift[k]): an element-wise affine op (ElementwiseAffine)
 //   param_map(count, E, per, x, y, p, f)  y[i] = f(x[i], p[k]), k = (i % E) / per: an element-wise
 //                                      map with parameters (ParametricMap: PReLU)
+//   per_sample(n, E, x, y, f)          f(x + s E, y + s E, E) for every sample s: a map over whole
+//                                      samples (SampleMap: Softmax)
 //   place(n, out, off, size, b, y, add) y[r, off + i] = (add ? y[r, off + i] : 0) + b[r, i] for
 //                                      i < size: operand b of a composite's join (a sum adds every
 //                                      branch at offset 0, a concat places each at its offset)
@@ -359,6 +361,21 @@ template <class T, class F>
 void param_map(idx count, idx E, idx per, const T* x, T* y, const T* p, const F& f) {
   ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(count),
                      param_map_op<T, F>{x, y, p, E, per, f});
+}
+
+template <class T, class F>
+struct per_sample_op {
+  const T* x;
+  T* y;
+  idx E;
+  F f;
+  NNLENS_HD void operator()(idx s) const { f(x + s * E, y + s * E, E); }
+};
+
+template <class T, class F>
+void per_sample(idx N, idx E, const T* x, T* y, const F& f) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N),
+                     per_sample_op<T, F>{x, y, E, f});
 }
 
 template <class T>

@@ -37,6 +37,8 @@
 //   lrp_avg_pool(n, dims, x, z, R, R_in, p) AvgPool2D, any geometry (dims.count_pad: its divisor)
 //   lrp_scale_shift(n, E, per, x, z, R, R_in, w, b, p)  an element-wise affine op (ElementwiseAffine:
 //                                           BatchNorm, Affine), coefficient (i % E) / per
+//   lrp_join(n, out, R, op)                 a composite's join backwards (the host's rule, below)
+//   lrp_add(count, R, r)                    r[i] += R[i]: relevance into a tensor several nodes read
 //   lrp_channel_sums(n, C, hw, R, out)      out[n, c] = sum of R[n, c, 0..hw) (importance)
 //   coverage_neuron_values(n, C, hw, x, out, ld, off)  out[n * ld + off + c] = mean of x[n, c, 0..hw)
 //                                           (hw = 1: the elements), double: coverage neurons
@@ -453,6 +455,59 @@ template <class T>
 void lrp_start(idx N, idx O, const T* z, const idx* cls, double* R) {
   ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N),
                      lrp_start_op<T>{z, cls, R, O});
+}
+
+/// At most this many operands per join on the device.
+inline constexpr idx lrp_join_max = 8;
+
+/// A composite's join backwards (network/graph.hpp's join_operands; the host's lrp_engine): an
+/// output element fed by one operand (a concat) passes R on; fed by several (a sum), R splits in
+/// proportion to the operands' values, x_q R / (z + eps sign z) with z their sum (0 if not
+/// finite).  One work item per output element of a sample: each operand element feeds one output,
+/// so no two items write one place.  add[q]: onto r[q] (a tensor other nodes read too), else
+/// written as 0 + v (the host's zeroed sum).
+template <class T>
+struct lrp_join_op {
+  const double* R;
+  idx out = 0, K = 0;
+  double eps = 0;
+  const T* x[lrp_join_max] = {};
+  double* r[lrp_join_max] = {};
+  idx off[lrp_join_max] = {}, size[lrp_join_max] = {};
+  bool add[lrp_join_max] = {};
+  NNLENS_HD bool feeds(idx q, idx i) const { return i >= off[q] && i - off[q] < size[q]; }
+  NNLENS_HD void operator()(idx t) const {
+    const idx s = t / out, i = t % out;
+    const double Ri = R[t];
+    double zs = 0;
+    idx feeders = 0;
+    for (idx q = 0; q < K; ++q)
+      if (feeds(q, i)) zs += double(x[q][s * size[q] + i - off[q]]), ++feeders;
+    const double a = feeders == 1 ? 1.0 : Ri / (zs + (zs >= 0 ? eps : -eps));
+    for (idx q = 0; q < K; ++q) {
+      if (!feeds(q, i)) continue;
+      const idx e = s * size[q] + i - off[q];
+      double v = 0;
+      if (Ri != 0) v = feeders == 1 ? Ri : lrp_finite(a) ? double(x[q][e]) * a : 0.0;
+      r[q][e] = (add[q] ? r[q][e] : 0.0) + v;
+    }
+  }
+};
+
+template <class T>
+void lrp_join(idx N, const lrp_join_op<T>& op) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * op.out), op);
+}
+
+struct lrp_add_op {
+  const double* R;
+  double* r;
+  NNLENS_HD void operator()(idx i) const { r[i] += R[i]; }
+};
+
+inline void lrp_add(idx count, const double* R, double* r) {
+  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(count),
+                     lrp_add_op{R, r});
 }
 
 struct lrp_channel_sum_op {

@@ -11,10 +11,12 @@
 // Layers with thrust kernels, from their properties (core/properties.hpp): every element-wise map
 // (ElementwiseMap: ReLU, LeakyReLU, HardTanh, Clamp; one thrust::transform of the op's own
 // scalar_map functor), every reshape-only op (reshape_only_v: Flatten, Dropout, Identity; a copy),
-// every pooling window (PoolingWindow, max or mean: MaxPool2D, AvgPool2D, any geometry), and
+// every pooling window (PoolingWindow, max or mean: MaxPool2D, AvgPool2D, any geometry;
+// GlobalAvgPool), and
 // every element-wise affine op (ElementwiseAffine: BatchNorm, Affine; one kernel on the
 // coefficients of the property), every element-wise map with parameters (ParametricMap: PReLU;
-// one kernel of the op's functor), the tuned kernels of Dense, Conv2D (any geometry: strides,
+// one kernel of the op's functor), every map over whole samples (SampleMap: Softmax; one work
+// item per sample), the tuned kernels of Dense, Conv2D (any geometry: strides,
 // dilations, asymmetric padding, groups), and every composite op (core/composite.hpp: Residual,
 // Concat): its branches' layers by their own kernels, then one place() kernel per operand of the
 // join, in the host join's order (so a sum rounds as the host's).  A Sequential with another layer
@@ -155,7 +157,7 @@ template <class L>
 struct thrust_layer<L> {
   static constexpr bool supported = true;
   static thrust_kernels::window_dims dims(const L& l, shape in, shape out) {
-    return detail::thrust_window(pool_geometry(layer_traits<L>::geometry_of(&l)), in, out);
+    return detail::thrust_window(pool_geometry(pooling_windows(l, in)), in, out);
   }
   template <class T>
   static void upload(const L&, thrust_params<T>&, shape) {}
@@ -206,6 +208,19 @@ struct thrust_layer<L> {
     const std::size_t E = in.size();
     thrust_kernels::param_map<T>(batch * E, E, E / p.W.size(), x, y, ::thrust::raw_pointer_cast(p.W.data()),
                                  layer_traits<L>::param_map(l));
+  }
+};
+
+/// A map over whole samples (SampleMap: Softmax): the op's functor, one work item per sample.
+template <class L>
+  requires SampleMap<L>
+struct thrust_layer<L> {
+  static constexpr bool supported = true;
+  template <class T>
+  static void upload(const L&, thrust_params<T>&, shape) {}
+  template <class T>
+  static void forward(const L& l, const thrust_params<T>&, shape in, shape, std::size_t batch, const T* x, T* y) {
+    thrust_kernels::per_sample<T>(batch, in.size(), x, y, layer_traits<L>::sample_map(l));
   }
 };
 
@@ -283,6 +298,27 @@ class device_network {
   std::size_t layer_tensor(std::size_t i) const { return layer_out_.at(i); }
   /// Whether the network is a plain chain (no composite op): tensor i + 1 is layer i's output.
   bool is_chain() const { return !has_join_; }
+  /// The top-level layers.
+  std::size_t layers() const { return layer_out_.size(); }
+  /// Nodes in graph order: node k reads tensor node_in(k) (a join: its operands, node_join(k).ins)
+  /// and writes node_out(k).
+  std::size_t nodes() const { return nodes_.size(); }
+  std::size_t node_in(std::size_t k) const { return nodes_[k].in; }
+  std::size_t node_out(std::size_t k) const { return nodes_[k].out; }
+  const join_operands& node_join(std::size_t k) const { return nodes_[k].join; }
+  /// How many nodes read tensor a (a composite's input: one per branch).
+  std::size_t readers(std::size_t a) const {
+    std::size_t n = 0;
+    for (const node& nd : nodes_)
+      if (nd.join.empty() ? nd.in == a : std::count(nd.join.ins.begin(), nd.join.ins.end(), a) > 0) ++n;
+    return n;
+  }
+  /// layer(l, k, in, out) for every layer node k, join(k) for every join, in graph order (no device work).
+  template <class FL, class FJ>
+  void visit_nodes(FL&& layer, FJ&& join) const {
+    std::size_t k = 0;
+    for_each_layer(*net_, [&](const auto& l, auto, shape in, shape out) { visit(l, in, out, k, layer, join); });
+  }
 
   /// y = net(x) for `batch` samples; x and y are device pointers.
   void forward(std::size_t batch, const T* x, T* y) const {
@@ -365,8 +401,7 @@ class device_network {
   template <class FL, class FJ>
   void walk(FL&& layer, FJ&& join) const {
     detail::thrust_pass_counter().fetch_add(1, std::memory_order_relaxed);
-    std::size_t k = 0;
-    for_each_layer(*net_, [&](const auto& l, auto, shape in, shape out) { visit(l, in, out, k, layer, join); });
+    visit_nodes(layer, join);
   }
   template <class L, class FL, class FJ>
   void visit(const L& l, shape in, shape out, std::size_t& k, FL& layer, FJ& join) const {

@@ -5,7 +5,9 @@
 //   device_lrp<Net> d(net, options);      the network's weights on the device plus the LRP steps;
 //   const double* r = d.run(nb, x, stop, cls)   forward (every tensor kept) and relevance of nb
 //                                         samples at device pointer x down to tensor `stop`
-//                                         (0: the input; i + 1: layer i's output), from the logit
+//                                         (the op graph's numbering, network/graph.hpp: 0 the
+//                                         input, d.network().layer_tensor(i) layer i's output;
+//                                         i + 1 in a plain chain), from the logit
 //                                         of cls[s] (device pointer) or of the predicted class
 //                                         (cls null); r: device [nb, size of tensor stop]
 //
@@ -13,8 +15,11 @@
 //           every pooling window (PoolingWindow: MaxPool2D, AvgPool2D, any geometry), every
 //           element-wise affine op (ElementwiseAffine: BatchNorm, Affine; a BatchNorm right after a
 //           Conv2D or Dense folds into it unless the stop is that layer's output, as on the host),
-//           and every op whose relevance_rule is the pass-through form (core/relevance.hpp: the element-wise
-//           maps, Flatten, Dropout, Identity: R_in = R_out, nothing runs on the device).  Another
+//           every op whose relevance_rule is the pass-through form (core/relevance.hpp: the element-wise
+//           maps, PReLU, Flatten, Dropout, Identity: R_in = R_out, nothing runs on the device), and
+//           every composite of those (Residual, Concat: node by node through the op graph, a join
+//           by thrust_kernels::lrp_join, R into a tensor several nodes read added in the host's
+//           node order; at most 8 branches per join).  Another
 //           layer in a Sequential is a compile error naming it
 //           (error_thrust_backend_has_no_kernel_for<L>); a DynamicNetwork holding one gets the
 //           thrust logic_error naming the layer.
@@ -42,6 +47,7 @@
 
 #include <thrust/copy.h>
 #include <thrust/device_vector.h>
+#include <thrust/fill.h>
 
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/finite.hpp"
@@ -165,6 +171,15 @@ struct thrust_lrp_layer<L> {
   static constexpr bool supported = true, passthrough = true;
 };
 
+/// A composite op (Residual, Concat): device_lrp runs its branches' inner layers by their own
+/// steps and its join by thrust_kernels::lrp_join (an inner layer without a step is the thrust
+/// logic_error naming it and its place when the device_lrp is made).
+template <class L>
+  requires Composite<L>
+struct thrust_lrp_layer<L> {
+  static constexpr bool supported = true, passthrough = false;
+};
+
 /// The diagnostic type named when a Sequential holds a thrust layer without a device LRP step.
 template <class L>
 struct error_thrust_lrp_has_no_step_for;
@@ -208,114 +223,163 @@ class device_lrp {
                 "incomplete type 'error_thrust_lrp_has_no_step_for<L>' in this diagnostic names the layer");
 
   /// Uploads the network (device_network: logic_error for a layer without thrust kernels) and
-  /// the weights the LRP steps read.  requires: check_shapes(net) passed.
-  device_lrp(const Net& net, const lrp_options& o) : dnet_(net), rule_(detail::thrust_lrp_params(o)) {
-    acts_.push_back(input_shape_of(net));
-    for_each_layer(net, [&](const auto& l, auto i, shape in, shape out) {
-      using L = std::decay_t<decltype(l)>;
-      step s;
-      if constexpr (ThrustLrpLayer<L>) {
-        s.passthrough = thrust_lrp_layer<L>::passthrough;
-        s.accepts_fold = detail::relevance_accepts_fold<L>;
-        if constexpr (detail::relevance_folds<L>) {  // as the host's relevance_view: per channel
-          s.folds = true;
-          const std::size_t C = out.rank == 3 ? out[0] : out.size();
-          std::vector<double> a(C), t(C);
-          for (std::size_t c = 0; c < C; ++c) relevance_rule<L>::scale_shift(l, c, a[c], t[c]);
-          s.fold_scale = std::make_shared<::thrust::device_vector<double>>(a.begin(), a.end());
-          s.fold_shift = std::make_shared<::thrust::device_vector<double>>(t.begin(), t.end());
-        }
-        if constexpr (!thrust_lrp_layer<L>::passthrough) {
-          auto p = std::make_shared<thrust_params<T>>();
-          thrust_lrp_layer<L>::upload(l, *p, in);
-          const L* lp = &l;
-          const thrust_kernels::lrp_params rule = rule_;
-          s.back = [lp, p, in, out, rule](std::size_t nb, const T* x, const T* z, const double* ro, double* ri,
-                                          const thrust_lrp_scratch& sc) {
-            thrust_lrp_layer<L>::backward(*lp, *p, in, out, nb, x, z, ro, ri, sc, rule);
-          };
-        }
-      } else {
-        throw logic_error(detail::concat("nnlens::thrust: layer ", std::size_t(i), " (", layer_traits<L>::name,
-                                         ") has no device LRP step; run relevance with execution::seq or execution::par"));
-      }
-      steps_.push_back(std::move(s));
-      acts_.push_back(out);
-    });
+  /// the weights the LRP steps read, one step per node of the op graph (network/graph.hpp: a
+  /// composite's inner layers and its join).  requires: check_shapes(net) passed.
+  device_lrp(const Net& net, const lrp_options& o) : dnet_(net), rule_(detail::thrust_lrp_params(o)), eps_(o.epsilon) {
+    steps_.resize(dnet_.nodes());
+    dnet_.visit_nodes(
+        [&](const auto& l, std::size_t k, shape in, shape out) {
+          using L = std::decay_t<decltype(l)>;
+          step& s = steps_[k];
+          if constexpr (ThrustLrpLayer<L> && !Composite<L>) {
+            s.passthrough = thrust_lrp_layer<L>::passthrough;
+            s.accepts_fold = detail::relevance_accepts_fold<L>;
+            if constexpr (detail::relevance_folds<L>) {  // as the host's relevance_view: per channel
+              s.folds = true;
+              const std::size_t C = out.rank == 3 ? out[0] : out.size();
+              std::vector<double> a(C), t(C);
+              for (std::size_t c = 0; c < C; ++c) relevance_rule<L>::scale_shift(l, c, a[c], t[c]);
+              s.fold_scale = std::make_shared<::thrust::device_vector<double>>(a.begin(), a.end());
+              s.fold_shift = std::make_shared<::thrust::device_vector<double>>(t.begin(), t.end());
+            }
+            if constexpr (!thrust_lrp_layer<L>::passthrough) {
+              auto p = std::make_shared<thrust_params<T>>();
+              thrust_lrp_layer<L>::upload(l, *p, in);
+              const L* lp = &l;
+              const thrust_kernels::lrp_params rule = rule_;
+              s.back = [lp, p, in, out, rule](std::size_t nb, const T* x, const T* z, const double* ro, double* ri,
+                                              const thrust_lrp_scratch& sc) {
+                thrust_lrp_layer<L>::backward(*lp, *p, in, out, nb, x, z, ro, ri, sc, rule);
+              };
+            }
+          } else {
+            throw logic_error(detail::concat("nnlens::thrust: layer (node ", k, ", ", layer_traits<L>::name,
+                                             ") has no device LRP step; run relevance with execution::seq or execution::par"));
+          }
+        },
+        [&](std::size_t k) {
+          const join_operands& j = dnet_.node_join(k);
+          if (j.ins.size() > thrust_kernels::lrp_join_max)
+            throw logic_error(detail::concat("nnlens::thrust LRP: a join of ", j.ins.size(), " branches (at most ",
+                                             thrust_kernels::lrp_join_max, " on the device)"));
+          for (std::size_t q = 0; q < j.ins.size(); ++q)
+            if (std::count(j.ins.begin(), j.ins.end(), j.ins[q]) > 1)
+              throw logic_error("nnlens::thrust LRP: two branches of a composite end in the same tensor (two empty branches)");
+          steps_[k].join = true;
+        });
+    for (std::size_t a = 0; a < acts().size(); ++a) acc_.push_back(dnet_.readers(a) > 1);
   }
 
-  /// Tensor shapes: acts()[0] the input, acts()[i + 1] layer i's output.
-  const std::vector<shape>& acts() const { return acts_; }
+  /// Tensor shapes, as the op graph numbers them (device_network::acts(): 0 the input).
+  const std::vector<shape>& acts() const { return dnet_.acts(); }
   const device_network<Net>& network() const { return dnet_; }
   /// Device pointer to tensor a of the last run ([nb, acts()[a].size()]).
   const T* tensor(std::size_t a) const { return ::thrust::raw_pointer_cast(bufs_[a].data()); }
 
   /// Forward pass of nb samples at device pointer x, then relevance from the logit of cls[s]
-  /// (device; null: the predicted class) down to tensor `stop`.  Returns a device pointer to R of
-  /// that tensor, [nb, acts()[stop].size()], valid until the next run.
+  /// (device; null: the predicted class) down to tensor `stop`, node by node backwards as the
+  /// host's lrp_engine.  Returns a device pointer to R of that tensor, [nb, acts()[stop].size()],
+  /// valid until the next run.
   const double* run(std::size_t nb, const T* x, std::size_t stop, const std::size_t* cls = nullptr) {
     dnet_.run(nb, x, bufs_);
-    const std::size_t L = steps_.size();
+    const auto& acts = this->acts();
+    const std::size_t A = acts.size();
     const bool fn = rule_.rule == 2, bs = rule_.rule == 0 && rule_.bias_redistribution;
-    std::size_t need_r = 0, need_f = 0;  // only the tensors and steps at or above `stop`
-    for (std::size_t a = stop; a <= L; ++a) need_r = std::max(need_r, acts_[a].size());
-    for (std::size_t i = stop; i < L; ++i)
-      if (!steps_[i].passthrough) need_f = std::max(need_f, acts_[i + 1].size());
-    for (auto* v : {&r_[0], &r_[1]})
-      if (v->size() < nb * need_r) v->resize(nb * need_r);
-    for (auto* v : {&fp_, fn ? &fn_ : nullptr, bs ? &bs_ : nullptr})
-      if (v && v->size() < nb * need_f) v->resize(nb * need_f);
+    std::size_t need_f = 0, need_t = 0;  // scratch for the steps at or above `stop`
+    for (std::size_t k = 0; k < steps_.size(); ++k)
+      if (dnet_.node_out(k) > stop && !steps_[k].join && !steps_[k].passthrough) {
+        need_f = std::max(need_f, acts[dnet_.node_out(k)].size());
+        if (acc_[dnet_.node_in(k)]) need_t = std::max(need_t, acts[dnet_.node_in(k)].size());
+      }
+    for (auto* v : {&fp_, fn ? &fn_ : nullptr, bs ? &bs_ : nullptr, &tmp_})
+      if (v && v->size() < nb * (v == &tmp_ ? need_t : need_f)) v->resize(nb * (v == &tmp_ ? need_t : need_f));
     const thrust_lrp_scratch sc{::thrust::raw_pointer_cast(fp_.data()), fn ? ::thrust::raw_pointer_cast(fn_.data()) : nullptr,
                                 bs ? ::thrust::raw_pointer_cast(bs_.data()) : nullptr};
-    int cur = 0;
-    thrust_kernels::lrp_start<T>(nb, acts_[L].size(), tensor(L), cls, ::thrust::raw_pointer_cast(r_[0].data()));
-    std::size_t fold_from = std::size_t(-1);  // the folding layer whose output relevance tensor i holds
-    for (std::size_t i = L; i-- > stop;) {  // layer i: tensor i -> tensor i + 1
-      if (steps_[i].passthrough) continue;  // R_in = R_out, same size
-      // a BatchNorm right after a Conv2D/Dense folds into it unless its input is the stop (the
-      // host's lrp_engine): its R passes to tensor i unchanged
-      if (steps_[i].folds && i > 0 && steps_[i - 1].accepts_fold && i != stop) {
-        fold_from = i;
+    // R of tensor a: its own buffer (rbuf), or the buffer of the tensor it passed through from
+    // (a pass-through or folded node whose input only it reads: no copy)
+    r_.resize(A);
+    std::vector<double*> rp(A, nullptr);
+    auto rbuf = [&](std::size_t a) {
+      if (r_[a].size() < nb * acts[a].size()) r_[a].resize(nb * acts[a].size());
+      return ::thrust::raw_pointer_cast(r_[a].data());
+    };
+    for (std::size_t a = stop; a < A; ++a)
+      if (acc_[a]) {
+        rp[a] = rbuf(a);
+        ::thrust::fill(r_[a].begin(), r_[a].begin() + std::ptrdiff_t(nb * acts[a].size()), 0.0);
+      }
+    rp[A - 1] = rbuf(A - 1);
+    thrust_kernels::lrp_start<T>(nb, acts[A - 1].size(), tensor(A - 1), cls, rp[A - 1]);
+    std::size_t fold_from = std::size_t(-1);  // the node whose output a folding BatchNorm took over
+    for (std::size_t k = steps_.size(); k-- > 0;) {
+      const std::size_t in = dnet_.node_in(k), out = dnet_.node_out(k);
+      if (out <= stop) break;  // topological order: all below `stop` is upstream
+      const double* R = rp[out];
+      const step& st = steps_[k];
+      if (st.join) {
+        const join_operands& j = dnet_.node_join(k);
+        thrust_kernels::lrp_join_op<T> op;
+        op.R = R, op.out = acts[out].size(), op.K = j.ins.size(), op.eps = eps_;
+        for (std::size_t q = 0; q < j.ins.size(); ++q) {
+          const std::size_t a = j.ins[q];
+          if (!rp[a]) rp[a] = rbuf(a);
+          op.x[q] = tensor(a), op.r[q] = rp[a], op.off[q] = j.offsets[q], op.size[q] = j.sizes[q], op.add[q] = acc_[a];
+        }
+        thrust_kernels::lrp_join<T>(nb, op);
+        continue;
+      }
+      const bool folds = st.folds && k > 0 && steps_[k - 1].accepts_fold && dnet_.node_out(k - 1) == in && !acc_[in] && in != stop;
+      if (st.passthrough || folds) {  // R_in = R_out
+        if (acc_[in])
+          thrust_kernels::lrp_add(nb * acts[in].size(), R, rp[in]);
+        else
+          rp[in] = const_cast<double*>(R);
+        if (folds) fold_from = k;
         continue;
       }
       thrust_lrp_scratch si = sc;
-      const T* z = tensor(i + 1);
-      if (fold_from == i + 1) {  // the folded pair: the BatchNorm's output and coefficients
-        z = tensor(i + 2);
-        si.fold_scale = ::thrust::raw_pointer_cast(steps_[i + 1].fold_scale->data());
-        si.fold_shift = ::thrust::raw_pointer_cast(steps_[i + 1].fold_shift->data());
+      const T* z = tensor(out);
+      if (fold_from == k + 1) {  // the folded pair: the BatchNorm's output and coefficients
+        z = tensor(dnet_.node_out(k + 1));
+        si.fold_scale = ::thrust::raw_pointer_cast(steps_[k + 1].fold_scale->data());
+        si.fold_shift = ::thrust::raw_pointer_cast(steps_[k + 1].fold_shift->data());
         fold_from = std::size_t(-1);
       }
-      steps_[i].back(nb, tensor(i), z, ::thrust::raw_pointer_cast(r_[cur].data()),
-                     ::thrust::raw_pointer_cast(r_[1 - cur].data()), si);
-      cur = 1 - cur;
+      // R_in: its own buffer (tensors are numbered in creation order, so in < out and R_out's
+      // buffer, r_[out] or one it passed through from, is another), or the scratch when R_in is a sum
+      double* dst = acc_[in] ? ::thrust::raw_pointer_cast(tmp_.data()) : (rp[in] = rbuf(in));
+      st.back(nb, tensor(in), z, R, dst, si);
+      if (acc_[in]) thrust_kernels::lrp_add(nb * acts[in].size(), dst, rp[in]);
     }
-    return ::thrust::raw_pointer_cast(r_[cur].data());
+    return rp[stop];
   }
 
  private:
   struct step {
-    bool passthrough = false;
+    bool join = false, passthrough = false;
     bool folds = false, accepts_fold = false;  // relevance_rule: folds_into_previous, accepts_fold
     std::shared_ptr<::thrust::device_vector<double>> fold_scale, fold_shift;
     std::function<void(std::size_t, const T*, const T*, const double*, double*, const thrust_lrp_scratch&)> back;
   };
   device_network<Net> dnet_;
   thrust_kernels::lrp_params rule_;
+  double eps_;
   std::vector<step> steps_;
-  std::vector<shape> acts_;
+  std::vector<bool> acc_;  // tensor a is read by several nodes: its R is a sum (zeroed, then added)
   std::vector<::thrust::device_vector<T>> bufs_;
-  ::thrust::device_vector<double> r_[2], fp_, fn_, bs_;
+  std::vector<::thrust::device_vector<double>> r_;
+  ::thrust::device_vector<double> fp_, fn_, bs_, tmp_;
 };
 
 namespace detail {
-/// The tensor index of a top-level layer's output for LRP (lrp_input: 0), as lrp_graph names it.
-inline std::size_t thrust_lrp_stop(std::size_t layer, std::size_t layers) {
+/// The tensor of top-level layer `layer`'s output for LRP (lrp_input: 0, the input), as lrp_graph numbers it.
+template <class Net>
+std::size_t thrust_lrp_stop(const device_network<Net>& d, std::size_t layer) {
   if (layer == lrp_input) return 0;
-  if (layer >= layers)
+  if (layer >= d.layers())
     throw value_error("lrp: layer index " + std::to_string(layer) + " out of range (the network has " +
-                      std::to_string(layers) + " layers)");
-  return layer + 1;
+                      std::to_string(d.layers()) + " layers)");
+  return d.layer_tensor(layer);
 }
 }  // namespace detail
 
@@ -335,7 +399,7 @@ xt::xarray<double> relevance(const execution::thrust_policy& policy, const Net& 
   if (!classes.empty() && classes.size() != n)
     throw shape_error("relevance: " + std::to_string(classes.size()) + " classes for " + std::to_string(n) + " samples");
   require_finite(std::span<const T>(X.data(), X.size()), in.size(), "relevance: input");
-  const std::size_t stop = detail::thrust_lrp_stop(layer, acts.size() - 1);
+  const std::size_t stop = detail::thrust_lrp_stop(d.network(), layer);
   const std::size_t nout = acts.back().size();
   for (std::size_t c : classes)
     if (c >= nout)
