@@ -176,6 +176,16 @@ TEST_CASE("thrust composites: LRP through the joins, as the host's lrp_engine") 
 }
 
 TEST_CASE("thrust composites: what the device does not run is an error, never a wrong answer") {
+  // an inner layer without a device LRP step is named with its place (Softmax: no LRP anywhere)
+  using SoftRes = Sequential<Input<4>, Dense<4, double>, Residual<Block<Dense<4, double>, Softmax>>, Dense<2, double>>;
+  try {
+    (void)relevance(execution::thrust, to_dynamic(make<SoftRes>(22)), random_x<double>(2, SoftRes::input_shape, 22));
+    FAIL("no error for a Softmax inside a Residual");
+  } catch (const logic_error& e) {
+    const std::string m = e.what();
+    CHECK(m.find("Softmax") != std::string::npos);
+    CHECK(m.find("1.block.1") != std::string::npos);
+  }
   // ExactLine of composites stays on the host for now: the device refuses it
   const auto res = to_dynamic(make<ResNet<double>>(23));
   const rows A = random_rows(1, ResNet<double>::input_shape.size(), 25), B = random_rows(1, ResNet<double>::input_shape.size(), 26);

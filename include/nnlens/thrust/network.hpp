@@ -306,6 +306,8 @@ class device_network {
   std::size_t node_in(std::size_t k) const { return nodes_[k].in; }
   std::size_t node_out(std::size_t k) const { return nodes_[k].out; }
   const join_operands& node_join(std::size_t k) const { return nodes_[k].join; }
+  /// Node k's place in the network, as the analyses' graph names it ("3", "5.block.1").
+  const std::string& node_name(std::size_t k) const { return nodes_[k].where; }
   /// How many nodes read tensor a (a composite's input: one per branch).
   std::size_t readers(std::size_t a) const {
     std::size_t n = 0;
@@ -320,7 +322,8 @@ class device_network {
     for_each_layer(*net_, [&](const auto& l, auto, shape in, shape out) { visit(l, in, out, k, layer, join); });
   }
 
-  /// y = net(x) for `batch` samples; x and y are device pointers.
+  /// y = net(x) for `batch` samples; x and y are device pointers.  forward and run use scratch
+  /// buffers of this object: one thread at a time per device_network (black boxes lock).
   void forward(std::size_t batch, const T* x, T* y) const {
     const std::size_t n = nodes_.size();
     if (n == 0) {
@@ -369,6 +372,7 @@ class device_network {
   struct node {
     std::size_t in = 0, out = 0;  // tensors
     join_operands join;           // a composite's join (empty for a layer)
+    std::string where;            // "3", "5.block.1"
   };
 
   /// Adds layer l (a composite: its branches' layers, then its join) reading tensor in_act;
@@ -377,6 +381,7 @@ class device_network {
   std::size_t build(const L& l, const std::string& where, std::size_t in_act, shape in, shape out) {
     node nd;
     nd.in = in_act;
+    nd.where = where;
     if constexpr (Composite<L>) {
       nd.join = join_operands::build<L>(
           [&](auto&& branch) { layer_traits<L>::for_each_branch(l, in, branch); }, in_act, in, where,

@@ -253,7 +253,7 @@ class device_lrp {
               };
             }
           } else {
-            throw logic_error(detail::concat("nnlens::thrust: layer (node ", k, ", ", layer_traits<L>::name,
+            throw logic_error(detail::concat("nnlens::thrust: layer ", dnet_.node_name(k), " (", layer_traits<L>::name,
                                              ") has no device LRP step; run relevance with execution::seq or execution::par"));
           }
         },
