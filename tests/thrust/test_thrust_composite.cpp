@@ -9,8 +9,12 @@
 //   profile      NNSlicer's profile with the inner tensors (both grains) against the host
 //   LRP          every rule and layer stop through sums and concatenations, static and dynamic,
 //                against the host's lrp_engine; element-wise composites bit for bit
-//   errors       ExactLine of a composite refuses the device (logic_error) rather than answer
-//                wrongly; the default policy keeps composite networks on the host
+//   ExactLine    the union of the branches' breaks and the join of their values, on the device:
+//                every net above, static and dynamic, float and double, merge_tol, reanchor, fusion
+//                off, nested composites; the same pieces, stats and errors (a cap hit inside a
+//                branch names it) as the host; element-wise composites bit for bit
+//   errors       what the device cannot run is a logic_error naming the layer and its place; the
+//                default policy runs composite networks on the device
 // Tolerances as tests/thrust/test_thrust_affine.cpp: with Conv2D / Dense, float 1e-5 and double
 // 1e-12 relative to 1 + max |host| (the kernels' summation order); element-wise only: bit-identical.
 #include <doctest/doctest.h>
@@ -186,13 +190,75 @@ TEST_CASE("thrust composites: what the device does not run is an error, never a 
     CHECK(m.find("Softmax") != std::string::npos);
     CHECK(m.find("1.block.1") != std::string::npos);
   }
-  // ExactLine of composites stays on the host for now: the device refuses it
-  const auto res = to_dynamic(make<ResNet<double>>(23));
-  const rows A = random_rows(1, ResNet<double>::input_shape.size(), 25), B = random_rows(1, ResNet<double>::input_shape.size(), 26);
-  CHECK_THROWS_AS((void)exact_lines(execution::thrust, res, A, B), logic_error);
-  CHECK_THROWS_AS((void)exact_lines(execution::thrust, make<CatNet<double>>(27), A, B), logic_error);
-  // so the default policy (nnlens/thrust/default.hpp) keeps a composite network on the host
-  CHECK(!thrust_supported(res));
-  CHECK(!thrust_supported(make<ResNet<float>>(27)));
+  // composite networks run on the device under the default policy (nnlens/thrust/default.hpp)
+  CHECK(thrust_supported(to_dynamic(make<ResNet<double>>(23))));
+  CHECK(thrust_supported(make<CatNet<float>>(27)));
   CHECK(thrust_supported(to_dynamic(make<Sequential<Input<3>, Dense<2>, ReLU>>(28))));
+}
+
+namespace {
+
+/// Returns the points the host merged (stats.merged, all segments).
+template <class Net>
+std::size_t check_lines(std::uint64_t seed, std::size_t n, const line_options& o = {}) {
+  const Net net = make<Net>(seed);
+  const std::size_t d = Net::input_shape.size();
+  const rows A = random_rows(n, d, seed + 1, -2, 2), B = random_rows(n, d, seed + 2, -2, 2);
+  const auto h = exact_lines(execution::seq, net, A, B, o);
+  const std::size_t passes = thrust_device_passes();
+  const auto dev = exact_lines(thrust_policy{.batch = 40}, net, A, B, o);  // passes of 5 segments
+  CHECK(thrust_device_passes() > passes);
+  const line_diff r = check_same_lines(h, dev);
+  CHECK(r.pieces > n);  // the composites' branches split the segments
+  check_same_lines(h, exact_lines(execution::thrust, to_dynamic(net), A, B, o));
+  std::size_t merged = 0;
+  for (const auto& l : h) merged += l.stats.merged;
+  return merged;
+}
+
+}  // namespace
+
+TEST_CASE("thrust composites: ExactLine through the joins, as the host") {
+  check_lines<ResNet<double>>(51, 11);
+  check_lines<CatNet<double>>(52, 11);
+  check_lines<Nested<double>>(53, 11);
+  check_lines<ResNet<float>>(54, 7);
+  line_options tol;
+  tol.merge_tol = 1e-3;  // points of different branches within the tolerance merge (counted)
+  CHECK(check_lines<ResNet<double>>(55, 11, tol) + check_lines<Nested<double>>(56, 11, tol) > 0);
+  line_options re;
+  re.reanchor = true;  // new points recomputed from the input through the composites before them
+  re.fuse_max_pool = false;
+  check_lines<ResNet<double>>(57, 7, re);
+  check_lines<CatNet<double>>(58, 7, re);
+  // element-wise composites: the device's ratios and values are the host's bit for bit
+  const auto e = make<Elem<double>>(59);
+  const rows A = random_rows(9, 18, 60, -2, 2), B = random_rows(9, 18, 61, -2, 2);
+  const auto h = exact_lines(execution::seq, e, A, B), dv = exact_lines(thrust_policy{.batch = 16}, e, A, B);
+  for (std::size_t i = 0; i < A.size(); ++i) {
+    CHECK(h[i].t == dv[i].t);
+    CHECK(h[i].values == dv[i].values);
+  }
+  // a cap hit inside a branch: the same error, naming the branch's layer, for that segment only
+  const auto res = make<ResNet<double>>(62);
+  const rows Ar = random_rows(6, 72, 63, -2, 2), Br = random_rows(6, 72, 64, -2, 2);
+  line_options cap;
+  cap.keep_going = true;
+  const auto all = exact_lines(execution::seq, res, Ar, Br);
+  std::size_t most = 0;
+  for (const auto& r : all) most = std::max(most, r.t.size() - 1);
+  cap.max_pieces = most - 1;
+  const auto hc = exact_lines(execution::seq, res, Ar, Br, cap), dc = exact_lines(thrust_policy{.batch = 24}, res, Ar, Br, cap);
+  check_same_lines(hc, dc);
+  std::size_t failed = 0;
+  for (const auto& r : dc) failed += r.error.empty() ? 0 : 1;
+  CHECK(failed >= 1);
+  CHECK(failed < Ar.size());
+  cap.keep_going = false;
+  try {
+    (void)exact_lines(execution::thrust, to_dynamic(res), Ar, Br, cap);
+    FAIL("no error");
+  } catch (const limit_error& x) {
+    CHECK(std::string(x.what()).find("max_pieces") != std::string::npos);
+  }
 }

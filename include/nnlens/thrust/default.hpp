@@ -8,10 +8,8 @@
 //           Without the macro this header declares only thrust_supported().
 // ensures:  execution::default_dispatch is specialised: `f(net, ...)` runs f(execution::thrust,
 //           net, ...) when every layer of net has thrust kernels (a Sequential: at compile time; a
-//           DynamicNetwork: checked at run time) and none is a composite op (Residual, Concat: their
-//           forward, profile, LRP and coverage run on the device when asked for by
-//           execution::thrust, their ExactLine does not yet), else f(execution::seq, net, ...) as
-//           before.
+//           DynamicNetwork: checked at run time; composites by their inner layers), else
+//           f(execution::seq, net, ...) as before.
 //           Calls on black boxes (DFlare, DiffChaser: Net = void) get execution::thrust.  An
 //           analysis without a thrust overload still runs on the host (its generic overload takes
 //           any policy); the result has the type of the host call.
@@ -32,7 +30,7 @@ template <class Net>
 constexpr bool thrust_supported_type() {
   if constexpr (is_sequential_v<Net>)
     return []<class... Ls>(std::type_identity<std::tuple<Ls...>>) {
-      return ((ThrustLayer<Ls> && !Composite<Ls>) && ...);
+      return (ThrustLayer<Ls> && ...);
     }(std::type_identity<typename Net::layer_types>{});
   else
     return is_dynamic_network_v<Net>;
@@ -47,7 +45,7 @@ bool thrust_supported(const Net& net) {
   } else {
     bool ok = true;
     for_each_layer(net, [&](const auto& l, auto, shape, shape) {
-      if constexpr (!ThrustLayer<std::decay_t<decltype(l)>> || Composite<std::decay_t<decltype(l)>>) ok = false;
+      if constexpr (!ThrustLayer<std::decay_t<decltype(l)>>) ok = false;
     });
     return ok;
   }

@@ -18,11 +18,15 @@
 //   merge_pairs                          per pair, over its sorted candidates: drops exact repeats
 //                                        (std::unique) and ratios within merge_tol of the last kept
 //                                        point or of the pair's end (counted as merged), as the host
-//   scatter_old / scatter_new            the refined batch: old rows move by the kept count before
+//   move_rows / scatter_new              the refined batch: old rows move by the kept count before
 //                                        them; kept candidates become rows with values interpolated
-//                                        between the pair's ends (the layer then runs on every row)
+//                                        between the pair's ends (the layer then runs on every row);
+//                                        move_rows also drops the rows of failed segments
+//   join_union / join_values             a composite (Residual, Concat): the union of its branches'
+//                                        points per segment (the host's merge rule), then each row
+//                                        the join of the branches' values there
 //   segment_update                       new row offsets per segment, merged and proposed counts
-//   endpoints_at / scatter_rows / compact_rows   reanchor inputs, writing rows back, dropping segments
+//   endpoints_at / scatter_rows          reanchor inputs, writing rows back
 //
 // requires: thrust with THRUST_DEVICE_SYSTEM set by the build (as nnlens/thrust/kernels.hpp).
 // ensures:  every launcher is one thrust::for_each over an index range of an NNLENS_HD functor with
@@ -294,23 +298,26 @@ struct merge_pairs {
   }
 };
 
+/// Moves row r (segment, ratio, values) to pos[r] (pos null: r + koff[r], the rows kept before
+/// it); with live set, only the rows of live segments (live[seg[r]]) move.
 template <class T, class R>
-struct scatter_old {
+struct move_rows {
   const idx* seg;
   const R* t;
   const T* v;
   const idx* koff;
+  const idx* pos;
+  const idx* live;
   idx d;
   idx* seg2;
   R* t2;
   T* v2;
   NNLENS_HD void operator()(idx r) const {
-    const idx nr = r + koff[r];
+    if (live && !live[seg[r]]) return;
+    const idx nr = pos ? pos[r] : r + koff[r];
     seg2[nr] = seg[r];
     t2[nr] = t[r];
-    const T* src = v + r * d;
-    T* dst = v2 + nr * d;
-    for (idx i = 0; i < d; ++i) dst[i] = src[i];
+    for (idx i = 0; i < d; ++i) v2[nr * d + i] = v[r * d + i];
   }
 };
 
@@ -394,32 +401,127 @@ struct scatter_rows {
   }
 };
 
-/// Keeps the rows of live segments: pos = exclusive scan of live[seg[r]].
-template <class T, class R>
-struct compact_rows {
-  const idx* seg;
-  const R* t;
-  const T* v;
-  const idx* live;
-  const idx* pos;
-  idx d;
-  idx* seg2;
-  R* t2;
-  T* v2;
-  NNLENS_HD void operator()(idx r) const {
-    if (!live[seg[r]]) return;
-    const idx nr = pos[r];
-    seg2[nr] = seg[r];
-    t2[nr] = t[r];
-    for (idx i = 0; i < d; ++i) v2[nr * d + i] = v[r * d + i];
-  }
-};
-
 struct live_flag {
   const idx* seg;
   const idx* live;
   idx* out;
   NNLENS_HD void operator()(idx r) const { out[r] = live[seg[r]]; }
+};
+
+/// At most this many branches per composite on the device.
+inline constexpr idx max_branches = 8;
+
+/// One branch of a composite after its walk: rows sorted by (segment, t), off[g] the first row of
+/// segment g (G + 1 entries), and where its values go in a joined row (a sum: 0; a concat: its offset).
+template <class T, class R>
+struct branch_rows {
+  const R* t = nullptr;
+  const idx* off = nullptr;
+  const T* v = nullptr;
+  idx d = 0, at = 0;
+};
+
+/// The union of the branches' ratios of segment g, in order, exact repeats once.
+template <class T, class R>
+struct union_cursor {
+  const branch_rows<T, R>* br;
+  idx nb, pos[max_branches], end[max_branches];
+  NNLENS_HD union_cursor(const branch_rows<T, R>* b, idx n, idx g) : br(b), nb(n) {
+    for (idx q = 0; q < nb; ++q) pos[q] = br[q].off[g], end[q] = br[q].off[g + 1];
+  }
+  NNLENS_HD bool next(R& v) {
+    bool any = false;
+    for (idx q = 0; q < nb; ++q)
+      if (pos[q] < end[q] && (!any || br[q].t[pos[q]] < v)) v = br[q].t[pos[q]], any = true;
+    for (idx q = 0; q < nb && any; ++q)
+      if (pos[q] < end[q] && br[q].t[pos[q]] == v) ++pos[q];
+    return any;
+  }
+};
+
+/// A composite's points per live segment g, as the host's composite step: the union of the
+/// branches' ratios; then, with tol > 0 and more than 2 points, a point stays if the composite's
+/// input has it (tin, offin) or if it lies more than tol after the last kept point and before the
+/// last point (the others count as merged).  Count pass (t_out null): cnt[g], merged[g]; fill
+/// pass: t_out and seg_out from off_out[g].
+template <class T, class R>
+struct join_union {
+  branch_rows<T, R> br[max_branches];
+  idx nb;
+  const R* tin;
+  const idx* offin;
+  const idx* live;
+  R tol;
+  idx *cnt, *merged;
+  const idx* off_out;
+  R* t_out;
+  idx* seg_out;
+  NNLENS_HD bool is_old(idx g, R v) const {
+    idx a = offin[g], z = offin[g + 1];
+    while (a < z) {
+      const idx m = (a + z) / 2;
+      if (tin[m] < v) a = m + 1;
+      else z = m;
+    }
+    return a < offin[g + 1] && tin[a] == v;
+  }
+  NNLENS_HD void operator()(idx g) const {
+    if (!live[g]) {
+      if (!t_out) cnt[g] = merged[g] = 0;
+      return;
+    }
+    R v = R(0), last = R(0), kept = R(0);
+    idx u = 0, k = 0, m = 0;
+    for (union_cursor<T, R> c(br, nb, g); c.next(v);) ++u, last = v;
+    const bool merge = tol > R(0) && u > 2;
+    union_cursor<T, R> c(br, nb, g);
+    for (idx i = 0; c.next(v); ++i) {
+      if (merge && i > 0 && !is_old(g, v) && !(v - kept > tol && (i + 1 == u || last - v > tol))) {
+        ++m;
+        continue;
+      }
+      if (t_out) t_out[off_out[g] + k] = v, seg_out[off_out[g] + k] = g;
+      kept = v, ++k;
+    }
+    if (!t_out) cnt[g] = k, merged[g] = m;
+  }
+};
+
+/// The joined row r (segment seg[r], ratio t[r]): 0, then each branch's value at t[r] added at its
+/// place, in branch order (its row there, or interpolated between the rows around t[r]), as the host.
+template <class T, class R>
+struct join_values {
+  branch_rows<T, R> br[max_branches];
+  idx nb, dout;
+  const R* t;
+  const idx* seg;
+  T* v;
+  NNLENS_HD void operator()(idx r) const {
+    const idx g = seg[r];
+    const R tu = t[r];
+    T* dst = v + r * dout;
+    for (idx e = 0; e < dout; ++e) dst[e] = T(0);
+    for (idx q = 0; q < nb; ++q) {
+      const branch_rows<T, R>& c = br[q];
+      const idx lo = c.off[g], hi = c.off[g + 1];
+      idx a = lo, z = hi;  // the last row j with t[j] <= tu
+      while (a < z) {
+        const idx m = (a + z) / 2;
+        if (c.t[m] <= tu) a = m + 1;
+        else z = m;
+      }
+      const idx j = a > lo ? a - 1 : lo;
+      const T* va = c.v + j * c.d;
+      T* o = dst + c.at;
+      if (c.t[j] == tu || j + 1 == hi) {
+        for (idx e = 0; e < c.d; ++e) o[e] += va[e];
+      } else {
+        const T w = T((tu - c.t[j]) / (c.t[j + 1] - c.t[j]));
+        const T* vb = va + c.d;
+        for (idx e = 0; e < c.d; ++e) o[e] += va[e] + w * (vb[e] - va[e]);
+      }
+    }
+  }
 };
 
 }  // namespace nnlens::thrust_kernels::line
