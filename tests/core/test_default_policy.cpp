@@ -13,7 +13,7 @@ using namespace nnlens;
 
 namespace {
 using Small = Sequential<Input<1, 8, 8>, Conv2D<4, 3>, ReLU, MaxPool2D<2>, Flatten, Dense<6>, ReLU, Dense<3>>;
-using WithRes = Sequential<Input<6>, Dense<5>, Residual<Block<Dense<5>, ReLU>>, Dense<2>>;  // a composite: host by default
+using WithRes = Sequential<Input<6>, Dense<5>, Residual<Block<Dense<5>, ReLU>>, Dense<2>>;  // a composite
 
 xt::xarray<float> inputs(std::vector<std::size_t> shp, std::uint64_t seed) {
   std::mt19937_64 r(seed);
@@ -38,11 +38,11 @@ TEST_CASE("with_default_policy hands the callable the build's default policy") {
     return std::is_same_v<std::decay_t<decltype(pol)>, execution::sequenced_policy>;
   });
   CHECK(seq == !thrust_default);
-  // a network without thrust kernels always gets the host
-  WithRes norm;
-  CHECK(execution::with_default_policy(norm, [](const auto& pol) {
+  // a composite network too: every analysis of it has a device form
+  WithRes res;
+  CHECK(execution::with_default_policy(res, [](const auto& pol) {
     return std::is_same_v<std::decay_t<decltype(pol)>, execution::sequenced_policy>;
-  }));
+  }) == !thrust_default);
   // calls on black boxes (no network)
   CHECK(execution::with_default_policy([](const auto& pol) {
           return std::is_same_v<std::decay_t<decltype(pol)>, execution::sequenced_policy>;
@@ -86,19 +86,25 @@ TEST_CASE("networks with GlobalAvgPool and Softmax run where the default says (e
   for (std::size_t i = 0; i < y.size(); ++i) CHECK(y.data()[i] == doctest::Approx(h.data()[i]).epsilon(1e-5));
 }
 
-TEST_CASE("networks with a composite op stay on the host (their LRP and ExactLine have no device form yet)") {
+TEST_CASE("networks with a composite op run where the default says (forward and ExactLine)") {
   WithRes net;
   initialize(net, 5);
   const auto x = inputs({4, 6}, 9);
   const std::size_t before = passes();
   const auto y = forward(net, x);
-  CHECK(passes() == before);
+  CHECK(passes() - before == (thrust_default ? 1u : 0u));
   const auto h = forward(execution::seq, net, x);
-  for (std::size_t i = 0; i < y.size(); ++i) CHECK(y.data()[i] == h.data()[i]);
+  for (std::size_t i = 0; i < y.size(); ++i) CHECK(y.data()[i] == doctest::Approx(h.data()[i]).epsilon(1e-5));
   const auto dnet = to_dynamic(net);
   const auto yd = forward(dnet, x);
-  CHECK(passes() == before);
-  for (std::size_t i = 0; i < yd.size(); ++i) CHECK(yd.data()[i] == h.data()[i]);
+  CHECK(passes() - before == (thrust_default ? 2u : 0u));
+  for (std::size_t i = 0; i < yd.size(); ++i) CHECK(yd.data()[i] == doctest::Approx(h.data()[i]).epsilon(1e-5));
+  const std::vector<std::vector<float>> A{{-1, 0, 1, 0.5f, -0.5f, 2}}, B{{1, 1, -1, 0, 0.5f, -2}};
+  const auto l = exact_lines(dnet, A, B);
+  CHECK(passes() - before == (thrust_default ? 3u : 0u));
+  const auto lh = exact_lines(execution::seq, dnet, A, B);
+  REQUIRE(l[0].t.size() == lh[0].t.size());
+  for (std::size_t i = 0; i < l[0].t.size(); ++i) CHECK(l[0].t[i] == doctest::Approx(lh[0].t[i]).epsilon(1e-9));
 }
 
 TEST_CASE("profile_network(net, X) runs where the default says") {

@@ -38,12 +38,23 @@ void instantiate_gap(const Gap& g, const xt::xarray<float>& X, const std::vector
   (void)p; (void)r; (void)lines;
 }
 
-// a DynamicNetwork (every op of the variant list, composites included): forward, profile, LRP
-void instantiate_dynamic(const nnlens::DynamicNetwork& d, const xt::xarray<float>& X) {
+// a DynamicNetwork (every op of the variant list, composites included): forward, profile, LRP,
+// ExactLine (the composites' join_union / join_values kernels)
+void instantiate_dynamic(const nnlens::DynamicNetwork& d, const xt::xarray<float>& X, const std::vector<std::vector<double>>& A) {
   auto out = nnlens::forward(nnlens::execution::thrust, d, X);
   auto p = nnlens::profile_network(nnlens::execution::thrust, d, X);
   auto r = nnlens::relevance(nnlens::execution::thrust, d, X);
-  (void)out; (void)p; (void)r;
+  auto lines = nnlens::exact_lines(nnlens::execution::thrust, d, A, A);
+  (void)out; (void)p; (void)r; (void)lines;
+}
+// ExactLine of static composites (Residual, Concat) on the device
+using ResLine = nnlens::Sequential<nnlens::Input<2, 6, 6>, nnlens::Conv2D<4, 3, 1, 1>, nnlens::ReLU,
+                                   nnlens::Residual<nnlens::Block<nnlens::Conv2D<4, 3, 1, 1>, nnlens::ReLU>>,
+                                   nnlens::Concat<nnlens::Block<>, nnlens::Block<nnlens::MaxPool2D<3, 1, 1>>>,
+                                   nnlens::Flatten, nnlens::Dense<3>>;
+void instantiate_composite_lines(const ResLine& n, const std::vector<std::vector<double>>& A) {
+  auto lines = nnlens::exact_lines(nnlens::execution::thrust, n, A, A);
+  (void)lines;
 }
 
 void instantiate(const Net& net, const Mlp& mlp, const xt::xarray<float>& X, const std::vector<std::size_t>& y,

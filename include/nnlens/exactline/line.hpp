@@ -195,6 +195,19 @@ struct polyline {
   std::size_t dim = 0;
 };
 
+/// The caps of line_options (every policy): limit_error when `points` points of width d pass
+/// max_pieces or max_bytes; where() names the layer ("layer 3").
+template <class S, class Where>
+void check_line_caps(std::size_t points, std::size_t d, const line_options& opt, Where&& where) {
+  if (points - 1 > opt.max_pieces)
+    throw limit_error(concat("exact_line: ", where(), " splits the segment into ", points - 1, " pieces, more than max_pieces = ",
+                             opt.max_pieces));
+  const double bytes = double(points) * double(d) * double(sizeof(S)) * 2;
+  if (bytes > double(opt.max_bytes))
+    throw limit_error(concat("exact_line: ", where(), " needs ", bytes / (1 << 20), " MiB for ", points, " points of width ", d,
+                             ", more than max_bytes = ", opt.max_bytes / (1 << 20), " MiB"));
+}
+
 /// Where a layer sits (formatted only for an error message): top-level index, or a branch's
 /// layer inside a composite.
 struct layer_site {
@@ -220,38 +233,23 @@ class line_engine {
   line_engine(const line_options& o, bool parallel, std::span<const S> P, std::span<const S> Q, line_stats& st)
       : opt_(o), par_(parallel), P_(P), Q_(Q), stats_(st) {}
 
-  /// The whole network, top level (with fusion of ReLU-MaxPool pairs).
+  /// The whole network, top level (with fusion of ReLU-MaxPool pairs): one walk for both forms.
   template <class Net>
   void run(const Net& net, polyline<S, R>& pl) {
-    if constexpr (is_sequential_v<Net>) {
-      walk_static<0>(net, pl);
-    } else {
-      const std::size_t n = net.size();
-      for (std::size_t i = 0; i < n; ++i) {
-        bool fused = false;
-        std::visit(
-            [&](const auto& l) {
-              using L = std::decay_t<decltype(l)>;
-              if constexpr (pwl_has_floor<L> || pwl_has_window<L>) {
-                if (opt_.fuse_max_pool && i + 1 < n)
-                  std::visit(
-                      [&](const auto& l2) {
-                        using L2 = std::decay_t<decltype(l2)>;
-                        if constexpr (pwl_fusable_v<L, L2>)
-                          fused = try_fuse(l, l2, net.shape_at(i), net.shape_at(i + 1), net.shape_at(i + 2), pl, i);
-                      },
-                      net.layer(i + 1));
-              }
-              if (!fused) step(l, net.shape_at(i), net.shape_at(i + 1), pl, where(i));
-            },
-            net.layer(i));
-        if (fused) {
-          stats_.points.push_back(pl.t.size());
-          ++i;
-        }
-        stats_.points.push_back(pl.t.size());
+    for_each_layer_ahead(net, [&](const auto& l, auto i, shape in, shape out, auto&& next) {
+      using L = std::decay_t<decltype(l)>;
+      bool fused = false;
+      if constexpr (pwl_has_floor<L> || pwl_has_window<L>) {
+        if (opt_.fuse_max_pool)
+          next([&](const auto& l2, shape out2) {
+            if constexpr (pwl_fusable_v<L, std::decay_t<decltype(l2)>>) fused = try_fuse(l, l2, in, out, out2, pl, i);
+          });
       }
-    }
+      if (!fused) step(l, in, out, pl, where(i));
+      if (fused) stats_.points.push_back(pl.t.size());
+      stats_.points.push_back(pl.t.size());
+      return fused;
+    });
   }
 
  private:
@@ -263,29 +261,6 @@ class line_engine {
   std::vector<std::pair<prefix_fn, std::size_t>> prefix_;  // reanchor: (forward, output size)
 
   static layer_site where(std::size_t i) { return layer_site{i, nullptr, 0, {}}; }
-
-  template <std::size_t I, class Net>
-  void walk_static(const Net& net, polyline<S, R>& pl) {
-    if constexpr (I < Net::size) {
-      using L = std::tuple_element_t<I, typename Net::layer_types>;
-      const auto& l = std::get<I>(net.layers);
-      if constexpr (I + 1 < Net::size) {
-        using L2 = std::tuple_element_t<I + 1, typename Net::layer_types>;
-        if constexpr (pwl_fusable_v<L, L2>) {
-          if (opt_.fuse_max_pool &&
-              try_fuse(l, std::get<I + 1>(net.layers), Net::shapes[I], Net::shapes[I + 1], Net::shapes[I + 2], pl, I)) {
-            stats_.points.push_back(pl.t.size());
-            stats_.points.push_back(pl.t.size());
-            walk_static<I + 2>(net, pl);
-            return;
-          }
-        }
-      }
-      step(l, Net::shapes[I], Net::shapes[I + 1], pl, where(I));
-      stats_.points.push_back(pl.t.size());
-      walk_static<I + 1>(net, pl);
-    }
-  }
 
   /// A ReLU / max(x, c) layer next to a MaxPool: breaks of the composition, then both forwards.
   template <class L1, class L2>
@@ -465,14 +440,9 @@ class line_engine {
   }
 
   void check_caps(std::size_t points, std::size_t d, const layer_site& at) const {
-    if (points - 1 > opt_.max_pieces)
-      throw limit_error(concat("exact_line: ", at.str(), " splits the segment into ", points - 1, " pieces, more than max_pieces = ",
-                               opt_.max_pieces));
-    const double bytes = double(points) * double(d) * double(sizeof(S)) * 2;
-    if (bytes > double(opt_.max_bytes))
-      throw limit_error(concat("exact_line: ", at.str(), " needs ", bytes / (1 << 20), " MiB for ", points,
-                               " points of width ", d, ", more than max_bytes = ", opt_.max_bytes / (1 << 20), " MiB"));
+    check_line_caps<S>(points, d, opt_, [&] { return at.str(); });
   }
+
 
   /// Values of the points `idx` recomputed from P + t (Q - P) through the layers seen so far.
   void reanchor(const std::vector<std::size_t>& idx, const std::vector<R>& t, value_buffer<S>& v, std::size_t d) {
@@ -630,10 +600,10 @@ void validate_line(const Net& net, line_result<S, R>& r, const line_options& opt
   }
 }
 
-/// One line on a network already in scalar S.
-template <class S, class R, class Net>
-line_result<S, R> line_impl(const Net& net, std::vector<S> P, std::vector<S> Q, const line_options& opt, bool parallel) {
-  const shape in = input_shape_of(net), out = output_shape_of(net);
+/// A segment's checks (every policy): shape_error for endpoints of the wrong size, value_error for
+/// a non-finite coordinate or P == Q.
+template <class S>
+void check_segment(const std::vector<S>& P, const std::vector<S>& Q, shape in) {
   if (P.size() != in.size() || Q.size() != in.size())
     throw shape_error(concat("exact_line: the endpoints have ", P.size(), " and ", Q.size(), " elements; the network's input ",
                              in.str(), " has ", in.size()));
@@ -642,6 +612,13 @@ line_result<S, R> line_impl(const Net& net, std::vector<S> P, std::vector<S> Q, 
     if (!std::isfinite(double(Q[i]))) throw value_error(concat("exact_line: Q[", i, "] is ", double(Q[i]), " (not finite)"));
   }
   if (P == Q) throw value_error("exact_line: the segment is degenerate (P == Q): there is no line to restrict to");
+}
+
+/// One line on a network already in scalar S.
+template <class S, class R, class Net>
+line_result<S, R> line_impl(const Net& net, std::vector<S> P, std::vector<S> Q, const line_options& opt, bool parallel) {
+  const shape in = input_shape_of(net), out = output_shape_of(net);
+  check_segment(P, Q, in);
   line_result<S, R> r;
   r.input_shape = in;
   r.output_shape = out;

@@ -129,6 +129,17 @@ void for_each_layer_reverse(Net& net, F&& f) {
   for (std::size_t k = net.size(); k-- > 0;)
     std::visit([&](auto& l) { f(l, k, net.shape_at(k), net.shape_at(k + 1)); }, net.layers()[k]);
 }
+template <class Net, class F>
+  requires is_dynamic_network_v<std::remove_const_t<Net>>
+void for_each_layer_ahead(Net& net, F&& f) {
+  const std::size_t n = net.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    auto next = [&](auto&& g) {
+      if (i + 1 < n) std::visit([&](auto& l2) { g(l2, net.shape_at(i + 2)); }, net.layers()[i + 1]);
+    };
+    if (std::visit([&](auto& l) -> bool { return f(l, i, net.shape_at(i), net.shape_at(i + 1), next); }, net.layers()[i])) ++i;
+  }
+}
 template <class T>
 std::size_t layer_count(const basic_dynamic_network<T>& n) {
   return n.size();

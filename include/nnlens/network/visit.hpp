@@ -2,6 +2,10 @@
 //
 //   for_each_layer(net, f)          f(layer, index, in_shape, out_shape) in order
 //   for_each_layer_reverse(net, f)  the same, last layer first (no copies: index_sequence walk)
+//   for_each_layer_ahead(net, f)    f(layer, index, in_shape, out_shape, next) in order, where
+//                                   next(g) calls g(next_layer, its out_shape) (nothing after the
+//                                   last layer); f returns true when it took the next layer too,
+//                                   which is then skipped (ExactLine's fused ReLU + MaxPool)
 //   layer_count(net)
 //
 // For a Sequential, `index` is a std::integral_constant and the shapes are compile-time constants;
@@ -42,6 +46,20 @@ void for_each_layer_reverse(Net& net, F&& f) {
        N::shapes[n - I]),
      ...);
   }(std::make_index_sequence<n>{});
+}
+
+template <class Net, class F>
+  requires is_sequential_v<std::remove_const_t<Net>>
+void for_each_layer_ahead(Net& net, F&& f) {
+  using N = std::remove_const_t<Net>;
+  bool skip = false;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((skip ? void(skip = false) : void(skip = f(std::get<I>(net.layers), std::integral_constant<std::size_t, I>{}, N::shapes[I],
+                                                N::shapes[I + 1], [&](auto&& g) {
+                                                  if constexpr (I + 1 < N::size) g(std::get<I + 1>(net.layers), N::shapes[I + 2]);
+                                                }))),
+     ...);
+  }(std::make_index_sequence<N::size>{});
 }
 
 template <class In, class... Ls>

@@ -422,7 +422,7 @@ class engine {
     cnt_.reserve(G_), merged_.reserve(G_);
     u.tin = in.t.get(), u.offin = in.doff.get(), u.live = raw(live_d_), u.tol = R(opt_->merge_tol);
     u.cnt = raw(cnt_), u.merged = raw(merged_);
-    tk::launch(G_, u);
+    thrust_kernels::launch(G_, u);
     cnt_.download(0, G_, cnt.data());
     merged_.download(0, G_, merged.data());
     const idx dout = L.out.size();
@@ -445,11 +445,11 @@ class engine {
     u.live = raw(live_d_);
     c.seg.reserve(c.n), c.t.reserve(c.n), c.v.reserve(c.n * dout);
     u.off_out = c.doff.get(), u.t_out = raw(c.t), u.seg_out = raw(c.seg);
-    tk::launch(G_, u);
+    thrust_kernels::launch(G_, u);
     tk::join_values<S, R> jv{};
     std::copy(u.br, u.br + nb, jv.br);
     jv.nb = nb, jv.dout = dout, jv.t = c.t.get(), jv.seg = c.seg.get(), jv.v = raw(c.v);
-    tk::launch(c.n, jv);
+    thrust_kernels::launch(c.n, jv);
     used_ = base;
     prefix_.push_back(&L);
   }
@@ -462,17 +462,17 @@ class engine {
     if (n < 2) return;
     cnt_.reserve(n);
     coff_.reserve(n);
-    tk::launch(n, tk::count_pairs<S, R, P>{raw(c.seg), raw(c.v), n, d, prop, raw(cnt_)});
+    thrust_kernels::launch(n, tk::count_pairs<S, R, P>{raw(c.seg), raw(c.v), n, d, prop, raw(cnt_)});
     ::thrust::exclusive_scan(::thrust::device, raw(cnt_), raw(cnt_) + n, raw(coff_));
     const idx total = coff_.at(n - 1);  // cnt[n - 1] == 0
     if (total == 0) return;
     s_.reserve(total);
     pair_.reserve(total);
-    tk::launch(n, tk::fill_pairs<S, R, P>{raw(cnt_), raw(coff_), raw(c.v), d, prop, raw(s_), raw(pair_)});
+    thrust_kernels::launch(n, tk::fill_pairs<S, R, P>{raw(cnt_), raw(coff_), raw(c.v), d, prop, raw(s_), raw(pair_)});
     keep_.reserve(total);
     kept_.reserve(n);
     merged_.reserve(n);
-    tk::launch(n, tk::merge_pairs<R>{raw(cnt_), raw(coff_), raw(c.t), raw(s_), R(opt_->merge_tol), raw(keep_), raw(kept_),
+    thrust_kernels::launch(n, tk::merge_pairs<R>{raw(cnt_), raw(coff_), raw(c.t), raw(s_), R(opt_->merge_tol), raw(keep_), raw(kept_),
                                      raw(merged_)});
     koff_.reserve(n);
     ::thrust::exclusive_scan(::thrust::device, raw(kept_), raw(kept_) + n, raw(koff_));
@@ -482,7 +482,7 @@ class engine {
     doff2_.reserve(G_ + 1);
     mseg_.reserve(G_);
     pseg_.reserve(G_);
-    tk::launch(G_ + 1, tk::segment_update{raw(c.doff), raw(koff_), raw(cnt_), raw(merged_), n, K, G_, raw(doff2_),
+    thrust_kernels::launch(G_ + 1, tk::segment_update{raw(c.doff), raw(koff_), raw(cnt_), raw(merged_), n, K, G_, raw(doff2_),
                                           raw(mseg_), raw(pseg_)});
     std::vector<idx> off2(G_ + 1), mseg(G_), pseg(G_);
     doff2_.download(0, G_ + 1, off2.data());
@@ -506,9 +506,9 @@ class engine {
       x.t.reserve(n + K);
       x.v.reserve((n + K) * d);
       if (opt_->reanchor) fresh_.reserve(K);
-      tk::launch(n, tk::move_rows<S, R>{raw(c.seg), raw(c.t), raw(c.v), raw(koff_), nullptr, nullptr, d, raw(x.seg),
+      thrust_kernels::launch(n, tk::move_rows<S, R>{raw(c.seg), raw(c.t), raw(c.v), raw(koff_), nullptr, nullptr, d, raw(x.seg),
                                         raw(x.t), raw(x.v)});
-      tk::launch(total, tk::scatter_new<S, R>{raw(c.seg), raw(c.t), raw(c.v), raw(pair_), raw(s_), raw(keep_), raw(gpos_), d,
+      thrust_kernels::launch(total, tk::scatter_new<S, R>{raw(c.seg), raw(c.t), raw(c.v), raw(pair_), raw(s_), raw(keep_), raw(gpos_), d,
                                                raw(x.seg), raw(x.t), raw(x.v),
                                                opt_->reanchor ? raw(fresh_) : static_cast<idx*>(nullptr)});
       c.seg.swap(x.seg), c.t.swap(x.t), c.v.swap(x.v), c.doff.swap(doff2_);
@@ -520,20 +520,15 @@ class engine {
   }
 
   void check_caps(idx points, idx d, const std::string& where) const {
-    if (points - 1 > opt_->max_pieces)
-      throw limit_error(concat("exact_line: ", where, " splits the segment into ", points - 1,
-                               " pieces, more than max_pieces = ", opt_->max_pieces));
-    const double bytes = double(points) * double(d) * double(sizeof(S)) * 2;
-    if (bytes > double(opt_->max_bytes))
-      throw limit_error(concat("exact_line: ", where, " needs ", bytes / (1 << 20), " MiB for ", points,
-                               " points of width ", d, ", more than max_bytes = ", opt_->max_bytes / (1 << 20), " MiB"));
+    check_line_caps<S>(points, d, *opt_, [&] { return where; });
   }
+
 
   /// The K new rows recomputed from P + t (Q - P) through the layers run so far.
   void reanchor(idx K) {
     const idx di = runs_->empty() ? cur_.d : (*runs_)[0].in.size();
     x0_.reserve(K * di);
-    tk::launch(K, tk::endpoints_at<S, R>{raw(fresh_), raw(cur_.seg), raw(cur_.t), raw(P_), raw(Q_), di, raw(x0_)});
+    thrust_kernels::launch(K, tk::endpoints_at<S, R>{raw(fresh_), raw(cur_.seg), raw(cur_.t), raw(P_), raw(Q_), di, raw(x0_)});
     idx w = di;
     for (const layer_run<S>* l : prefix_) {
       x1_.reserve(K * l->out.size());
@@ -542,7 +537,7 @@ class engine {
       w = l->out.size();
     }
     NNLENS_EXPECTS(w == cur_.d);
-    tk::launch(K, tk::scatter_rows<S>{raw(fresh_), raw(x0_), cur_.d, raw(cur_.v)});
+    thrust_kernels::launch(K, tk::scatter_rows<S>{raw(fresh_), raw(x0_), cur_.d, raw(cur_.v)});
   }
 
   /// Drops the rows of segments that failed.
@@ -553,7 +548,7 @@ class engine {
     live_d_.upload(live.data(), G_);
     flag_.reserve(n);
     pos_.reserve(n);
-    tk::launch(n, tk::live_flag{raw(c.seg), raw(live_d_), raw(flag_)});
+    thrust_kernels::launch(n, tk::live_flag{raw(c.seg), raw(live_d_), raw(flag_)});
     ::thrust::exclusive_scan(::thrust::device, raw(flag_), raw(flag_) + n, raw(pos_));
     std::vector<idx> off(G_ + 1, 0);
     for (idx j = 0; j < G_; ++j) off[j + 1] = off[j] + (live_[j] ? c.off[j + 1] - c.off[j] : 0);
@@ -561,7 +556,7 @@ class engine {
     x.seg.reserve(off[G_]);
     x.t.reserve(off[G_]);
     x.v.reserve(off[G_] * c.d);
-    tk::launch(n, tk::move_rows<S, R>{raw(c.seg), raw(c.t), raw(c.v), nullptr, raw(pos_), raw(live_d_), c.d, raw(x.seg),
+    thrust_kernels::launch(n, tk::move_rows<S, R>{raw(c.seg), raw(c.t), raw(c.v), nullptr, raw(pos_), raw(live_d_), c.d, raw(x.seg),
                                       raw(x.t), raw(x.v)});
     c.seg.swap(x.seg), c.t.swap(x.t), c.v.swap(x.v);
     c.n = off[G_];
@@ -569,19 +564,6 @@ class engine {
     c.doff.upload(off.data(), off.size());
   }
 };
-
-/// The host's checks of one segment (line_impl): the same exceptions and messages.
-template <class S>
-void check_segment(const std::vector<S>& P, const std::vector<S>& Q, shape in) {
-  if (P.size() != in.size() || Q.size() != in.size())
-    throw shape_error(concat("exact_line: the endpoints have ", P.size(), " and ", Q.size(), " elements; the network's input ",
-                             in.str(), " has ", in.size()));
-  for (std::size_t i = 0; i < P.size(); ++i) {
-    if (!std::isfinite(double(P[i]))) throw value_error(concat("exact_line: P[", i, "] is ", double(P[i]), " (not finite)"));
-    if (!std::isfinite(double(Q[i]))) throw value_error(concat("exact_line: Q[", i, "] is ", double(Q[i]), " (not finite)"));
-  }
-  if (P == Q) throw value_error("exact_line: the segment is degenerate (P == Q): there is no line to restrict to");
-}
 
 }  // namespace detail::thrust_line
 
@@ -614,7 +596,7 @@ std::vector<line_result<S, R>> exact_lines(const execution::thrust_policy& polic
   ok.reserve(A.size());
   for (std::size_t i = 0; i < A.size(); ++i) {
     try {
-      tl::check_segment(A[i], B[i], in);
+      detail::check_segment(A[i], B[i], in);
       ok.push_back(i);
     } catch (const error&) {
       eps[i] = std::current_exception();

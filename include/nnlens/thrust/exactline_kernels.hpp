@@ -46,12 +46,6 @@
 
 namespace nnlens::thrust_kernels::line {
 
-template <class F>
-void launch(idx count, const F& f) {
-  if (count == 0) return;
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(count), f);
-}
-
 template <class R>
 struct count_emit {
   idx n = 0;

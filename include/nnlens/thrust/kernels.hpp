@@ -56,6 +56,12 @@ using sidx = long long;
 
 NNLENS_HD inline idx min_(idx a, idx b) { return a < b ? a : b; }
 
+/// f(i) for i < count on the device system: every kernel of the backend.
+template <class F>
+void launch(idx count, const F& f) {
+  if (count) ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(count), f);
+}
+
 /// Geometry of a convolution or a pooling window (any strides, dilations, padding, groups).
 struct window_dims {
   idx C = 0, H = 0, W = 0;     // input
@@ -120,8 +126,7 @@ template <class T>
 void dense(idx N, idx I, idx O, const T* x, const T* W, const T* b, T* y) {
   using F = dense_tile<T>;
   const idx ob = (O + F::NB - 1) / F::NB, nb = (N + F::MB - 1) / F::MB;
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(nb * ob),
-                     F{x, W, b, y, N, I, O, ob});
+  launch(nb * ob, F{x, W, b, y, N, I, O, ob});
 }
 
 /// Output rows (sample n, row oh) of up to OB = 4 channels of one group, in chunks of 32 columns:
@@ -197,8 +202,7 @@ template <class T>
 void conv2d(idx N, const window_dims& d, const T* x, const T* W, const T* b, T* y) {
   using F = conv_rows<T>;
   const idx ob = (d.O / d.groups + F::OB - 1) / F::OB;
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0),
-                     ::thrust::counting_iterator<idx>(N * d.groups * ob * d.OH), F{x, W, b, y, d, ob});
+  launch(N * d.groups * ob * d.OH, F{x, W, b, y, d, ob});
 }
 
 /// Width of the transposed, zero-padded weight rows conv2d_gemm reads: Og rounded up to NB.
@@ -261,8 +265,7 @@ template <class T, idx NB>
 void conv2d_gemm(idx N, const window_dims& d, const T* x, const T* Wt, const T* b, T* y) {
   using F = conv_gemm_tile<T, NB>;
   const idx P = d.OH * d.OW, pb = (P + F::MB - 1) / F::MB, ob = (d.O / d.groups + NB - 1) / NB;
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0),
-                     ::thrust::counting_iterator<idx>(N * d.groups * pb * ob), F{x, Wt, b, y, d, pb, ob});
+  launch(N * d.groups * pb * ob, F{x, Wt, b, y, d, pb, ob});
 }
 
 /// Host: Wt[g][kk][og] = W[g * Og + og][kk], rows zero-padded to conv_padded_out<NB>(Og).
@@ -301,14 +304,12 @@ struct pool_elem {
 
 template <class T>
 void max_pool2d(idx N, const window_dims& d, const T* x, T* y) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0),
-                     ::thrust::counting_iterator<idx>(N * d.C * d.OH * d.OW), pool_elem<T, true>{x, y, d});
+  launch(N * d.C * d.OH * d.OW, pool_elem<T, true>{x, y, d});
 }
 
 template <class T>
 void avg_pool2d(idx N, const window_dims& d, const T* x, T* y) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0),
-                     ::thrust::counting_iterator<idx>(N * d.C * d.OH * d.OW), pool_elem<T, false>{x, y, d});
+  launch(N * d.C * d.OH * d.OW, pool_elem<T, false>{x, y, d});
 }
 
 template <class T, class F>
@@ -343,8 +344,7 @@ struct scale_shift_op {
 /// y[i] = (x[i] - center[k]) * scale[k] + shift[k] over count = batch * E elements (E: a sample).
 template <class T>
 void scale_shift(idx count, idx E, idx per, const T* x, T* y, const T* scale, const T* shift, const T* center) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(count),
-                     scale_shift_op<T>{x, y, scale, shift, center, E, per});
+  launch(count, scale_shift_op<T>{x, y, scale, shift, center, E, per});
 }
 
 template <class T, class F>
@@ -359,8 +359,7 @@ struct param_map_op {
 
 template <class T, class F>
 void param_map(idx count, idx E, idx per, const T* x, T* y, const T* p, const F& f) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(count),
-                     param_map_op<T, F>{x, y, p, E, per, f});
+  launch(count, param_map_op<T, F>{x, y, p, E, per, f});
 }
 
 template <class T, class F>
@@ -374,8 +373,7 @@ struct per_sample_op {
 
 template <class T, class F>
 void per_sample(idx N, idx E, const T* x, T* y, const F& f) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N),
-                     per_sample_op<T, F>{x, y, E, f});
+  launch(N, per_sample_op<T, F>{x, y, E, f});
 }
 
 template <class T>
@@ -387,8 +385,7 @@ struct copy_op {
 
 template <class T>
 void copy(idx count, const T* x, T* y) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(count),
-                     copy_op<T>{x, y});
+  launch(count, copy_op<T>{x, y});
 }
 
 template <class T>
@@ -406,8 +403,7 @@ struct place_op {
 /// Operand b [N, size] of a join into y [N, out] at per-sample offset off (add: onto y).
 template <class T>
 void place(idx N, idx out, idx off, idx size, const T* b, T* y, bool add) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * size),
-                     place_op<T>{b, y, out, off, size, add});
+  launch(N * size, place_op<T>{b, y, out, off, size, add});
 }
 
 /// part[c * S + s] += sum over samples n of block s (n = s, s + S, ...) of mean(x[n, c, 0..hw)).
@@ -431,8 +427,7 @@ struct neuron_partial {
 
 template <class T>
 void neuron_partials(idx N, idx C, idx hw, const T* x, double* part, idx S) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(C * S),
-                     neuron_partial<T>{x, part, N, C, hw, S});
+  launch(C * S, neuron_partial<T>{x, part, N, C, hw, S});
 }
 
 }  // namespace nnlens::thrust_kernels

@@ -178,8 +178,7 @@ template <class T>
 void lrp_dense_factors(idx N, idx I, idx O, const T* x, const T* W, const T* b, const T* z, const double* R, double* fp,
                        double* fn, double* bs, const lrp_params& p, const double* osc = nullptr,
                        const double* osh = nullptr) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * O),
-                     lrp_dense_factor<T>{x, W, b, z, R, fp, fn, bs, I, O, p, osc, osh});
+  launch(N * O, lrp_dense_factor<T>{x, W, b, z, R, fp, fn, bs, I, O, p, osc, osh});
 }
 
 template <class T>
@@ -187,8 +186,7 @@ void lrp_dense_gather(idx N, idx I, idx O, const T* x, const T* Wt, const double
                       const double* sh, double* Rin, const lrp_params& p, const double* osc = nullptr) {
   using F = lrp_dense_gather_op<T>;
   const idx jb = (I + F::JB - 1) / F::JB;
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * jb),
-                     F{x, Wt, R, fa, fb, sh, Rin, I, O, jb, p, osc});
+  launch(N * jb, F{x, Wt, R, fa, fb, sh, Rin, I, O, jb, p, osc});
 }
 
 /// Conv2D factors: one work item per output (n, o, oh, ow); taps walked as the host walks them.
@@ -296,17 +294,14 @@ template <class T>
 void lrp_conv_factors(idx N, const window_dims& d, const T* x, const T* W, const T* b, const T* z, const double* R, double* fp,
                       double* fn, double* bs, const lrp_params& p, const double* osc = nullptr,
                       const double* osh = nullptr) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0),
-                     ::thrust::counting_iterator<idx>(N * d.O * d.OH * d.OW),
-                     lrp_conv_factor<T>{x, W, b, z, R, fp, fn, bs, d, p, osc, osh});
+  launch(N * d.O * d.OH * d.OW, lrp_conv_factor<T>{x, W, b, z, R, fp, fn, bs, d, p, osc, osh});
 }
 
 /// R_in of every input plane (one work item per sample and input channel).
 template <class T>
 void lrp_conv_gather(idx N, const window_dims& d, const T* x, const T* W, const double* R, const double* fp, const double* fn,
                      const double* bs, double* Rin, const lrp_params& p, const double* osc = nullptr) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * d.C),
-                     lrp_conv_plane<T>{x, W, R, fp, fn, bs, Rin, d, p, osc});
+  launch(N * d.C, lrp_conv_plane<T>{x, W, R, fp, fn, bs, Rin, d, p, osc});
 }
 
 /// Max pooling, one work item per plane (sample, channel): each output with R != 0 hands R / ties
@@ -345,8 +340,7 @@ struct lrp_pool_plane {
 
 template <class T>
 void lrp_max_pool(idx N, const window_dims& d, const T* x, const double* R, double* Rin) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * d.C),
-                     lrp_pool_plane<T>{x, R, Rin, d});
+  launch(N * d.C, lrp_pool_plane<T>{x, R, Rin, d});
 }
 
 /// Average pooling of one plane (sample, channel), which holds its outputs' windows: each output
@@ -389,8 +383,7 @@ struct lrp_avg_plane {
 
 template <class T>
 void lrp_avg_pool(idx N, const window_dims& d, const T* x, const T* z, const double* R, double* Rin, const lrp_params& p) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * d.C),
-                     lrp_avg_plane<T>{x, z, R, Rin, d, p});
+  launch(N * d.C, lrp_avg_plane<T>{x, z, R, Rin, d, p});
 }
 
 /// An element-wise affine op (one input per output, J = 1): element i with coefficient
@@ -427,8 +420,7 @@ struct lrp_scale_elem {
 template <class T>
 void lrp_scale_shift(idx N, idx E, idx per, const T* x, const T* z, const double* R, double* Rin, const double* w,
                      const double* b, const lrp_params& p) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * E),
-                     lrp_scale_elem<T>{x, z, R, Rin, w, b, E, per, p});
+  launch(N * E, lrp_scale_elem<T>{x, z, R, Rin, w, b, E, per, p});
 }
 
 /// The start of LRP: R[n] = one_hot(c) z[n, c].
@@ -453,8 +445,7 @@ struct lrp_start_op {
 
 template <class T>
 void lrp_start(idx N, idx O, const T* z, const idx* cls, double* R) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N),
-                     lrp_start_op<T>{z, cls, R, O});
+  launch(N, lrp_start_op<T>{z, cls, R, O});
 }
 
 /// At most this many operands per join on the device.
@@ -496,7 +487,7 @@ struct lrp_join_op {
 
 template <class T>
 void lrp_join(idx N, const lrp_join_op<T>& op) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * op.out), op);
+  launch(N * op.out, op);
 }
 
 struct lrp_add_op {
@@ -506,8 +497,7 @@ struct lrp_add_op {
 };
 
 inline void lrp_add(idx count, const double* R, double* r) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(count),
-                     lrp_add_op{R, r});
+  launch(count, lrp_add_op{R, r});
 }
 
 struct lrp_channel_sum_op {
@@ -524,8 +514,7 @@ struct lrp_channel_sum_op {
 
 /// out[n * C + c] = sum of R[(n * C + c) * hw + 0..hw).
 inline void lrp_channel_sums(idx N, idx C, idx hw, const double* R, double* out) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * C),
-                     lrp_channel_sum_op{R, out, hw});
+  launch(N * C, lrp_channel_sum_op{R, out, hw});
 }
 
 template <class T>
@@ -550,8 +539,7 @@ struct neuron_value_op {
 /// Coverage neurons: out[n * ld + off + c] = mean over hw of x[n, c, ...] (hw = 1: the element).
 template <class T>
 void coverage_neuron_values(idx N, idx C, idx hw, const T* x, double* out, idx ld, idx off) {
-  ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(N * C),
-                     neuron_value_op<T>{x, out, C, hw, ld, off});
+  launch(N * C, neuron_value_op<T>{x, out, C, hw, ld, off});
 }
 
 }  // namespace nnlens::thrust_kernels
