@@ -9,6 +9,11 @@
 //                                          front end rejects the host analyses of a DynamicNetwork)
 //   exactline/acasxu_static/<policy>/<segments>   the same weights in a Sequential<Input<5>,
 //                                          Dense<50, double>, ReLU, ... Dense<5, double>>
+//   exactline/resnet/<policy>/<segments>   a small residual CNN in double (Input 3x8x8, Conv2D 4
+//                                          3x3, ReLU, Residual<Conv, ReLU, Conv>, ReLU, MaxPool2D 2,
+//                                          Flatten, Dense 10; seeded PyTorch-default weights) on
+//                                          segments between uniform points of [-1, 1]^192 (seed
+//                                          2027): ExactLine through a composite's join
 //       policy = seq (one host thread) | par (the host pool: NNLENS_NUM_THREADS threads) |
 //                thrust (execution::thrust: the default policy.batch, 256 on CPU systems, hence
 //                passes of 32 segments; OMP_NUM_THREADS threads) |
@@ -103,16 +108,47 @@ const data& acas() {
   return d;
 }
 
+// a residual CNN (ExactLine's composite step: the union of the branches' breaks)
+using ResNet = Sequential<Input<3, 8, 8>, Conv2D<4, 3, 1, 1, 1, 1, double>, ReLU,
+                          Residual<Block<Conv2D<4, 3, 1, 1, 1, 1, double>, ReLU, Conv2D<4, 3, 1, 1, 1, 1, double>>>, ReLU,
+                          MaxPool2D<2>, Flatten, Dense<10, double>>;
+
+struct res_data {
+  ResNet net;
+  rows A, B;
+};
+
+const res_data& resnet() {
+  static const res_data d = [] {
+    res_data r;
+    initialize(r.net, 7);
+    std::mt19937_64 rng(2027);
+    std::uniform_real_distribution<double> u(-1, 1);
+    for (int i = 0; i < 64; ++i) {
+      r.A.emplace_back(ResNet::input_shape.size()), r.B.emplace_back(ResNet::input_shape.size());
+      for (auto& v : r.A.back()) v = u(rng);
+      for (auto& v : r.B.back()) v = u(rng);
+    }
+    return r;
+  }();
+  return d;
+}
+
 enum pol { seq, par, thr };
 
 template <class Net>
-void bm_lines(benchmark::State& st, const Net& net, pol p, std::size_t segments_per_pass) {
+void bm_lines(benchmark::State& st, const Net& net, pol p, std::size_t segments_per_pass, const rows* AA = nullptr,
+              const rows* BB = nullptr) {
   if (p == thr && !nnlens_bench::device_unavailable().empty())
     return st.SkipWithError(nnlens_bench::device_unavailable().c_str());
-  const auto& d = acas();
-  if (!d.error.empty()) return st.SkipWithError(d.error.c_str());
+  if (!AA) {
+    const auto& d = acas();
+    if (!d.error.empty()) return st.SkipWithError(d.error.c_str());
+    AA = &d.A, BB = &d.B;
+  }
+  const auto& d = *AA;
   const std::size_t n = std::size_t(st.range(0));
-  const rows A(d.A.begin(), d.A.begin() + std::ptrdiff_t(n)), B(d.B.begin(), d.B.begin() + std::ptrdiff_t(n));
+  const rows A(d.begin(), d.begin() + std::ptrdiff_t(n)), B(BB->begin(), BB->begin() + std::ptrdiff_t(n));
   auto run = [&] {
     if (p == seq) return exact_lines(execution::seq, net, A, B);
     if (p == par) return exact_lines(execution::par, net, A, B);
@@ -139,6 +175,14 @@ void sizes(benchmark::internal::Benchmark* b) {
 void bm_static(benchmark::State& st, pol p, std::size_t segments_per_pass) {
   bm_lines(st, acas().fixed, p, segments_per_pass);
 }
+void bm_resnet(benchmark::State& st, pol p) {
+  const auto& r = resnet();
+  bm_lines(st, r.net, p, 0, &r.A, &r.B);
+}
+void res_sizes(benchmark::internal::Benchmark* b) {
+  for (int n : {4, 16, 64}) b->Arg(n);
+  b->UseRealTime()->Unit(benchmark::kMillisecond);
+}
 #if !defined(__CUDACC__)
 void bm_dynamic(benchmark::State& st, pol p, std::size_t segments_per_pass) {
   bm_lines(st, acas().model.net, p, segments_per_pass);
@@ -149,9 +193,13 @@ void bm_dynamic(benchmark::State& st, pol p, std::size_t segments_per_pass) {
 
 BENCHMARK_CAPTURE(bm_static, acasxu_static/seq, seq, 0)->Apply(sizes);
 BENCHMARK_CAPTURE(bm_static, acasxu_static/par, par, 0)->Apply(sizes);
+BENCHMARK_CAPTURE(bm_resnet, resnet/seq, seq)->Apply(res_sizes);
+BENCHMARK_CAPTURE(bm_resnet, resnet/par, par)->Apply(res_sizes);
 #if defined(__CUDACC__)
 BENCHMARK_CAPTURE(bm_static, acasxu_static/cuda, thr, 0)->Apply(sizes);
+BENCHMARK_CAPTURE(bm_resnet, resnet/cuda, thr)->Apply(res_sizes);
 #else
+BENCHMARK_CAPTURE(bm_resnet, resnet/thrust, thr)->Apply(res_sizes);
 BENCHMARK_CAPTURE(bm_static, acasxu_static/thrust, thr, 0)->Apply(sizes);
 BENCHMARK_CAPTURE(bm_dynamic, acasxu/seq, seq, 0)->Apply(sizes);
 BENCHMARK_CAPTURE(bm_dynamic, acasxu/par, par, 0)->Apply(sizes);

@@ -134,9 +134,11 @@ template <class L>
 concept pwl_has_window = requires(const L& l, shape in, const double* a, std::vector<double>& out) {
   pwl_rule<L>::breaks(l, in, a, a, std::optional<double>{}, out);
 };
+/// (A named visitor, not a lambda: nvcc's front end makes a concept with a lambda in its
+/// requires-expression false, and composites then had no ExactLine under CUDA.)
 template <class L>
 concept pwl_is_composite = requires(const L& l, shape in) {
-  pwl_rule<L>::for_each_branch(l, in, [](auto&&) {});
+  pwl_rule<L>::for_each_branch(l, in, detail::any_branch_visitor{});
 };
 template <class A, class B>
 inline constexpr bool pwl_fusable_v = (pwl_has_floor<A> && pwl_has_window<B>) || (pwl_has_window<A> && pwl_has_floor<B>);

@@ -23,9 +23,14 @@
 namespace nnlens {
 
 namespace detail {
+/// Any (tensor, element) visitor, for the concept below (a named type: nvcc's front end makes a
+/// concept with a lambda in its requires-expression false).
+struct any_parameter_visitor {
+  void operator()(std::size_t, std::size_t) const {}
+};
 template <class L>
 concept has_neuron_parameters = requires(const L& l, shape s) {
-  layer_traits<L>::for_each_neuron_parameter(l, s, s, std::size_t(0), [](std::size_t, std::size_t) {});
+  layer_traits<L>::for_each_neuron_parameter(l, s, s, std::size_t(0), any_parameter_visitor{});
 };
 template <class L>
 std::size_t parameter_count_of_tensors(const L& l) {

@@ -48,18 +48,29 @@ void for_each_layer_reverse(Net& net, F&& f) {
   }(std::make_index_sequence<n>{});
 }
 
+namespace detail {
+/// Layer I of a Sequential for for_each_layer_ahead (a function, not a lambda in the fold: nvcc's
+/// front end does not expand a pack inside a lambda inside a fold).
+template <std::size_t I, class Net, class F>
+bool visit_ahead(Net& net, F& f) {
+  using N = std::remove_const_t<Net>;
+  auto next = [&](auto&& g) {
+    if constexpr (I + 1 < N::size)
+      g(std::get<I + 1>(net.layers), N::shapes[I + 2]);
+    else
+      (void)g;
+  };
+  return f(std::get<I>(net.layers), std::integral_constant<std::size_t, I>{}, N::shapes[I], N::shapes[I + 1], next);
+}
+}  // namespace detail
+
 template <class Net, class F>
   requires is_sequential_v<std::remove_const_t<Net>>
 void for_each_layer_ahead(Net& net, F&& f) {
-  using N = std::remove_const_t<Net>;
   bool skip = false;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((skip ? void(skip = false) : void(skip = f(std::get<I>(net.layers), std::integral_constant<std::size_t, I>{}, N::shapes[I],
-                                                N::shapes[I + 1], [&](auto&& g) {
-                                                  if constexpr (I + 1 < N::size) g(std::get<I + 1>(net.layers), N::shapes[I + 2]);
-                                                }))),
-     ...);
-  }(std::make_index_sequence<N::size>{});
+    ((skip ? void(skip = false) : void(skip = detail::visit_ahead<I>(net, f))), ...);
+  }(std::make_index_sequence<std::remove_const_t<Net>::size>{});
 }
 
 template <class In, class... Ls>
