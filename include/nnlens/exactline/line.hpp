@@ -192,10 +192,12 @@ using value_buffer = std::vector<S, default_init_allocator<S>>;
 /// A thread's spare large value buffers: a line's layers take one for their output and give the
 /// one they replaced back, so the same pages serve every layer and every line (fresh pages cost a
 /// page fault each: on a small residual CNN, 2.3-2.8x the speed).  Buffers under 64 KiB come from
-/// the allocator as before (ACAS Xu's: the pool cost 10% there).
+/// the allocator as before (ACAS Xu's: the pool cost 10% there).  A thread keeps at most 4, each
+/// at most 64 MiB: a larger line's buffers go back to the allocator.
 template <class S>
 struct buffer_pool {
   static constexpr std::size_t min_values = (std::size_t(1) << 16) / sizeof(S);
+  static constexpr std::size_t max_values = (std::size_t(1) << 26) / sizeof(S);
   std::vector<value_buffer<S>> spare;
   /// A buffer of n values, not initialised.
   value_buffer<S> take(std::size_t n) {
@@ -205,7 +207,7 @@ struct buffer_pool {
     return b;
   }
   void give(value_buffer<S>&& b) {
-    if (spare.size() < 4 && b.capacity() >= min_values) spare.push_back(std::move(b));
+    if (spare.size() < 4 && b.capacity() >= min_values && b.capacity() <= max_values) spare.push_back(std::move(b));
   }
   static buffer_pool& local() {
     thread_local buffer_pool p;
