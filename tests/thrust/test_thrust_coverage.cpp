@@ -39,6 +39,7 @@
 #include <xtensor/xview.hpp>
 
 #include "test_skip.hpp"
+#include "thrust_test_util.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -274,12 +275,7 @@ TEST_CASE("thrust coverage: DeepImportance and neuron coverage on Fashion-MNIST 
   CHECK(ih.training_inputs() > 150);
   MESSAGE("IDC: " << ih.training_inputs() << " of 300 training images classified correctly");
   REQUIRE(ih.neurons() == it.neurons());
-  double cworst = 0;
-  for (std::size_t q = 0; q < ih.neurons().size(); ++q) {
-    REQUIRE(ih.centroids()[q].size() == it.centroids()[q].size());
-    for (std::size_t k = 0; k < ih.centroids()[q].size(); ++k)
-      cworst = std::max(cworst, std::abs(ih.centroids()[q][k] - it.centroids()[q][k]) / (1 + std::abs(ih.centroids()[q][k])));
-  }
+  const double cworst = nnlens_thrust_test::centroid_diff(ih, it);
   MESSAGE("IDC centroids: worst relative difference " << cworst);
   CHECK(cworst <= 1e-5);
   idc ch = ih, ct = ih;  // the same preparation, measured by both policies
@@ -360,14 +356,7 @@ TEST_CASE("thrust coverage: a residual network runs on the device (device passes
     CHECK(err <= 1e-4 * (1 + scale));
     const idc ih = prepare_idc(execution::seq, net, x, y2, {.layer = layer, .m = 2});
     const idc it = prepare_idc(execution::thrust, net, x, y2, {.layer = layer, .m = 2});
-    REQUIRE(ih.centroids().size() == it.centroids().size());
-    double cworst = 0;
-    for (std::size_t q = 0; q < ih.centroids().size(); ++q) {
-      REQUIRE(ih.centroids()[q].size() == it.centroids()[q].size());
-      for (std::size_t k = 0; k < ih.centroids()[q].size(); ++k)
-        cworst = std::max(cworst, std::abs(ih.centroids()[q][k] - it.centroids()[q][k]) / (1 + std::abs(ih.centroids()[q][k])));
-    }
-    CHECK(cworst <= 1e-5);
+    CHECK(nnlens_thrust_test::centroid_diff(ih, it) <= 1e-5);
   }
   CHECK(rel_diff(relevance(execution::seq, net, x), relevance(execution::thrust, net, x)) <= 1e-4);
 }

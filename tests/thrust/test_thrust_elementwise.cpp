@@ -220,13 +220,7 @@ TEST_CASE("thrust element-wise: LRP and IDC preparation pass relevance through t
     CHECK(ih.layer() == it.layer());
     CHECK(ih.training_inputs() == it.training_inputs());
     REQUIRE(ih.neurons() == it.neurons());
-    double worst = 0;
-    for (std::size_t q = 0; q < ih.neurons().size(); ++q) {
-      REQUIRE(ih.centroids()[q].size() == it.centroids()[q].size());
-      for (std::size_t k = 0; k < ih.centroids()[q].size(); ++k)
-        worst = std::max(worst, std::abs(ih.centroids()[q][k] - it.centroids()[q][k]) / (1 + std::abs(ih.centroids()[q][k])));
-    }
-    CHECK(worst <= 1e-5);
+    CHECK(centroid_diff(ih, it) <= 1e-5);
     idc ch = ih, ct = ih;
     const auto xt2 = random_x<float>(40, shape(12), 25);
     CHECK(measure(execution::seq, mlp, xt2, ch).covered == measure(execution::thrust, mlp, xt2, ct).covered);

@@ -10,6 +10,8 @@
 //                                             worst |h - d| / (1 + max |h| of the tensor) of the sums
 //   relevance_diff(net, x, pol)               the worst rel_diff of relevance() over lrp_rules and
 //                                             every layer stop (lrp_input included)
+//   centroid_diff(h, d)                       REQUIREs the same number of neurons and clusters; returns
+//                                             the worst |h - d| / (1 + |h|) of two IDCs' centroids
 //   check_same_lines(h, d)                    CHECKs the same errors, pieces, stats, shapes and
 //                                             endpoints, ratios within 1e-9, values within 1e-6 of
 //                                             max(1, max |h|); returns {worst ratio difference, pieces}
@@ -146,6 +148,19 @@ line_diff check_same_lines(const std::vector<nnlens::line_result<S>>& h, const s
   }
   CHECK(r.worst <= 1e-9);
   return r;
+}
+
+/// The worst relative difference of two IDC preparations' centroids (any type with centroids()).
+template <class Idc>
+double centroid_diff(const Idc& h, const Idc& d) {
+  REQUIRE(h.centroids().size() == d.centroids().size());
+  double worst = 0;
+  for (std::size_t q = 0; q < h.centroids().size(); ++q) {
+    REQUIRE(h.centroids()[q].size() == d.centroids()[q].size());
+    for (std::size_t k = 0; k < h.centroids()[q].size(); ++k)
+      worst = std::max(worst, std::abs(h.centroids()[q][k] - d.centroids()[q][k]) / (1 + std::abs(h.centroids()[q][k])));
+  }
+  return worst;
 }
 
 }  // namespace nnlens_thrust_test

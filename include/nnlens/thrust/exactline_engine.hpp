@@ -243,12 +243,14 @@ class engine {
     {  // two rows per segment: t = 0 (P) and t = 1 (Q)
       std::vector<idx> seg(2 * G_);
       std::vector<R> t(2 * G_);
-      std::vector<S> v(2 * G_ * di), p(G_ * di), q(G_ * di);
+      const bool ends = opt_->reanchor;  // P and Q on the device: only reanchor reads them
+      std::vector<S> v(2 * G_ * di), p(ends ? G_ * di : 0), q(ends ? G_ * di : 0);
       for (idx j = 0; j < G_; ++j) {
         seg[2 * j] = seg[2 * j + 1] = j;
         t[2 * j] = R(0), t[2 * j + 1] = R(1);
         std::copy(A[ids[j]].begin(), A[ids[j]].end(), v.begin() + std::ptrdiff_t(2 * j * di));
         std::copy(B[ids[j]].begin(), B[ids[j]].end(), v.begin() + std::ptrdiff_t((2 * j + 1) * di));
+        if (!ends) continue;
         std::copy(A[ids[j]].begin(), A[ids[j]].end(), p.begin() + std::ptrdiff_t(j * di));
         std::copy(B[ids[j]].begin(), B[ids[j]].end(), q.begin() + std::ptrdiff_t(j * di));
       }
@@ -256,7 +258,7 @@ class engine {
       c.t.upload(t.data(), t.size());
       c.v.upload(v.data(), v.size());
       c.n = 2 * G_;
-      if (opt_->reanchor) P_.upload(p.data(), p.size()), Q_.upload(q.data(), q.size());
+      if (ends) P_.upload(p.data(), p.size()), Q_.upload(q.data(), q.size());
     }
     c.off.resize(G_ + 1);
     for (idx j = 0; j <= G_; ++j) c.off[j] = 2 * j;
