@@ -2,6 +2,7 @@
 #include "commands.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <nnlens/core/progress.hpp>
+#include <nnlens/core/reflect.hpp>
 #include <nnlens/io/codegen.hpp>
 #include <nnlens/io/csv.hpp>
 #include <nnlens/network/forward.hpp>
@@ -39,6 +41,33 @@ std::size_t layer_params(const DynamicNetwork::layer_type& v) {
       },
       v);
 }
+/// The layer's fields (core/reflect.hpp): scalars by value ("inf"/"-inf" as strings, which JSON
+/// lacks), tensors by shape; the static C++ spelling (codegen's) carries the rest (geometries).
+nlohmann::ordered_json layer_fields(const DynamicNetwork::layer_type& v) {
+  nlohmann::ordered_json f = nlohmann::ordered_json::object();
+  std::visit(
+      [&](const auto& l) {
+        for_each_field(l, [&](std::string_view name, const auto& m) {
+          using M = std::remove_cvref_t<decltype(m)>;
+          if constexpr (reflect_detail::tensor_like<M>) {
+            std::vector<std::size_t> d(m.shape().begin(), m.shape().end());
+            f[std::string(name)] = {{"shape", d}};
+          } else if constexpr (std::is_arithmetic_v<M>) {
+            const double x = static_cast<double>(m);
+            if (std::isfinite(x))
+              f[std::string(name)] = x;
+            else
+              f[std::string(name)] = x > 0 ? "inf" : x < 0 ? "-inf" : "nan";
+          }
+        });
+      },
+      v);
+  return f;
+}
+std::string layer_spelling(const DynamicNetwork::layer_type& v) {
+  codegen_context c("float");
+  return nnlens::detail::codegen_variant_type(v, c);
+}
 }  // namespace
 
 int run_info(const info_options& o) {
@@ -60,6 +89,8 @@ int run_info(const info_options& o) {
       l["type"] = std::string(net.layer_name(i));
       l["output_shape"] = dims(net.shape_at(i + 1));
       l["params"] = p;
+      l["cpp_type"] = layer_spelling(net.layer(i));
+      l["fields"] = layer_fields(net.layer(i));
       j["layers"].push_back(std::move(l));
     }
     j["params"] = total;

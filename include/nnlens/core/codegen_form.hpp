@@ -5,9 +5,11 @@
 // own header, as a specialisation of codegen_rule<L> for its run-time (dynamic) form:
 //   static std::string type(const L&, codegen_context&)                 the static spelling
 //   static void fill(const L&, codegen_context&, const std::string& lv)  emits the fill statements
+// The fill is derived from the op's fields (detail::codegen_fields, core/reflect.hpp): a rule
+// writes only the spelling.
 // codegen_context collects the weight arrays (tensor()) and hyper-parameter assignments (value());
 // it needs only strings and numbers (no io/, no file I/O).  detail::codegen_plain<L> is the rule of
-// a parameter-free op ("nnlens::" + layer_traits<L>::name, nothing to fill).
+// a non-template op ("nnlens::" + layer_traits<L>::name, its fields filled).
 // requires: finite parameters (value() allows infinities).  throws: value_error naming c.where.
 #pragma once
 
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "nnlens/core/error.hpp"
+#include "nnlens/core/reflect.hpp"
 #include "nnlens/core/traits.hpp"
 
 namespace nnlens {
@@ -115,11 +118,26 @@ inline std::string codegen_short_list(std::vector<std::size_t> v, const std::vec
   for (std::size_t x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
   return s;
 }
-/// Parameter-free layers: the spelling is the name, nothing to fill.
+/// The fill of any op, from its fields (core/reflect.hpp): every tensor field becomes a weight
+/// array, every arithmetic field an assignment; a structured field (Conv2D's run-time geometry) is
+/// spelled in the static type, so it is not filled.  An op without fields fills nothing.
 template <class L>
-struct codegen_plain {
+struct codegen_fields {
+  static void fill(const L& l, codegen_context& c, const std::string& lv) {
+    for_each_field(l, [&](std::string_view name, const auto& m) {
+      using M = std::remove_cvref_t<decltype(m)>;
+      const std::string field = lv + "." + std::string(name);
+      if constexpr (reflect_detail::tensor_like<M>)
+        c.tensor(field, m, name);
+      else if constexpr (std::is_arithmetic_v<M>)
+        c.value(field, static_cast<double>(m));
+    });
+  }
+};
+/// A non-template op: the spelling is its name; the fill is its fields'.
+template <class L>
+struct codegen_plain : codegen_fields<L> {
   static std::string type(const L&, codegen_context&) { return "nnlens::" + std::string(layer_traits<L>::name); }
-  static void fill(const L&, codegen_context&, const std::string&) {}
 };
 /// The rule of whichever alternative a layer variant holds (composite ops: their inner layers).
 template <class V>

@@ -24,6 +24,7 @@
 #include "nnlens/core/onnx_form.hpp"
 #include "nnlens/core/properties.hpp"
 #include "nnlens/core/dynamic_form.hpp"
+#include "nnlens/core/reflect.hpp"
 
 namespace nnlens {
 
@@ -33,12 +34,7 @@ struct Affine {
   static constexpr std::size_t values = N;
   tensor<T, 1> s;  // [n] scale
   tensor<T, 1> t;  // [n] shift
-};
-
-template <std::size_t N, class T, class U>
-struct rebind_scalar<Affine<N, T>, U> {
-  using type = Affine<N, U>;
-  static type convert(const Affine<N, T>& l) { return {detail::cast_tensor<U>(l.s), detail::cast_tensor<U>(l.t)}; }
+  NNLENS_FIELDS(Affine, s, t)
 };
 
 template <std::size_t N, class T>
@@ -174,13 +170,9 @@ struct relevance_rule<Affine<N, T>> {
 // ---- io forms: codegen spelling, ONNX export Mul(x, s) + Add(., t) (imported by io/onnx from
 // Add/Sub/Mul/Div by a constant, then folded into a neighbour where it can be)
 template <class T>
-struct codegen_rule<Affine<dyn, T>> {
+struct codegen_rule<Affine<dyn, T>> : detail::codegen_fields<Affine<dyn, T>> {
   static std::string type(const Affine<dyn, T>& l, codegen_context& c) {
     return "nnlens::Affine<" + std::to_string(l.s.size()) + c.scalar_arg() + ">";
-  }
-  static void fill(const Affine<dyn, T>& l, codegen_context& c, const std::string& lv) {
-    c.tensor(lv + ".s", l.s, "s");
-    c.tensor(lv + ".t", l.t, "t");
   }
 };
 template <class T>

@@ -4,7 +4,9 @@
 #include <variant>
 
 #include "nnlens/core/codegen_form.hpp"
+#include "nnlens/core/composite.hpp"
 #include "nnlens/core/onnx_form.hpp"
+#include "nnlens/core/reflect.hpp"
 #include "nnlens/core/traits.hpp"
 
 #include "nnlens/layers/affine.hpp"
@@ -41,7 +43,9 @@ struct dynamic_layer_list {
 
 namespace nnlens::detail {
 // Every run-time op has the rules that every form of the network needs (the tool, DynamicNetwork's
-// readers and writers): a layer_traits (Layer), a codegen_rule and an onnx_export_rule.  A missing
+// readers and writers): a layer_traits (Layer), a codegen_rule and an onnx_export_rule; and an op
+// with data declares its fields (NNLENS_FIELDS, core/reflect.hpp: codegen, scalar rebinding and
+// `info` read them), unless it is a composite (its data are its branches).  A missing
 // rule names the op in the compiler's message through the incomplete type below (the fmt trick).
 // Analysis rules that an op may lack on purpose (Softmax has no pwl_rule, sign_rule or
 // relevance_rule: it is not piecewise-linear) are checked where the analysis is called, with a
@@ -51,7 +55,8 @@ template <class L>
 struct error_op_lacks_a_rule_see_docs_adding_a_layer_md;
 template <class L>
 constexpr bool op_has_every_rule() {
-  if constexpr (!(Layer<L> && CodegenLayer<L> && OnnxExportable<L>)) {
+  if constexpr (!(Layer<L> && CodegenLayer<L> && OnnxExportable<L> &&
+                  (std::is_empty_v<L> || Reflected<L> || Composite<L>))) {
     error_op_lacks_a_rule_see_docs_adding_a_layer_md<L> missing;
     (void)missing;
     return false;

@@ -24,6 +24,7 @@
 #include "nnlens/core/traits.hpp"
 #include "nnlens/core/onnx_form.hpp"
 #include "nnlens/core/properties.hpp"
+#include "nnlens/core/reflect.hpp"
 #include "nnlens/layers/pool_forms.hpp"
 #include "nnlens/kernels/conv.hpp"
 #include "nnlens/core/dynamic_form.hpp"
@@ -38,6 +39,7 @@ struct AvgPool2DG {
 template <>
 struct AvgPool2DG<pool_geometry_dyn> {
   pool_geometry geometry{};
+  NNLENS_FIELDS(AvgPool2DG, geometry)
 };
 
 /// Square window and symmetric padding.  K == dyn: the run-time form.
@@ -198,7 +200,7 @@ struct relevance_rule<AvgPool2DG<G>> {
 // ---- io forms: codegen spelling, ONNX AveragePool both ways (pool_forms.hpp); a preceding Pad
 // node's zeros are absorbed (count_include_pad then holds: they are input elements)
 template <>
-struct codegen_rule<AvgPool2D<dyn>> {
+struct codegen_rule<AvgPool2D<dyn>> : detail::codegen_fields<AvgPool2D<dyn>> {
   static std::string type(const AvgPool2D<dyn>& l, codegen_context&) {
     const std::string sq = detail::codegen_pool_square(l.geometry);
     if (sq.empty()) return "nnlens::AvgPool2DG<" + detail::codegen_pool_full(l.geometry) + ">";
@@ -206,7 +208,6 @@ struct codegen_rule<AvgPool2D<dyn>> {
     const pool_geometry& g = l.geometry;
     return "nnlens::AvgPool2D<" + detail::codegen_list({g.kh, g.stride_h, g.pad_top}) + ", false>";
   }
-  static void fill(const AvgPool2D<dyn>&, codegen_context&, const std::string&) {}
 };
 template <>
 struct onnx_export_rule<AvgPool2D<dyn>> {

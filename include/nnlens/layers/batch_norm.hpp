@@ -29,6 +29,7 @@
 #include "nnlens/core/onnx_form.hpp"
 #include "nnlens/core/properties.hpp"
 #include "nnlens/core/dynamic_form.hpp"
+#include "nnlens/core/reflect.hpp"
 
 namespace nnlens {
 
@@ -41,15 +42,7 @@ struct BatchNorm {
   tensor<T, 1> running_mean;  // [C]
   tensor<T, 1> running_var;   // [C]
   double eps = 1e-5;
-};
-
-template <std::size_t C, class T, class U>
-struct rebind_scalar<BatchNorm<C, T>, U> {
-  using type = BatchNorm<C, U>;
-  static type convert(const BatchNorm<C, T>& l) {
-    return {detail::cast_tensor<U>(l.gamma), detail::cast_tensor<U>(l.beta), detail::cast_tensor<U>(l.running_mean),
-            detail::cast_tensor<U>(l.running_var), l.eps};
-  }
+  NNLENS_FIELDS(BatchNorm, gamma, beta, running_mean, running_var, eps)
 };
 
 template <std::size_t C, class T>
@@ -258,16 +251,9 @@ struct relevance_rule<BatchNorm<C, T>> {
 
 // ---- io forms: codegen spelling, ONNX BatchNormalization (inference) both ways
 template <class T>
-struct codegen_rule<BatchNorm<dyn, T>> {
+struct codegen_rule<BatchNorm<dyn, T>> : detail::codegen_fields<BatchNorm<dyn, T>> {
   static std::string type(const BatchNorm<dyn, T>& l, codegen_context& c) {
     return "nnlens::BatchNorm<" + std::to_string(l.gamma.size()) + c.scalar_arg() + ">";
-  }
-  static void fill(const BatchNorm<dyn, T>& l, codegen_context& c, const std::string& lv) {
-    c.tensor(lv + ".gamma", l.gamma, "gamma");
-    c.tensor(lv + ".beta", l.beta, "beta");
-    c.tensor(lv + ".running_mean", l.running_mean, "running_mean");
-    c.tensor(lv + ".running_var", l.running_var, "running_var");
-    c.value(lv + ".eps", l.eps);
   }
 };
 template <class T>

@@ -55,6 +55,7 @@ struct Conv2DG {
   static constexpr conv_geometry geometry = G;
   tensor<T, 4> W;  // [out, in/groups, kh, kw]
   tensor<T, 1> b;  // [out]
+  NNLENS_FIELDS(Conv2DG, W, b)
 };
 
 /// The run-time-geometry form (DynamicNetwork's alternative when Out == dyn).
@@ -65,6 +66,7 @@ struct Conv2DG<Out, conv_geometry_dyn, T> {
   conv_geometry geometry{};
   tensor<T, 4> W;  // [out, in/groups, kh, kw]
   tensor<T, 1> b;  // [out]
+  NNLENS_FIELDS(Conv2DG, geometry, W, b)
 };
 
 /// Square kernel, equal strides and dilations, symmetric padding.  K == dyn: run-time geometry.
@@ -79,11 +81,7 @@ template <std::size_t Out, conv_geometry G, class T, class U>
 struct rebind_scalar<Conv2DG<Out, G, T>, U> {
   using type = Conv2DG<Out, G, U>;
   static type convert(const Conv2DG<Out, G, T>& l) {
-    type r;
-    if constexpr (G.is_dynamic()) r.geometry = l.geometry;
-    r.W = detail::cast_tensor<U>(l.W);
-    r.b = detail::cast_tensor<U>(l.b);
-    return r;
+    return convert_fields<type>(l);  // core/reflect.hpp (the run-time geometry too)
   }
 };
 
@@ -473,7 +471,7 @@ struct relevance_rule<Conv2DG<Out, G, T>> {
 
 // ---- io forms: the codegen spelling, ONNX export (Conv; imported by io/onnx with pads and bias folding)
 template <class T>
-struct codegen_rule<Conv2DG<dyn, conv_geometry_dyn, T>> {
+struct codegen_rule<Conv2DG<dyn, conv_geometry_dyn, T>> : detail::codegen_fields<Conv2DG<dyn, conv_geometry_dyn, T>> {
   static std::string type(const Conv2DG<dyn, conv_geometry_dyn, T>& l, codegen_context& c) {
     const conv_geometry& g = l.geometry;
     const std::string out = std::to_string(l.W.shape()[0]);
@@ -489,10 +487,6 @@ struct codegen_rule<Conv2DG<dyn, conv_geometry_dyn, T>> {
            detail::codegen_list({g.kh, g.kw, g.stride_h, g.stride_w, g.pad_top, g.pad_left, g.pad_bottom, g.pad_right,
                                  g.dilation_h, g.dilation_w, g.groups}) +
            "}" + c.scalar_arg() + ">";
-  }
-  static void fill(const Conv2DG<dyn, conv_geometry_dyn, T>& l, codegen_context& c, const std::string& lv) {
-    c.tensor(lv + ".W", l.W, "W");
-    c.tensor(lv + ".b", l.b, "b");
   }
 };
 /// Conv (kernel_shape, strides, pads [top, left, bottom, right], dilations, group).

@@ -23,12 +23,7 @@ struct Dense {
   static constexpr std::size_t out_features = Out;
   tensor<T, 2> W;  // [in, out]
   tensor<T, 1> b;  // [out]
-};
-
-template <std::size_t Out, class T, class U>
-struct rebind_scalar<Dense<Out, T>, U> {
-  using type = Dense<Out, U>;
-  static type convert(const Dense<Out, T>& l) { return {detail::cast_tensor<U>(l.W), detail::cast_tensor<U>(l.b)}; }
+  NNLENS_FIELDS(Dense, W, b)
 };
 
 template <std::size_t Out, class T>
@@ -112,6 +107,7 @@ struct layer_traits<Dense<Out, T>> : layer_defaults {
 }  // namespace nnlens
 
 #include "nnlens/core/dynamic_form.hpp"
+#include "nnlens/core/reflect.hpp"
 
 namespace nnlens {
 template <std::size_t Out, class T>
@@ -160,13 +156,9 @@ struct relevance_rule<Dense<Out, T>> {
 
 // ---- io forms: the codegen spelling, ONNX export (Gemm; imported by io/onnx: Gemm/MatMul fusion)
 template <class T>
-struct codegen_rule<Dense<dyn, T>> {
+struct codegen_rule<Dense<dyn, T>> : detail::codegen_fields<Dense<dyn, T>> {
   static std::string type(const Dense<dyn, T>& l, codegen_context& c) {
     return "nnlens::Dense<" + std::to_string(l.W.shape()[1]) + c.scalar_arg() + ">";
-  }
-  static void fill(const Dense<dyn, T>& l, codegen_context& c, const std::string& lv) {
-    c.tensor(lv + ".W", l.W, "W");
-    c.tensor(lv + ".b", l.b, "b");
   }
 };
 /// Gemm(x, W, b), transB = 0 (W is [in, out]).

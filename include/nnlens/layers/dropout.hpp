@@ -14,6 +14,7 @@
 #include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/core/onnx_form.hpp"
+#include "nnlens/core/reflect.hpp"
 
 namespace nnlens {
 
@@ -21,6 +22,7 @@ struct Identity {};
 
 struct Dropout {
   double p = 0.5;
+  NNLENS_FIELDS(Dropout, p)
 };
 
 namespace detail {
@@ -79,9 +81,7 @@ struct relevance_rule<Dropout> : relevance_passthrough_rule {};
 template <>
 struct codegen_rule<Identity> : detail::codegen_plain<Identity> {};
 template <>
-struct codegen_rule<Dropout> : detail::codegen_plain<Dropout> {
-  static void fill(const Dropout& l, codegen_context& c, const std::string& lv) { c.value(lv + ".p", l.p); }
-};
+struct codegen_rule<Dropout> : detail::codegen_plain<Dropout> {};
 template <>
 struct onnx_export_rule<Identity> : detail::onnx_unary_rule<Identity> {
   static constexpr std::string_view op = "Identity";

@@ -21,17 +21,20 @@
 #include "nnlens/core/properties.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/core/onnx_form.hpp"
+#include "nnlens/core/reflect.hpp"
 
 namespace nnlens {
 
 struct Clamp {
   double lo = -std::numeric_limits<double>::infinity();
   double hi = std::numeric_limits<double>::infinity();
+  NNLENS_FIELDS(Clamp, lo, hi)
 };
 
 struct HardTanh {
   double lo = -1.0;
   double hi = 1.0;
+  NNLENS_FIELDS(HardTanh, lo, hi)
 };
 
 namespace detail {
@@ -132,19 +135,9 @@ struct relevance_rule<HardTanh> : relevance_passthrough_rule {};
 // ---- io forms: codegen spelling (bounds set in make_NAME); both export as ONNX Clip (an infinite
 // bound is an omitted input; ONNX has no derivative semantics); Clip imports as Clamp.
 template <>
-struct codegen_rule<Clamp> : detail::codegen_plain<Clamp> {
-  static void fill(const Clamp& l, codegen_context& c, const std::string& lv) {
-    c.value(lv + ".lo", l.lo);
-    c.value(lv + ".hi", l.hi);
-  }
-};
+struct codegen_rule<Clamp> : detail::codegen_plain<Clamp> {};
 template <>
-struct codegen_rule<HardTanh> : detail::codegen_plain<HardTanh> {
-  static void fill(const HardTanh& l, codegen_context& c, const std::string& lv) {
-    c.value(lv + ".lo", l.lo);
-    c.value(lv + ".hi", l.hi);
-  }
-};
+struct codegen_rule<HardTanh> : detail::codegen_plain<HardTanh> {};
 namespace detail {
 template <class L>
 struct onnx_clip_rule {

@@ -18,11 +18,13 @@
 #include "nnlens/core/properties.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/core/onnx_form.hpp"
+#include "nnlens/core/reflect.hpp"
 
 namespace nnlens {
 
 struct LeakyReLU {
   double alpha = 0.01;
+  NNLENS_FIELDS(LeakyReLU, alpha)
 };
 
 template <>
@@ -79,9 +81,7 @@ struct relevance_rule<LeakyReLU> : relevance_passthrough_rule {};
 
 // ---- io forms: codegen spelling (alpha set in make_NAME), ONNX LeakyRelu both ways
 template <>
-struct codegen_rule<LeakyReLU> : detail::codegen_plain<LeakyReLU> {
-  static void fill(const LeakyReLU& l, codegen_context& c, const std::string& lv) { c.value(lv + ".alpha", l.alpha); }
-};
+struct codegen_rule<LeakyReLU> : detail::codegen_plain<LeakyReLU> {};
 template <>
 struct onnx_export_rule<LeakyReLU> {
   static std::string emit(const LeakyReLU& l, onnx_sink& s, const std::string& x, shape, shape) {

@@ -34,6 +34,7 @@
 #include "nnlens/core/traits.hpp"
 #include "nnlens/core/onnx_form.hpp"
 #include "nnlens/core/properties.hpp"
+#include "nnlens/core/reflect.hpp"
 #include "nnlens/layers/pool_forms.hpp"
 #include "nnlens/kernels/envelope.hpp"
 #include "nnlens/kernels/conv.hpp"
@@ -52,6 +53,7 @@ struct MaxPool2DG {
 template <>
 struct MaxPool2DG<pool_geometry_dyn> {
   pool_geometry geometry{};
+  NNLENS_FIELDS(MaxPool2DG, geometry)
 };
 
 /// Square window and symmetric padding.  K == dyn: the run-time form.
@@ -313,13 +315,12 @@ struct relevance_rule<MaxPool2DG<G>> {
 
 // ---- io forms: codegen spelling, ONNX MaxPool both ways (pool_forms.hpp)
 template <>
-struct codegen_rule<MaxPool2D<dyn>> {
+struct codegen_rule<MaxPool2D<dyn>> : detail::codegen_fields<MaxPool2D<dyn>> {
   static std::string type(const MaxPool2D<dyn>& l, codegen_context&) {
     const std::string sq = detail::codegen_pool_square(l.geometry);
     return sq.empty() ? "nnlens::MaxPool2DG<" + detail::codegen_pool_full(l.geometry) + ">"
                       : "nnlens::MaxPool2D<" + sq + ">";
   }
-  static void fill(const MaxPool2D<dyn>&, codegen_context&, const std::string&) {}
 };
 template <>
 struct onnx_export_rule<MaxPool2D<dyn>> {

@@ -33,6 +33,7 @@
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/onnx_form.hpp"
 #include "nnlens/core/properties.hpp"
+#include "nnlens/core/reflect.hpp"
 #include "nnlens/core/relevance.hpp"
 #include "nnlens/core/tensor.hpp"
 #include "nnlens/core/traits.hpp"
@@ -44,12 +45,7 @@ struct PReLU {
   using scalar_type = T;
   static constexpr std::size_t channels = C;
   tensor<T, 1> a;  // [C] slopes for x <= 0 (one element: shared)
-};
-
-template <std::size_t C, class T, class U>
-struct rebind_scalar<PReLU<C, T>, U> {
-  using type = PReLU<C, U>;
-  static type convert(const PReLU<C, T>& l) { return {detail::cast_tensor<U>(l.a)}; }
+  NNLENS_FIELDS(PReLU, a)
 };
 
 template <std::size_t C, class T>
@@ -188,11 +184,10 @@ struct relevance_rule<PReLU<C, T>> : relevance_passthrough_rule {};
 
 // ---- io forms: codegen spelling (a filled in make_NAME), ONNX PRelu both ways
 template <class T>
-struct codegen_rule<PReLU<dyn, T>> {
+struct codegen_rule<PReLU<dyn, T>> : detail::codegen_fields<PReLU<dyn, T>> {
   static std::string type(const PReLU<dyn, T>& l, codegen_context& c) {
     return "nnlens::PReLU<" + std::to_string(l.a.size()) + c.scalar_arg() + ">";
   }
-  static void fill(const PReLU<dyn, T>& l, codegen_context& c, const std::string& lv) { c.tensor(lv + ".a", l.a, "a"); }
 };
 /// The slope as an initializer that broadcasts against [N, ...]: [C, 1, 1] (rank 3), [C] (rank 1),
 /// [1] (shared).

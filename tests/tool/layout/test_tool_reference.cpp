@@ -320,6 +320,26 @@ TEST_CASE("info shows the declared NHWC input") {
   CHECK(j["input"] == "[N,8,8,3] (nhwc)");
   CHECK(j["layout"] == "nhwc");
   CHECK(j["network_input_shape"] == json::array({3, 8, 8}));
+  // Each layer's static spelling and its fields (core/reflect.hpp): Conv(3->4, 3x3, pad 1) ->
+  // Relu -> MaxPool(2x2) -> Flatten -> Gemm(64->12) -> Relu -> Gemm(12->5).
+  const json& ls = j["layers"];
+  REQUIRE(ls.size() == 7);
+  CHECK(ls[0]["cpp_type"] == "nnlens::Conv2D<4, 3, 1, 1>");
+  CHECK(ls[0]["fields"]["W"]["shape"] == json::array({4, 3, 3, 3}));
+  CHECK(ls[0]["fields"]["b"]["shape"] == json::array({4}));
+  CHECK(ls[1]["cpp_type"] == "nnlens::ReLU");
+  CHECK(ls[1]["fields"].empty());
+  CHECK(ls[4]["cpp_type"] == "nnlens::Dense<12>");
+  CHECK(ls[4]["fields"]["W"]["shape"] == json::array({64, 12}));
+  for (const json& l : ls) {  // the tensor fields hold every parameter
+    std::size_t n = 0;
+    for (const auto& [k, f] : l["fields"].items()) {
+      std::size_t e = 1;
+      for (const json& d : f["shape"]) e *= d.get<std::size_t>();
+      n += e;
+    }
+    CHECK(n == l["params"].get<std::size_t>());
+  }
   const result t = nnlens("info " + q(fx / "nhwc_cnn.onnx"));
   REQUIRE_MESSAGE(t.rc == 0, t.err);
   CHECK(t.out.find("input [N,8,8,3] (nhwc)") != std::string::npos);
