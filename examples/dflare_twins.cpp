@@ -99,7 +99,9 @@ bool study(const char* name, const Net& net, const io::labelled_images<float>& t
     return 100.0 * double(ok) / double(N);
   };
   (void)run_all(test.images, [&](const auto& xb) { return forward(net, xb); });  // warm-up (buffers, caches)
-  const auto [lf, tf] = run_all(test.images, [&](const auto& xb) { return forward(net, xb); });
+  const auto float_run = run_all(test.images, [&](const auto& xb) { return forward(net, xb); });
+  const auto& lf = float_run.first;  // not a structured binding: the lambdas below capture it (clang 14)
+  const double tf = float_run.second;
   const double acc_f = accuracy(lf);
   std::printf("\n%s (%zu test images)\n", name, N);
   std::printf("  %-34s %8s %10s %12s\n", "twin", "acc %", "deviate", "images/s");

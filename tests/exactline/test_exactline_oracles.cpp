@@ -480,14 +480,14 @@ template <class T>
 void pool_windows() {
   using W = std::vector<std::pair<std::size_t, std::size_t>>;
   {  // 1x3 window, stride 1, padding 1 on both sides (windows overlap and touch both paddings)
-    constexpr pool_geometry g{1, 3, 1, 1, 0, 1, 0, 1};
+    static constexpr pool_geometry g{1, 3, 1, 1, 0, 1, 0, 1};  // static: clang 14 rejects a local NTTP here
     using Net = Sequential<Input<1, 1, 3>, MaxPool2DG<g>, Flatten>;
     check_pool_net<T>(Net{}, 1, 1, 3, W{{0, 1}}, W{{0, 2}, {0, 3}, {1, 3}}, 1, false);
     using NetR = Sequential<Input<1, 1, 3>, ReLU, MaxPool2DG<g>, Flatten>;
     check_pool_net<T>(NetR{}, 1, 1, 3, W{{0, 1}}, W{{0, 2}, {0, 3}, {1, 3}}, 2, true);
   }
   {  // window wider than the input, padding on both sides: one window clipped at both ends
-    constexpr pool_geometry g{1, 4, 1, 1, 0, 1, 0, 1};
+    static constexpr pool_geometry g{1, 4, 1, 1, 0, 1, 0, 1};
     using Net = Sequential<Input<1, 1, 2>, MaxPool2DG<g>, Flatten>;
     check_pool_net<T>(Net{}, 1, 1, 2, W{{0, 1}}, W{{0, 2}}, 3, false);
   }
@@ -499,13 +499,13 @@ void pool_windows() {
     check_pool_net<T>(NetR{}, 2, 5, 5, w, w, 5, true);
   }
   {  // ceil_mode: a last partial window
-    constexpr pool_geometry g{2, 2, 2, 2, 0, 0, 0, 0, true};
+    static constexpr pool_geometry g{2, 2, 2, 2, 0, 0, 0, 0, true};
     using Net = Sequential<Input<1, 5, 5>, MaxPool2DG<g>, Flatten>;
     const W w{{0, 2}, {2, 4}, {4, 5}};
     check_pool_net<T>(Net{}, 1, 5, 5, w, w, 6, false);
   }
   {  // asymmetric padding (top/left only), rectangular window, different strides
-    constexpr pool_geometry g{2, 3, 1, 2, 1, 2, 0, 0};
+    static constexpr pool_geometry g{2, 3, 1, 2, 1, 2, 0, 0};
     using Net = Sequential<Input<1, 3, 4>, MaxPool2DG<g>, Flatten>;
     // rows: o - 1 + [0,2) -> [0,1) [0,2) [1,3); cols: 2o - 2 + [0,3) -> [0,1) [0,3)
     check_pool_net<T>(Net{}, 1, 3, 4, W{{0, 1}, {0, 2}, {1, 3}}, W{{0, 1}, {0, 3}}, 7, false);

@@ -58,7 +58,9 @@ bool bit_identical(const Net& a, const Net& b) {
 }  // namespace
 
 TEST_CASE("fit applies the gradient of the mini-batch mean loss (chunked, summed in order)") {
-  auto [x, y] = synthetic<double>(10, 4);
+  auto xy = synthetic<double>(10, 4);  // not a structured binding: lambdas capture x, y (clang 14)
+  auto &x = xy.first;
+  auto &y = xy.second;
   Smalld net;
   initialize(net, 8);
   const Smalld before = net;
@@ -99,7 +101,9 @@ TEST_CASE("fit applies the gradient of the mini-batch mean loss (chunked, summed
 }
 
 TEST_CASE("fit is deterministic: same seed, same weights, whatever the threads") {
-  auto [x, y] = synthetic<float>(300, 1);
+  auto xy = synthetic<float>(300, 1);  // not a structured binding: lambdas capture x, y (clang 14)
+  auto &x = xy.first;
+  auto &y = xy.second;
   auto run = [&](auto policy, std::uint64_t seed, std::size_t chunks, std::size_t threads) {
     Small net;
     initialize(net, 5);
@@ -132,7 +136,9 @@ TEST_CASE("fit is deterministic: same seed, same weights, whatever the threads")
 }
 
 TEST_CASE("fit learns, reports epochs, honours masks and early stopping") {
-  auto [x, y] = synthetic<float>(600, 2);
+  auto xy = synthetic<float>(600, 2);  // not a structured binding: lambdas capture x, y (clang 14)
+  auto &x = xy.first;
+  auto &y = xy.second;
   Small net;
   initialize(net, 3);
   const Small before = net;
@@ -164,7 +170,9 @@ TEST_CASE("fit learns, reports epochs, honours masks and early stopping") {
 }
 
 TEST_CASE("fit and evaluate reject bad datasets") {
-  auto [x, y] = synthetic<float>(20, 2);
+  auto xy = synthetic<float>(20, 2);  // not a structured binding: lambdas capture x, y (clang 14)
+  auto &x = xy.first;
+  auto &y = xy.second;
   Small net;
   initialize(net, 3);
   adam opt(net);

@@ -375,7 +375,10 @@ void quantized_network<Net>::run_int8(std::size_t batch, const T* x, T* y) const
     std::vector<std::int32_t> acc;
   };
   thread_local buffers bufs;
-  auto& [fa, fb, scratch, qa, qb, pad, col, acc] = bufs;
+  // named references, not a structured binding: clang 14 cannot capture bindings in lambdas
+  auto &fa = bufs.fa, &fb = bufs.fb, &scratch = bufs.scratch;
+  auto &qa = bufs.qa, &qb = bufs.qb, &pad = bufs.pad, &col = bufs.col;
+  auto& acc = bufs.acc;
   fa.assign(x, x + batch * in_n);
   bool is_q = false;
   for_each_layer(net_, [&](const auto& l, auto idx, shape sin, shape sout) {
