@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# tests/arm64/arm64_check.sh -- ARM64 (issue 18, item 2): a portable selection of the test suite,
+# cross-compiled for aarch64 (Debian g++-aarch64-linux-gnu, flags as cmake/toolchains/
+# aarch64-linux-gnu.cmake sets them) and run under qemu-aarch64 (Debian qemu-user), with the same
+# tolerances as on x86.  The selection: forward/backward on static and dynamic networks, field
+# reflection, LRP and IDC, NC/KMNC/NBC/SNAC/TKNC, the NNet reader and ExactLine on the real ACAS Xu
+# networks, NNSlicer's rules, int8 quantisation.  Not in it (yet): ONNX (no ARM protobuf here),
+# DFlare, codegen round trips.
+#   arm64_check.sh SOURCE_DIR SHARED_DIR FASHION_DIR OUT_DIR [CXX] [QEMU]
+set -euo pipefail
+src=$1 shared=$2 fashion=$3 out=$4 cxx=${5:-aarch64-linux-gnu-g++} qemu=${6:-qemu-aarch64}
+mkdir -p "$out/o"
+files=(tests/main.cpp tests/core/test_network.cpp tests/core/test_reflect.cpp tests/coverage/test_lrp.cpp
+       tests/coverage/test_idc.cpp tests/coverage/test_neuron_coverage.cpp tests/io/test_nnet.cpp
+       tests/compress/test_quantize.cpp tests/exactline/test_exactline_models.cpp
+       tests/slicing/test_nnslicer_rules.cpp)
+jobs=$(nproc 2>/dev/null || echo 2)
+start=$(date +%s)
+printf '%s\n' "${files[@]}" | xargs -P "$jobs" -I{} sh -c '
+  f={}; o="'"$out"'/o/$(basename "$f" .cpp).o"
+  '"$cxx"' -std=c++20 -O1 -fopenmp -Wno-psabi -idirafter /usr/include -I"'"$src"'/include" -I"'"$src"'/tests" \
+    -DNNLENS_SHARED_DIR="\"'"$shared"'\"" -DNNLENS_FASHION_DIR="\"'"$fashion"'\"" -DNNLENS_SOURCE_DIR="\"'"$src"'\"" \
+    -c "'"$src"'/$f" -o "$o" || { echo "arm64_check: compiling $f failed" >&2; exit 255; }'
+"$cxx" -static -fopenmp "$out"/o/*.o -o "$out/test_portable"
+built=$(date +%s)
+echo "arm64_check: built in $((built - start)) s; running under $qemu"
+"$qemu" "$out/test_portable"
+echo "arm64_check: ran in $(( $(date +%s) - built )) s"
