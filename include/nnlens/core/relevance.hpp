@@ -79,34 +79,20 @@ void affine_relevance(const relevance_args& a, std::size_t per_channel, Bias&& b
     const std::size_t ch = k / per_channel;
     const double sc = a.out_scale ? a.out_scale[ch] : 1.0;
     const double bk = sc * double(bias(k)) + (a.out_shift ? a.out_shift[ch] : 0.0);
-    if (o.rule == lrp_rule::epsilon) {
-      // One walk, no list: each input j appears once per output k, so adding z_jk s and then the
-      // bias share to R[j] here is the order of "every z_jk s, then every share".
-      const double zk = a.z[k];
-      const double s = rk / (zk + (zk >= 0 ? o.epsilon : -o.epsilon));
-      if (!std::isfinite(s)) continue;  // z_k = 0 with ε = 0: nothing to distribute
-      if (!o.bias_redistribution) {
-        walk(k, [&](std::size_t j, double w) {
-          const double zj = a.x[j] * sc * w;
-          R[j] += zj * s;
-        });
-        continue;
-      }
-      std::size_t n = 0;
-      walk(k, [&](std::size_t, double) { ++n; });
-      const double share = n ? bk / double(n) * s : 0.0;
-      walk(k, [&](std::size_t j, double w) {
-        const double zj = a.x[j] * sc * w;
-        R[j] += zj * s;
-        R[j] += share;
-      });
-      continue;
-    }
     c.clear();
     walk(k, [&](std::size_t j, double w) { c.emplace_back(j, a.x[j] * sc * w); });
     switch (o.rule) {
-      case lrp_rule::epsilon:
-        break;  // above
+      case lrp_rule::epsilon: {
+        const double zk = a.z[k];
+        const double s = rk / (zk + (zk >= 0 ? o.epsilon : -o.epsilon));
+        if (!std::isfinite(s)) break;  // z_k = 0 with ε = 0: nothing to distribute
+        for (const auto& [j, zj] : c) R[j] += zj * s;
+        if (o.bias_redistribution && !c.empty()) {
+          const double share = bk / double(c.size()) * s;
+          for (const auto& jc : c) R[jc.first] += share;
+        }
+        break;
+      }
       case lrp_rule::zplus: {
         double zp = 0;
         for (const auto& jc : c) zp += std::max(jc.second, 0.0);
