@@ -15,8 +15,8 @@
 // op is then a hana::Struct: hana::keys, hana::accessors, hana::members all work on it.
 // Generic code reads the fields instead of a per-op rule:
 //   - codegen fills every tensor and scalar field (codegen_form.hpp, detail::codegen_fields);
-//   - rebind_scalar and dynamic_form copy the fields by name, converting tensors' scalar type
-//     (copy_fields below);
+//   - rebind_scalar converts the fields by name (convert_fields below: one rule for every op
+//     spelled Op<N, T>, and Conv2D's); dynamic_form keeps its per-op checks;
 //   - `nnlens info --json` prints every field (scalars by value, tensors by shape);
 //   - the test suite checks that every tensor field is saved by the weights file (a parameter or
 //     a buffer), so a new tensor cannot be silently left out of NNLW.
@@ -40,6 +40,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "nnlens/core/tensor.hpp"
 #include "nnlens/core/traits.hpp"
 
 namespace nnlens {
@@ -111,13 +112,11 @@ concept tensor_like = requires(const M& m) {
   m.shape();
   m.dimension();
 };
-/// d = s, converting a tensor's scalar type element by element.
+/// d = s, converting a tensor's scalar type (fields are nnlens::tensor).
 template <class D, class S>
 void assign_field(D& d, const S& s) {
   if constexpr (tensor_like<D> && !std::is_same_v<D, S>) {
-    d = D::from_shape(s.shape());
-    using V = std::remove_cvref_t<decltype(*d.data())>;
-    for (std::size_t i = 0; i < s.size(); ++i) d.data()[i] = static_cast<V>(s.data()[i]);
+    d = detail::cast_tensor<typename D::value_type>(s);  // core/tensor.hpp
   } else {
     d = static_cast<D>(s);
   }
