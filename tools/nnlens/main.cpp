@@ -1,6 +1,9 @@
 // tools/nnlens/main.cpp -- the `nnlens` command-line tool (one subcommand per analysis).
 //
-//   nnlens version
+//   nnlens version | nnlens --version      the version and the build's options (precisions, formats,
+//                                         backends, SIMD target, compiler)
+//   nnlens help [COMMAND]                 the same as `nnlens COMMAND --help` (no COMMAND: the list)
+//   nnlens completion bash                a bash completion script (source <(nnlens completion bash))
 //   nnlens demo --data DIR --cache DIR [--out DIR] [--epochs N] [--seed S] [--threads N] [--retrain]
 //   nnlens info MODEL [--json]
 //   nnlens run MODEL --input FILE.csv [--output FILE.csv] [--batch N] [--no-progress]
@@ -66,6 +69,7 @@
 #include <nnlens/config.hpp>
 #include <nnlens/core/error.hpp>
 
+#include "cli_help.hpp"
 #include "commands.hpp"
 #include "coverage_cmd.hpp"
 #include "demo.hpp"
@@ -99,7 +103,15 @@ int main(int argc, char** argv) {
   app.name("nnlens");
   app.require_subcommand(1);
 
-  auto* version = app.add_subcommand("version", "Print the version");
+  auto* version = app.add_subcommand("version", "Print the version and the build's options (as --version)");
+  app.set_version_flag("--version", [] { return nnlens::tool::build_info(); },
+                       "Print the version and the build's options (precisions, formats, backends, SIMD target)");
+  std::string help_topic;
+  auto* help_cmd = app.add_subcommand("help", "Help on a command: `nnlens help COMMAND` is `nnlens COMMAND --help`");
+  help_cmd->add_option("COMMAND", help_topic, "The command");
+  std::string completion_shell;
+  auto* completion_cmd = app.add_subcommand("completion", "Print a shell completion script: source <(nnlens completion bash)");
+  completion_cmd->add_option("SHELL", completion_shell, "The shell (bash)")->required()->check(CLI::IsMember({"bash"}));
 
   nnlens::tool::demo_options demo;
   auto* demo_cmd = app.add_subcommand("demo", "Train (or reuse from the cache) LeNet-5 on Fashion-MNIST and report");
@@ -463,6 +475,9 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    std::cout << e.what() << "\n";
+    return 0;
   } catch (const CLI::ParseError& e) {
     std::cerr << "nnlens: " << e.what() << " (run nnlens --help)\n";
     return 2;
@@ -470,8 +485,24 @@ int main(int argc, char** argv) {
 
   try {
     if (*version) {
-      std::cout << "nnlens " << NNLENS_VERSION_MAJOR << "." << NNLENS_VERSION_MINOR << "." << NNLENS_VERSION_PATCH
-                << "\n";
+      std::cout << nnlens::tool::build_info() << "\n";
+      return 0;
+    }
+    if (*help_cmd) {
+      if (help_topic.empty()) {
+        std::cout << app.get_formatter()->make_help(&app, app.get_name(), CLI::AppFormatMode::Normal);
+        return 0;
+      }
+      for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+        if (sub->get_name() == help_topic) {
+          std::cout << sub->help(app.get_name());
+          return 0;
+        }
+      std::cerr << "nnlens: help: no command '" << help_topic << "' (the commands: nnlens --help)\n";
+      return 2;
+    }
+    if (*completion_cmd) {
+      std::cout << nnlens::tool::bash_completion(app);
       return 0;
     }
     if (*demo_cmd) {
