@@ -128,7 +128,9 @@ TEST_CASE("codegen fills every field: tensors as arrays, scalars by value, infin
   net.add(Clamp{-std::numeric_limits<double>::infinity(), 2.0});
   net.add(Dropout{0.25});
   net.add(BatchNorm<dyn>{xt::ones<float>({3}), xt::zeros<float>({3}), xt::zeros<float>({3}), xt::ones<float>({3}), 0.5});
-  const std::string h = io::generate_header(net, {.name = "m"});
+  io::codegen_options opt;  // not {.name = "m"}: g++ 12 warns of the fields a designated initialiser leaves out
+  opt.name = "m";
+  const std::string h = io::generate_header(net, opt);
   CHECK(h.find("std::get<0>(net.layers).W,") != std::string::npos);
   CHECK(h.find("std::get<1>(net.layers).alpha = 0x1p-3;") != std::string::npos);
   CHECK(h.find("std::get<2>(net.layers).lo = -std::numeric_limits<double>::infinity();") != std::string::npos);
