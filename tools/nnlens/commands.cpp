@@ -16,6 +16,7 @@
 #include <nnlens/core/progress.hpp>
 #include <nnlens/core/reflect.hpp>
 #include <nnlens/io/codegen.hpp>
+#include <nnlens/io/codegen_freestanding.hpp>
 #include <nnlens/io/csv.hpp>
 #include <nnlens/network/forward.hpp>
 #include <nnlens/network/parameters.hpp>
@@ -161,7 +162,10 @@ int run_codegen(const codegen_cmd_options& o) {
     c.source = std::filesystem::path(o.model).filename().string();
     if (m.in.declared == io::data_layout::nhwc)
       c.source += " (input declared " + m.in.describe() + "; the generated network takes NCHW: io::to_nchw)";
-    io::write_header(o.output, m.net, c);
+    if (o.freestanding)
+      io::write_freestanding_header(o.output, m.net, c);
+    else
+      io::write_header(o.output, m.net, c);
     return 0;
   });
 }

@@ -34,6 +34,7 @@ int run_run(const run_options& o);
 struct codegen_cmd_options {
   std::string model, output, name = "model", ns;
   std::string precision = "f32";  // f64: double weights (.nnet's float64 values kept)
+  bool freestanding = false;       // io/codegen_freestanding.hpp: flash weights, no heap, no exceptions
 };
 int run_codegen(const codegen_cmd_options& o);
 

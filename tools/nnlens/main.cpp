@@ -7,7 +7,7 @@
 //   nnlens demo --data DIR --cache DIR [--out DIR] [--epochs N] [--seed S] [--threads N] [--retrain]
 //   nnlens info MODEL [--json]
 //   nnlens run MODEL --input FILE.csv [--output FILE.csv] [--batch N] [--no-progress]
-//   nnlens codegen MODEL -o FILE.hpp [--name NAME] [--namespace NS] [--precision f32|f64]
+//   nnlens codegen MODEL -o FILE.hpp [--name NAME] [--namespace NS] [--precision f32|f64] [--freestanding]
 //   nnlens exact-line MODEL --from A.csv --to B.csv [--json] [--classes argmax|argmin] [--threads N]
 //                     [--merge-tol X] [--max-pieces N] [--validate] [--validate-tol X] [--svg FILE]
 //                     ExactLine on the segments A[i] -> B[i]: pieces, outputs, class intervals
@@ -168,6 +168,9 @@ int main(int argc, char** argv) {
   cg_cmd->add_option("--precision", cg.precision, "Scalar type of the generated network: f32 (float) or f64 (double)")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "f64"}));
+  cg_cmd->add_flag("--freestanding", cg.freestanding,
+                   "For a microcontroller: the weights as constant data (flash), a forward(x, y) that allocates nothing "
+                   "and throws nothing, returning a status; needs only <nnlens/kernels/freestanding.hpp> (docs/edge.md)");
 
   nnlens::tool::exact_line_options el;
   std::size_t el_threads = 0;

@@ -72,6 +72,26 @@ inline bool is_identifier(std::string_view s) {
     if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_')) return false;
   return true;
 }
+/// Throws value_error unless o.name is an identifier and o.ns empty or identifiers joined by "::".
+inline void check_codegen_names(const codegen_options& o) {
+  if (!is_identifier(o.name)) throw value_error("codegen: the name '" + o.name + "' is not a C++ identifier");
+  if (o.ns.empty()) return;
+  std::string_view rest = o.ns;
+  for (;;) {
+    const auto p = rest.find("::");
+    if (!is_identifier(rest.substr(0, p))) throw value_error("codegen: the namespace '" + o.ns + "' is not a C++ namespace name");
+    if (p == std::string_view::npos) break;
+    rest.remove_prefix(p + 2);
+  }
+}
+/// Writes text to path (throws io_error if it cannot).
+inline void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw io_error(path.string() + ": cannot open for writing");
+  f << text;
+  f.close();
+  if (!f) throw io_error(path.string() + ": write error");
+}
 inline std::string shape_args(shape s) {
   std::string r;
   for (std::size_t i = 0; i < s.rank; ++i) r += (i ? ", " : "") + std::to_string(s[i]);
@@ -82,17 +102,7 @@ inline std::string shape_args(shape s) {
 /// The header text for `net` (see the file comment).
 template <class T>
 std::string generate_header(const basic_dynamic_network<T>& net, const codegen_options& o = {}) {
-  if (!detail::is_identifier(o.name)) throw value_error("codegen: the name '" + o.name + "' is not a C++ identifier");
-  if (!o.ns.empty()) {
-    std::string_view rest = o.ns;
-    for (;;) {
-      const auto p = rest.find("::");
-      if (!detail::is_identifier(rest.substr(0, p)))
-        throw value_error("codegen: the namespace '" + o.ns + "' is not a C++ namespace name");
-      if (p == std::string_view::npos) break;
-      rest.remove_prefix(p + 2);
-    }
-  }
+  detail::check_codegen_names(o);
   if (net.input_shape().rank == 0) throw value_error("codegen: the network has no input shape");
   {
     basic_dynamic_network<T> checked = net;  // the weights must fit the shapes (shape_error otherwise)
@@ -143,12 +153,7 @@ std::string generate_header(const Sequential<In, Ls...>& net, const codegen_opti
 /// Writes generate_header(net, o) to path (throws io_error if it cannot).
 template <class Net>
 void write_header(const std::filesystem::path& path, const Net& net, const codegen_options& o = {}) {
-  const std::string text = generate_header(net, o);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw io_error(path.string() + ": cannot open for writing");
-  f << text;
-  f.close();
-  if (!f) throw io_error(path.string() + ": write error");
+  detail::write_text(path, generate_header(net, o));
 }
 
 }  // namespace nnlens::io

@@ -1,0 +1,188 @@
+// nnlens/kernels/freestanding.hpp -- the forward pass of a firmware model: what a header written by
+// `nnlens codegen MODEL --freestanding` (io/codegen_freestanding.hpp) calls.
+//
+//   nnlens::fw::dense(x, I, W, b, O, y)              y = x W + b, W [I, O] row-major
+//   nnlens::fw::conv2d(x, g, w, b, col, y)           a 2-D convolution, w [O, C/groups, kh, kw]
+//   nnlens::fw::pool(x, g, y)                        max or mean over windows (g.mean)
+//   nnlens::fw::pwl_map(x, n, groups, knots, nk, slope, icept)   an element-wise piecewise-linear
+//                                                    map, in place: element e of group e/(n/groups)
+//                                                    in piece j = #{knots < x} is slope[g*(nk+1)+j]
+//                                                    * x + icept[...]
+//   nnlens::fw::affine(x, n, groups, center, scale, shift)   in place: (x - center) * scale + shift
+//                                                    per group (center may be null: x * scale + shift)
+//   nnlens::fw::all_finite(x, n)
+//
+// requires: nothing but <cstddef>, <cstring>, <type_traits> and nnlens/kernels/simd.hpp: no heap, no exceptions,
+//           no RTTI, no xtensor, no I/O, so it builds with arm-none-eabi-g++ -fno-exceptions
+//           -fno-rtti for a Cortex-M.  Every buffer is the caller's (the generated header sizes
+//           them); weights are read through const pointers, so they stay in flash.
+// ensures:  the arithmetic is the host's where the host has a batch-1 kernel (dense: kernels::gemm's
+//           packing-free rows, simd::axpy, then the bias; conv2d: the same axpy rows over an im2col
+//           buffer); pooling, maps and affine ops compute the op's own expression (properties.hpp),
+//           element by element.  Results match the host's forward within rounding (the generated
+//           check in tests/firmware compares them at 1e-5).
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <type_traits>
+
+#include "nnlens/kernels/simd.hpp"
+
+namespace nnlens::fw {
+
+using size_t = std::size_t;
+
+/// What a generated forward returns (no exceptions on a microcontroller).
+enum class status : int {
+  ok = 0,
+  null_argument = 1,     // x, y or the work area is null
+  non_finite_input = 2,  // an input element is NaN or infinite
+};
+
+constexpr const char* status_message(status s) {
+  switch (s) {
+    case status::ok: return "ok";
+    case status::null_argument: return "a null pointer was passed";
+    case status::non_finite_input: return "an input element is NaN or infinite";
+  }
+  return "unknown status";
+}
+
+template <class T>
+constexpr bool all_finite(const T* x, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (!(x[i] - x[i] == T(0))) return false;
+  return true;
+}
+
+/// y[O] = x[I] W + b; W [I, O].  As the host's batch-1 GEMM: y = 0, y += x[k] W[k, :] for each k
+/// (simd::axpy), then y += b.
+template <class T>
+void dense(const T* x, size_t I, const T* W, const T* b, size_t O, T* y) {
+  for (size_t o = 0; o < O; ++o) y[o] = T(0);
+  for (size_t k = 0; k < I; ++k) kernels::simd::axpy(O, x[k], W + k * O, y);
+  for (size_t o = 0; o < O; ++o) y[o] += b[o];
+}
+
+/// A convolution's shapes and geometry (filled in by the generator from the op's conv_geometry).
+struct conv_dims {
+  size_t C, H, W;          // input [C, H, W]
+  size_t O, OH, OW;        // output [O, OH, OW]
+  size_t kh, kw, sh, sw;   // kernel, strides
+  size_t pt, pl;           // padding before the first row / column
+  size_t dh, dw, groups;   // dilations, groups
+  /// Elements of the im2col buffer conv2d needs: (C / groups) kh kw OH OW.
+  constexpr size_t col_size() const { return C / groups * kh * kw * OH * OW; }
+};
+
+/// y [O, OH, OW] = w * x + b per group, through col [(C/groups) kh kw, OH OW] (g.col_size()
+/// elements, the caller's).
+template <class T>
+void conv2d(const T* x, const conv_dims& g, const T* w, const T* b, T* col, T* y) {
+  const size_t Cg = g.C / g.groups, Og = g.O / g.groups, P = g.OH * g.OW, K = Cg * g.kh * g.kw;
+  for (size_t grp = 0; grp < g.groups; ++grp) {
+    // im2col of this group's channels (zero where the dilated window reads padding)
+    for (size_t c = 0; c < Cg; ++c)
+      for (size_t i = 0; i < g.kh; ++i)
+        for (size_t j = 0; j < g.kw; ++j) {
+          T* row = col + ((c * g.kh + i) * g.kw + j) * P;
+          const T* plane = x + (grp * Cg + c) * g.H * g.W;
+          for (size_t oh = 0; oh < g.OH; ++oh) {
+            const long r = long(oh * g.sh + i * g.dh) - long(g.pt);
+            for (size_t ow = 0; ow < g.OW; ++ow) {
+              const long q = long(ow * g.sw + j * g.dw) - long(g.pl);
+              row[oh * g.OW + ow] = (r >= 0 && r < long(g.H) && q >= 0 && q < long(g.W)) ? plane[size_t(r) * g.W + size_t(q)] : T(0);
+            }
+          }
+        }
+    for (size_t o = 0; o < Og; ++o) {
+      const size_t oc = grp * Og + o;
+      T* yo = y + oc * P;
+      const T* wo = w + oc * K;
+      for (size_t p = 0; p < P; ++p) yo[p] = T(0);
+      for (size_t k = 0; k < K; ++k) kernels::simd::axpy(P, wo[k], col + k * P, yo);
+      for (size_t p = 0; p < P; ++p) yo[p] += b[oc];
+    }
+  }
+}
+
+/// A pooling op's windows (from its pool_geometry) and what it reduces them to.
+struct pool_dims {
+  size_t C, H, W, OH, OW;
+  size_t kh, kw, sh, sw;
+  size_t pt, pl, pb, pr;
+  bool mean;               // false: the maximum over the window's input elements (padding never
+                           // wins); true: their sum over the divisor below
+  bool count_include_pad;  // mean: divide by the window clipped to the padded input (true) or by
+                           // the number of input elements it covers (false)
+};
+
+/// y [C, OH, OW] from x [C, H, W].
+template <class T>
+void pool(const T* x, const pool_dims& g, T* y) {
+  for (size_t c = 0; c < g.C; ++c) {
+    const T* plane = x + c * g.H * g.W;
+    for (size_t oh = 0; oh < g.OH; ++oh) {
+      const long r0 = long(oh * g.sh) - long(g.pt), r1 = r0 + long(g.kh);
+      const long rlo = r0 < 0 ? 0 : r0, rhi = r1 > long(g.H) ? long(g.H) : r1;
+      for (size_t ow = 0; ow < g.OW; ++ow) {
+        const long q0 = long(ow * g.sw) - long(g.pl), q1 = q0 + long(g.kw);
+        const long qlo = q0 < 0 ? 0 : q0, qhi = q1 > long(g.W) ? long(g.W) : q1;
+        T acc = g.mean ? T(0) : plane[size_t(rlo) * g.W + size_t(qlo)];
+        for (long r = rlo; r < rhi; ++r)
+          for (long q = qlo; q < qhi; ++q) {
+            const T v = plane[size_t(r) * g.W + size_t(q)];
+            if (g.mean)
+              acc += v;
+            else if (v > acc)
+              acc = v;
+          }
+        if (g.mean) {
+          long count;
+          if (g.count_include_pad) {
+            const long ph = (r1 > long(g.H + g.pb) ? long(g.H + g.pb) : r1) - r0;
+            const long pw = (q1 > long(g.W + g.pr) ? long(g.W + g.pr) : q1) - q0;
+            count = ph * pw;
+          } else {
+            count = (rhi - rlo) * (qhi - qlo);
+          }
+          acc /= T(count);
+        }
+        y[(c * g.OH + oh) * g.OW + ow] = acc;
+      }
+    }
+  }
+}
+
+/// In place: x[e] = slope * x[e] + icept of its piece (see the header comment).
+template <class T>
+void pwl_map(T* x, size_t n, size_t groups, const T* knots, size_t nk, const T* slope, const T* icept) {
+  const size_t per = n / groups;
+  for (size_t e = 0; e < n; ++e) {
+    const T v = x[e];
+    size_t j = 0;
+    while (j < nk && v > knots[j]) ++j;
+    const size_t t = (e / per) * (nk + 1) + j;
+    x[e] = slope[t] * v + icept[t];
+  }
+}
+
+/// In place: x[e] = (x[e] - center[k]) * scale[k] + shift[k], k = e / (n / groups); center null:
+/// x[e] * scale[k] + shift[k].
+template <class T>
+void affine(T* x, size_t n, size_t groups, std::type_identity_t<const T*> center, const T* scale, const T* shift) {
+  const size_t per = n / groups;
+  for (size_t e = 0; e < n; ++e) {
+    const size_t k = e / per;
+    x[e] = center ? (x[e] - center[k]) * scale[k] + shift[k] : x[e] * scale[k] + shift[k];
+  }
+}
+
+/// dst[0..n) = src[0..n)
+template <class T>
+void copy(const T* src, size_t n, T* dst) {
+  if (src != dst) std::memcpy(dst, src, n * sizeof(T));
+}
+
+}  // namespace nnlens::fw
