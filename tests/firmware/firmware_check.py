@@ -12,8 +12,9 @@ attempted; every weight array must be in .rodata (flash).  Prints a table of fla
 inference, and writes them to OUT/firmware.json.
 
 usage: firmware_check.py --tool BIN --src ROOT --out DIR [--cxx arm-none-eabi-g++]
-         [--qemu qemu-system-arm] [--count 20] [--tol 1e-5]
+         [--qemu qemu-system-arm] [--count 20] [--tol 1e-5] [--demo-data FASHION_MNIST_DIR]
          --model NAME=PATH[@lo:hi,lo:hi,...] ...   (ranges per input element; default 0:1)
+--demo-data trains the demo's LeNet-5 for one epoch (`nnlens demo`) and checks its .nnlw too.
 exit: 0 pass, 1 a check failed, 77 a tool is missing (ctest SKIP_RETURN_CODE)
 """
 import argparse
@@ -91,9 +92,9 @@ def check_model(a, name, path, ranges):
     prefix = a.cxx[: -len("g++")]
     sec = sections(prefix + "size", elf)
     # every weight array is constant data in flash (.rodata), none in .data (which is copied to RAM)
-    nm = run([prefix + "nm", "-C", elf])
-    weights = [l for l in nm.splitlines() if "model_weights::" in l]
-    bad = [l for l in weights if l.split()[1] not in ("R", "r")]
+    syms = run([prefix + "objdump", "-t", "-C", elf])  # "addr flags section size name"
+    weights = [l for l in syms.splitlines() if "model_weights::" in l]
+    bad = [l for l in weights if " .rodata\t" not in l]
     if not weights or bad:
         sys.stderr.write(f"firmware_check: {name}: weights not all in .rodata: {bad or 'none found'}\n")
         return None
@@ -102,11 +103,11 @@ def check_model(a, name, path, ranges):
     if q.returncode != 0:
         sys.stderr.write(f"firmware_check: {name}: the firmware exited {q.returncode}\n{q.stdout}{q.stderr}\n")
         return None
-    lines = q.stdout.splitlines()
+    lines = (q.stdout + "\n" + q.stderr).splitlines()  # semihosting output goes to either, by qemu version
     ys = [l.split() for l in lines if l.startswith("y ")]
     tail = [l for l in lines if l.startswith("stack ")]
     if len(ys) != a.count or not tail:
-        sys.stderr.write(f"firmware_check: {name}: unexpected output\n{q.stdout}\n")
+        sys.stderr.write(f"firmware_check: {name}: unexpected output\n{q.stdout}{q.stderr}\n")
         return None
     fmt, width = ("<f", 8) if text.find("using scalar = float") >= 0 else ("<d", 16)
     worst, ticks = 0.0, []
@@ -142,13 +143,27 @@ def main():
     p.add_argument("--qemu", default="qemu-system-arm")
     p.add_argument("--count", type=int, default=20)
     p.add_argument("--tol", type=float, default=1e-5)
-    p.add_argument("--model", action="append", required=True)
+    p.add_argument("--model", action="append", default=[])
+    p.add_argument("--demo-data", help="Fashion-MNIST: also train the demo's LeNet-5 (`nnlens demo --epochs 1`) "
+                                       "and run its .nnlw")
     a = p.parse_args()
     for exe in (a.cxx, a.qemu):
         if not shutil.which(exe):
             print(f"firmware_check: {exe} not found (Debian: gcc-arm-none-eabi, qemu-system-arm): skipped")
             return 77
     os.makedirs(a.out, exist_ok=True)
+    if a.demo_data and os.path.isdir(a.demo_data):
+        # the demo's own LeNet-5, one epoch (the model file the demo caches; its analyses run too)
+        cache = os.path.join(a.out, "demo-cache")
+        run([a.tool, "demo", "--data", a.demo_data, "--cache", cache, "--out", os.path.join(a.out, "demo-out"),
+             "--epochs", "1"])
+        nnlw = sorted(f for f in os.listdir(cache) if f.endswith(".nnlw"))
+        if not nnlw:
+            sys.stderr.write("firmware_check: the demo wrote no .nnlw\n")
+            return 1
+        a.model.append("demo_lenet5=" + os.path.join(cache, nnlw[0]))
+    if not a.model:
+        p.error("no --model and no --demo-data")
     results = []
     for m in a.model:
         name, rest = m.split("=", 1)

@@ -40,21 +40,27 @@ void check_close(const float* got, const tensor<float, 2>& want) {
 
 }  // namespace
 
-TEST_CASE("freestanding: conv2d matches Conv2D (stride, padding, dilation, groups)") {
-  constexpr conv_geometry G{3, 2, 2, 1, 1, 0, 2, 1, 2, 1, 2};  // kh 3, kw 2, strides 2/1, pads 1,0,2,1, dil 2/1, 2 groups
+template <conv_geometry G>
+void check_conv(unsigned seed) {
   Sequential<Input<4, 9, 8>, Conv2DG<6, G>> net;
-  initialize(net, 7);
+  initialize(net, seed);
   auto& c = std::get<0>(net.layers);
   for (auto& v : c.b) v = 0.25f;  // a non-zero bias
-  const auto x = random_input(4 * 9 * 8, 1);
+  const auto x = random_input(4 * 9 * 8, seed);
   const auto want = run_host(net, x, 4, 9, 8);
   const std::size_t OH = G.out_h(9), OW = G.out_w(8);
   const fw::conv_dims d{4, 9, 8, 6, OH, OW, G.kh, G.kw, G.stride_h, G.stride_w, G.pad_top, G.pad_left,
                         G.dilation_h, G.dilation_w, G.groups};
-  std::vector<float> col(d.col_size()), y(6 * OH * OW);
-  fw::conv2d(x.data(), d, c.W.data(), c.b.data(), col.data(), y.data());
+  std::vector<float> y(6 * OH * OW);
+  fw::conv2d(x.data(), d, c.W.data(), c.b.data(), y.data());
   REQUIRE(y.size() == want.size());
   check_close(y.data(), want);
+}
+
+TEST_CASE("freestanding: conv2d matches Conv2D (stride, padding, dilation, groups)") {
+  check_conv<conv_geometry{3, 2, 2, 1, 1, 0, 2, 1, 2, 1, 2}>(7);  // rows contiguous (stride_w 1): axpy
+  check_conv<conv_geometry{3, 3, 1, 2, 2, 1, 0, 2, 1, 2, 1}>(8);  // stride_w 2, dilation_w 2
+  check_conv<conv_geometry{5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1}>(9);  // LeNet-5's first layer
 }
 
 TEST_CASE("freestanding: pool matches MaxPool2D and AvgPool2D (padding, ceil mode, divisors)") {

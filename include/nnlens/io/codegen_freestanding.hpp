@@ -8,7 +8,7 @@
 //   - `namespace NAME_weights { inline constexpr T pK[] = {...}; }`  every tensor, as hex-float
 //     literals: constant data, so the linker puts it in .rodata (flash) and nothing copies it;
 //   - `struct NAME` with input_size, output_size, the shapes, work_size (the elements of the
-//     work area: two activation buffers and the largest im2col buffer), and
+//     work area: two buffers of the largest activation), and
 //       static nnlens::fw::status forward(const T* x, T* y, T* work);  the caller's work area
 //       static nnlens::fw::status forward(const T* x, T* y);           a static one (.bss)
 //     returning status::ok, null_argument or non_finite_input (the input is checked first).
@@ -63,7 +63,7 @@ struct freestanding_context {
   std::string arrays;    // the weights namespace's members
   std::string body;      // forward()'s statements
   std::size_t next = 0;  // array counter
-  std::size_t buffer = 0, col = 0;  // largest activation / im2col buffer, elements
+  std::size_t buffer = 0;  // largest activation, elements
   std::string cur = "x";  // where the current activation is: "x" (the const input), "a" or "b"
 
   /// Emits a constant array of the values; returns its qualified name.
@@ -147,9 +147,8 @@ void freestanding_layer(const L& l, shape in, shape out, freestanding_context& c
     const std::string dims = "nnlens::fw::conv_dims{" + nnlens::detail::codegen_list({in[0], in[1], in[2], out[0], out[1], out[2], g.kh, g.kw,
                                                                              g.stride_h, g.stride_w, g.pad_top, g.pad_left,
                                                                              g.dilation_h, g.dilation_w, g.groups}) + "}";
-    c.col = std::max(c.col, in[0] / g.groups * g.kh * g.kw * out[1] * out[2]);
     const std::string dst = c.other();
-    c.body += "  nnlens::fw::conv2d(" + c.cur + ", " + dims + ", " + w + ", " + b + ", col, " + dst + ");  // " + c.where + "\n";
+    c.body += "  nnlens::fw::conv2d(" + c.cur + ", " + dims + ", " + w + ", " + b + ", " + dst + ");  // " + c.where + "\n";
     c.cur = dst;
   } else if constexpr (WeightLayer<L>) {
     if (l.W.dimension() != 2 || l.W.shape()[0] != n_in || l.W.shape()[1] != n_out)
@@ -243,14 +242,13 @@ std::string generate_freestanding_header(const basic_dynamic_network<T>& net, co
     << "  static constexpr std::size_t output_rank = " << net.output_shape().rank << ", output_shape[] = {"
     << detail::shape_args(net.output_shape()) << "};\n"
     << "  /// Elements of the work area forward(x, y, work) needs.\n"
-    << "  static constexpr std::size_t work_size = " << 2 * buf + c.col << ";\n\n"
+    << "  static constexpr std::size_t work_size = " << 2 * buf << ";\n\n"
     << "  /// y[output_size] = the network at x[input_size]; work: work_size elements of scratch.\n"
     << "  static nnlens::fw::status forward(const " << s << "* x, " << s << "* y, " << s << "* work) {\n"
     << "    namespace W = " << n << "_weights;\n"
     << "    if (!x || !y || !work) return nnlens::fw::status::null_argument;\n"
     << "    if (!nnlens::fw::all_finite(x, input_size)) return nnlens::fw::status::non_finite_input;\n"
-    << "    " << s << "* a = work;\n    " << s << "* b = work + " << buf << ";\n    " << s << "* col = work + " << 2 * buf
-    << ";\n    (void)a, (void)b, (void)col;\n";
+    << "    " << s << "* a = work;\n    " << s << "* b = work + " << buf << ";\n    (void)a, (void)b;\n";
   std::string body = c.body;
   for (std::size_t p = 0; (p = body.find("\n  ", p)) != std::string::npos; p += 3) body.insert(p + 1, "  ");
   h << "  " << body;

@@ -2,7 +2,7 @@
 // `nnlens codegen MODEL --freestanding` (io/codegen_freestanding.hpp) calls.
 //
 //   nnlens::fw::dense(x, I, W, b, O, y)              y = x W + b, W [I, O] row-major
-//   nnlens::fw::conv2d(x, g, w, b, col, y)           a 2-D convolution, w [O, C/groups, kh, kw]
+//   nnlens::fw::conv2d(x, g, w, b, y)                a 2-D convolution, w [O, C/groups, kh, kw]
 //   nnlens::fw::pool(x, g, y)                        max or mean over windows (g.mean)
 //   nnlens::fw::pwl_map(x, n, groups, knots, nk, slope, icept)   an element-wise piecewise-linear
 //                                                    map, in place: element e of group e/(n/groups)
@@ -17,8 +17,8 @@
 //           -fno-rtti for a Cortex-M.  Every buffer is the caller's (the generated header sizes
 //           them); weights are read through const pointers, so they stay in flash.
 // ensures:  the arithmetic is the host's where the host has a batch-1 kernel (dense: kernels::gemm's
-//           packing-free rows, simd::axpy, then the bias; conv2d: the same axpy rows over an im2col
-//           buffer); pooling, maps and affine ops compute the op's own expression (properties.hpp),
+//           packing-free rows, simd::axpy, then the bias; conv2d: the same axpy rows, straight from
+//           the input, so no im2col buffer); pooling, maps and affine ops compute the op's own expression (properties.hpp),
 //           element by element.  Results match the host's forward within rounding (the generated
 //           check in tests/firmware compares them at 1e-5).
 #pragma once
@@ -72,38 +72,47 @@ struct conv_dims {
   size_t kh, kw, sh, sw;   // kernel, strides
   size_t pt, pl;           // padding before the first row / column
   size_t dh, dw, groups;   // dilations, groups
-  /// Elements of the im2col buffer conv2d needs: (C / groups) kh kw OH OW.
-  constexpr size_t col_size() const { return C / groups * kh * kw * OH * OW; }
 };
 
-/// y [O, OH, OW] = w * x + b per group, through col [(C/groups) kh kw, OH OW] (g.col_size()
-/// elements, the caller's).
+/// y [O, OH, OW] = w * x + b per group, with no scratch memory: per output channel, y = 0, then for
+/// each tap k = (c, i, j) in order, y[oh, ow] += w[o, k] x[c, oh sh + i dh - pt, ow sw + j dw - pl]
+/// over the outputs whose input lies inside x (padding adds nothing), a row at a time
+/// (simd::axpy when the row is contiguous, sw == 1), then y += b.  The same terms in the same
+/// order as an im2col product.
 template <class T>
-void conv2d(const T* x, const conv_dims& g, const T* w, const T* b, T* col, T* y) {
-  const size_t Cg = g.C / g.groups, Og = g.O / g.groups, P = g.OH * g.OW, K = Cg * g.kh * g.kw;
-  for (size_t grp = 0; grp < g.groups; ++grp) {
-    // im2col of this group's channels (zero where the dilated window reads padding)
-    for (size_t c = 0; c < Cg; ++c)
+void conv2d(const T* x, const conv_dims& g, const T* w, const T* b, T* y) {
+  const size_t Cg = g.C / g.groups, Og = g.O / g.groups, P = g.OH * g.OW;
+  for (size_t oc = 0; oc < g.O; ++oc) {
+    const size_t grp = oc / Og;
+    T* yo = y + oc * P;
+    const T* wo = w + oc * Cg * g.kh * g.kw;
+    for (size_t p = 0; p < P; ++p) yo[p] = T(0);
+    for (size_t c = 0; c < Cg; ++c) {
+      const T* plane = x + (grp * Cg + c) * g.H * g.W;
       for (size_t i = 0; i < g.kh; ++i)
         for (size_t j = 0; j < g.kw; ++j) {
-          T* row = col + ((c * g.kh + i) * g.kw + j) * P;
-          const T* plane = x + (grp * Cg + c) * g.H * g.W;
+          const T wk = wo[(c * g.kh + i) * g.kw + j];
+          // outputs ow whose column q = ow sw + j dw - pl lies in [0, W)
+          const long off = long(j * g.dw) - long(g.pl);
+          size_t lo = 0;
+          while (lo < g.OW && long(lo * g.sw) + off < 0) ++lo;
+          size_t hi = lo;
+          while (hi < g.OW && long(hi * g.sw) + off < long(g.W)) ++hi;
+          if (lo >= hi) continue;
           for (size_t oh = 0; oh < g.OH; ++oh) {
             const long r = long(oh * g.sh + i * g.dh) - long(g.pt);
-            for (size_t ow = 0; ow < g.OW; ++ow) {
-              const long q = long(ow * g.sw + j * g.dw) - long(g.pl);
-              row[oh * g.OW + ow] = (r >= 0 && r < long(g.H) && q >= 0 && q < long(g.W)) ? plane[size_t(r) * g.W + size_t(q)] : T(0);
-            }
+            if (r < 0 || r >= long(g.H)) continue;
+            const T* row = plane + size_t(r) * g.W;
+            T* out = yo + oh * g.OW;
+            const size_t q0 = size_t(long(lo * g.sw) + off);
+            if (g.sw == 1)
+              kernels::simd::axpy(hi - lo, wk, row + q0, out + lo);
+            else
+              for (size_t ow = lo; ow < hi; ++ow) out[ow] += wk * row[q0 + (ow - lo) * g.sw];
           }
         }
-    for (size_t o = 0; o < Og; ++o) {
-      const size_t oc = grp * Og + o;
-      T* yo = y + oc * P;
-      const T* wo = w + oc * K;
-      for (size_t p = 0; p < P; ++p) yo[p] = T(0);
-      for (size_t k = 0; k < K; ++k) kernels::simd::axpy(P, wo[k], col + k * P, yo);
-      for (size_t p = 0; p < P; ++p) yo[p] += b[oc];
     }
+    for (size_t p = 0; p < P; ++p) yo[p] += b[oc];
   }
 }
 

@@ -14,18 +14,20 @@ namespace nnlens::kernels::simd {
 inline constexpr std::size_t bytes = 64;
 #elif defined(__AVX__)
 inline constexpr std::size_t bytes = 32;
+#elif defined(__arm__) && !defined(__ARM_NEON) && !defined(__ARM_FEATURE_MVE)
+inline constexpr std::size_t bytes = 0;  // no vector unit (Cortex-M0..M7): one element per "vector"
 #else
 inline constexpr std::size_t bytes = 16;
 #endif
 
 template <class T>
 struct vec_of {
-  typedef T type __attribute__((vector_size(bytes)));
+  typedef T type __attribute__((vector_size(bytes == 0 ? sizeof(T) : bytes)));
 };
 template <class T>
 using vec = typename vec_of<T>::type;
 template <class T>
-inline constexpr std::size_t width = bytes / sizeof(T);
+inline constexpr std::size_t width = bytes == 0 ? 1 : bytes / sizeof(T);
 
 // g++ 12 reports -Warray-bounds for a full-width load from an array shorter than one vector even
 // on paths its own loop bounds (i + width <= n) make unreachable, once constant sizes are inlined
