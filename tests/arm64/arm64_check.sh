@@ -4,8 +4,9 @@
 # aarch64-linux-gnu.cmake sets them) and run under qemu-aarch64 (Debian qemu-user), with the same
 # tolerances as on x86.  The selection: forward/backward on static and dynamic networks, field
 # reflection, LRP and IDC, NC/KMNC/NBC/SNAC/TKNC, the NNet reader and ExactLine on the real ACAS Xu
-# networks, NNSlicer's rules, int8 quantisation.  Not in it (yet): ONNX (no ARM protobuf here),
-# DFlare, codegen round trips.
+# networks, NNSlicer's rules, int8 quantisation, DFlare (its searches, and against an int8 twin).
+# Not in it: ONNX (no ARM protobuf here); codegen's round trip through a compiler (test_reflect
+# checks the generated text; tests/firmware compiles a generated header for a Cortex-M).
 #   arm64_check.sh SOURCE_DIR SHARED_DIR FASHION_DIR OUT_DIR [CXX] [QEMU]
 set -euo pipefail
 src=$1 shared=$2 fashion=$3 out=$4 cxx=${5:-aarch64-linux-gnu-g++} qemu=${6:-qemu-aarch64}
@@ -13,7 +14,7 @@ mkdir -p "$out/o"
 files=(tests/main.cpp tests/core/test_network.cpp tests/core/test_reflect.cpp tests/coverage/test_lrp.cpp
        tests/coverage/test_idc.cpp tests/coverage/test_neuron_coverage.cpp tests/io/test_nnet.cpp
        tests/compress/test_quantize.cpp tests/exactline/test_exactline_models.cpp
-       tests/slicing/test_nnslicer_rules.cpp)
+       tests/slicing/test_nnslicer_rules.cpp tests/difftest/test_dflare.cpp)
 jobs=$(nproc 2>/dev/null || echo 2)
 start=$(date +%s)
 printf '%s\n' "${files[@]}" | xargs -P "$jobs" -I{} sh -c '

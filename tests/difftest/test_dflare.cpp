@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include <nnlens/compress/quantize.hpp>
 #include <nnlens/difftest/black_box.hpp>
 #include <nnlens/difftest/dflare.hpp>
 #include <nnlens/network/parameters.hpp>
@@ -517,5 +518,59 @@ TEST_CASE("dflare: more weight noise needs fewer queries per trigger (spec §6 o
     CAPTURE(sigmas[i]);
     CHECK(per_trigger[i] < per_trigger[i - 1]);
     CHECK(success[i] >= success[i - 1]);
+  }
+}
+
+TEST_CASE("dflare: triggers against the int8 twin (compress::quantize), each one re-checked on both models") {
+  const BandNet f = trained_band_net();
+  std::mt19937_64 rng(31);
+  std::uniform_real_distribution<float> u(0, 1);
+  xt::xarray<float> calib = xt::xarray<float>::from_shape({100, 1, 8, 8});
+  for (auto& e : calib) e = u(rng);
+  const auto q = compress::quantize(f, calib);  // int8 weights and activations, per channel
+  // the twin as a black box: softmax of its int8 logits, inputs in [0, 255] as for f
+  auto top1 = [](const xt::xarray<float>& y, std::size_t i) {
+    std::size_t b = 0;
+    for (std::size_t k = 1; k < y.shape()[1]; ++k)
+      if (y(i, k) > y(i, b)) b = k;
+    return b;
+  };
+  const black_box bg = wrap(
+      [&q](std::span<const float> x, std::size_t n, std::span<float> p) {
+        xt::xarray<float> X = xt::xarray<float>::from_shape({n, 1, 8, 8});
+        for (std::size_t i = 0; i < n * 64; ++i) X.data()[i] = x[i] / 255.0f;
+        const xt::xarray<float> y = q.forward(X);
+        for (std::size_t i = 0; i < n; ++i) {
+          float m = y(i, 0), s = 0;
+          for (std::size_t k = 1; k < 3; ++k) m = std::max(m, y(i, k));
+          for (std::size_t k = 0; k < 3; ++k) s += (p[i * 3 + k] = std::exp(y(i, k) - m));
+          for (std::size_t k = 0; k < 3; ++k) p[i * 3 + k] /= s;
+        }
+      },
+      64, 3, "int8");
+  const auto bf = wrap(f, "f", normalization::divide_by(255));
+  constexpr std::size_t n_seeds = 20;
+  std::uniform_int_distribution<int> v(0, 255);
+  std::vector<float> seeds(n_seeds * 64);
+  for (auto& e : seeds) e = float(v(rng));
+  dflare_options o;
+  o.image = {1, 8, 8};
+  o.max_queries = 2000;
+  o.max_seconds = 0;
+  o.seed = 37;
+  const auto r = dflare(bf, bg, seeds, n_seeds, o);
+  const auto s = r.summary();
+  CHECK(s.failed == 0);
+  MESSAGE(s.found, "/", s.searched, " seeds found a trigger against the int8 twin");
+  REQUIRE(s.found > 0);
+  for (const auto& sr : r.seeds) {
+    if (!sr.found()) continue;
+    REQUIRE(sr.input.size() == 64);
+    xt::xarray<float> X = xt::xarray<float>::from_shape({1, 1, 8, 8});
+    for (std::size_t i = 0; i < 64; ++i) X.data()[i] = sr.input[i] / 255.0f;
+    const std::size_t lf = top1(forward(f, X), 0), lg = top1(q.forward(X), 0);
+    CHECK(lf != lg);  // a real disagreement, not a bookkeeping one
+    CHECK(lf == sr.label_f);
+    CHECK(lg == sr.label_g);
   }
 }
