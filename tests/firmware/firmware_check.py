@@ -14,7 +14,9 @@ inference, and writes them to OUT/firmware.json.
 usage: firmware_check.py --tool BIN --src ROOT --out DIR [--cxx arm-none-eabi-g++]
          [--qemu qemu-system-arm] [--count 20] [--tol 1e-5] [--demo-data FASHION_MNIST_DIR]
          --model NAME=PATH[@lo:hi,lo:hi,...] ...   (ranges per input element; default 0:1)
---demo-data trains the demo's LeNet-5 for one epoch (`nnlens demo`) and checks its .nnlw too.
+--demo-data trains the demo's LeNet-5 for one epoch (`nnlens demo`) and checks its .nnlw too;
+--make-model NAME=EXE runs `EXE OUT/NAME.onnx` (tests/firmware/every_op.cpp: every supported layer
+form) and checks that model, inputs in [-1, 1].
 exit: 0 pass, 1 a check failed, 77 a tool is missing (ctest SKIP_RETURN_CODE)
 """
 import argparse
@@ -144,6 +146,8 @@ def main():
     p.add_argument("--count", type=int, default=20)
     p.add_argument("--tol", type=float, default=1e-5)
     p.add_argument("--model", action="append", default=[])
+    p.add_argument("--make-model", action="append", default=[],
+                   help="NAME=EXE: run `EXE OUT/NAME.onnx` and check that model too")
     p.add_argument("--demo-data", help="Fashion-MNIST: also train the demo's LeNet-5 (`nnlens demo --epochs 1`) "
                                        "and run its .nnlw")
     a = p.parse_args()
@@ -162,8 +166,13 @@ def main():
             sys.stderr.write("firmware_check: the demo wrote no .nnlw\n")
             return 1
         a.model.append("demo_lenet5=" + os.path.join(cache, nnlw[0]))
+    for m in a.make_model:
+        name, exe = m.split("=", 1)
+        path = os.path.join(a.out, name + ".onnx")
+        run([exe, path])
+        a.model.append(f"{name}={path}@-1:1")
     if not a.model:
-        p.error("no --model and no --demo-data")
+        p.error("no --model, --make-model or --demo-data")
     results = []
     for m in a.model:
         name, rest = m.split("=", 1)
