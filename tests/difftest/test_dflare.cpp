@@ -438,11 +438,25 @@ std::size_t band_label(const float* x) {
   return std::size_t(std::max_element(m, m + 3) - m);
 }
 
-BandNet trained_band_net() {
-  std::mt19937_64 rng(11);
+/// n images [n, 1, 8, 8] of uniform noise in [0, 1) from seed.
+xt::xarray<float> uniform_images(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> u(0, 1);
-  xt::xarray<float> x = xt::xarray<float>::from_shape({600, 1, 8, 8});
+  xt::xarray<float> x = xt::xarray<float>::from_shape({n, 1, 8, 8});
   for (auto& e : x) e = u(rng);
+  return x;
+}
+
+/// The first maximum of row i of y [n, classes].
+std::size_t top1(const xt::xarray<float>& y, std::size_t i) {
+  std::size_t b = 0;
+  for (std::size_t k = 1; k < y.shape()[1]; ++k)
+    if (y(i, k) > y(i, b)) b = k;
+  return b;
+}
+
+BandNet trained_band_net() {
+  const xt::xarray<float> x = uniform_images(600, 11);
   std::vector<std::uint8_t> y(600);
   for (std::size_t i = 0; i < 600; ++i) y[i] = std::uint8_t(band_label(x.data() + i * 64));
   BandNet net;
@@ -468,18 +482,10 @@ TEST_CASE("dflare: more weight noise needs fewer queries per trigger (spec §6 o
   const BandNet f = trained_band_net();
   // f learned the task: the trend is measured on a model with real decision regions
   {
-    std::mt19937_64 rng(21);
-    std::uniform_real_distribution<float> u(0, 1);
-    xt::xarray<float> x = xt::xarray<float>::from_shape({500, 1, 8, 8});
-    for (auto& e : x) e = u(rng);
-    const auto y = forward(f, x);
+    const xt::xarray<float> x = uniform_images(500, 21);
+    const xt::xarray<float> y = forward(f, x);
     std::size_t right = 0;
-    for (std::size_t i = 0; i < 500; ++i) {
-      std::size_t b = 0;
-      for (std::size_t k = 1; k < 3; ++k)
-        if (y(i, k) > y(i, b)) b = k;
-      right += b == band_label(x.data() + i * 64);
-    }
+    for (std::size_t i = 0; i < 500; ++i) right += top1(y, i) == band_label(x.data() + i * 64);
     CHECK(right >= 400);  // >= 80% on fresh images (chance: 33%)
   }
   const auto bf = wrap(f, "f", normalization::divide_by(255));
@@ -523,18 +529,8 @@ TEST_CASE("dflare: more weight noise needs fewer queries per trigger (spec §6 o
 
 TEST_CASE("dflare: triggers against the int8 twin (compress::quantize), each one re-checked on both models") {
   const BandNet f = trained_band_net();
-  std::mt19937_64 rng(31);
-  std::uniform_real_distribution<float> u(0, 1);
-  xt::xarray<float> calib = xt::xarray<float>::from_shape({100, 1, 8, 8});
-  for (auto& e : calib) e = u(rng);
-  const auto q = compress::quantize(f, calib);  // int8 weights and activations, per channel
+  const auto q = compress::quantize(f, uniform_images(100, 31));  // int8 weights and activations, per channel
   // the twin as a black box: softmax of its int8 logits, inputs in [0, 255] as for f
-  auto top1 = [](const xt::xarray<float>& y, std::size_t i) {
-    std::size_t b = 0;
-    for (std::size_t k = 1; k < y.shape()[1]; ++k)
-      if (y(i, k) > y(i, b)) b = k;
-    return b;
-  };
   const black_box bg = wrap(
       [&q](std::span<const float> x, std::size_t n, std::span<float> p) {
         xt::xarray<float> X = xt::xarray<float>::from_shape({n, 1, 8, 8});
@@ -550,6 +546,7 @@ TEST_CASE("dflare: triggers against the int8 twin (compress::quantize), each one
       64, 3, "int8");
   const auto bf = wrap(f, "f", normalization::divide_by(255));
   constexpr std::size_t n_seeds = 20;
+  std::mt19937_64 rng(32);
   std::uniform_int_distribution<int> v(0, 255);
   std::vector<float> seeds(n_seeds * 64);
   for (auto& e : seeds) e = float(v(rng));
