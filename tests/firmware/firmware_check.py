@@ -20,6 +20,7 @@ form) and checks that model, inputs in [-1, 1].
 exit: 0 pass, 1 a check failed, 77 a tool is missing (ctest SKIP_RETURN_CODE)
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import random
@@ -145,6 +146,7 @@ def main():
     p.add_argument("--qemu", default="qemu-system-arm")
     p.add_argument("--count", type=int, default=20)
     p.add_argument("--tol", type=float, default=1e-5)
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="models checked at a time")
     p.add_argument("--model", action="append", default=[])
     p.add_argument("--make-model", action="append", default=[],
                    help="NAME=EXE: run `EXE OUT/NAME.onnx` and check that model too")
@@ -173,7 +175,7 @@ def main():
         a.model.append(f"{name}={path}@-1:1")
     if not a.model:
         p.error("no --model, --make-model or --demo-data")
-    results = []
+    todo = []
     for m in a.model:
         name, rest = m.split("=", 1)
         path, _, spec = rest.partition("@")
@@ -181,12 +183,14 @@ def main():
             print(f"firmware_check: {path} not found: {name} skipped")
             continue
         ranges = [tuple(float(v) for v in r.split(":")) for r in spec.split(",")] if spec else [(0.0, 1.0)]
-        r = check_model(a, name, path, ranges)
-        if r is None:
-            return 1
-        results.append(r)
-    if not results:
+        todo.append((name, path, ranges))
+    if not todo:
         return 77
+    # the models are independent: --jobs of them at a time (each is a few subprocesses)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
+        results = list(pool.map(lambda t: check_model(a, *t), todo))
+    if any(r is None for r in results):
+        return 1
     print("| model | flash B (.text + .rodata + .data) | RAM B (.data + .bss + peak stack) | ticks / inference "
           "(25 MHz, qemu -icount) | max rel. diff vs host |")
     print("|---|---|---|---|---|")
