@@ -11,10 +11,7 @@
 set -euo pipefail
 src=$1 shared=$2 fashion=$3 out=$4 cxx=${5:-aarch64-linux-gnu-g++} qemu=${6:-qemu-aarch64}
 mkdir -p "$out/o"
-files=(tests/main.cpp tests/core/test_network.cpp tests/core/test_reflect.cpp tests/coverage/test_lrp.cpp
-       tests/coverage/test_idc.cpp tests/coverage/test_neuron_coverage.cpp tests/io/test_nnet.cpp
-       tests/compress/test_quantize.cpp tests/exactline/test_exactline_models.cpp
-       tests/slicing/test_nnslicer_rules.cpp tests/difftest/test_dflare.cpp)
+mapfile -t files < <(grep -v '^\s*#' "$src/tests/portable_tests.txt" | grep -v '^\s*$')  # the selection
 jobs=$(nproc 2>/dev/null || echo 2)
 start=$(date +%s)
 printf '%s\n' "${files[@]}" | xargs -P "$jobs" -I{} sh -c '
