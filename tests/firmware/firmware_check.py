@@ -13,7 +13,8 @@ inference, and writes them to OUT/firmware.json.
 
 usage: firmware_check.py --tool BIN --src ROOT --out DIR [--cxx arm-none-eabi-g++]
          [--qemu qemu-system-arm] [--count 20] [--tol 1e-5] [--demo-data FASHION_MNIST_DIR]
-         --model NAME=PATH[@lo:hi,lo:hi,...] ...   (ranges per input element; default 0:1)
+         --model NAME=PATH[@lo:hi,lo:hi,...][%f64] ...   (ranges per input element, default 0:1;
+                                                    %f64: a double network, run in software on the M4)
 --demo-data trains the demo's LeNet-5 for one epoch (`nnlens demo`) and checks its .nnlw too;
 --make-model NAME=EXE runs `EXE OUT/NAME.onnx` (tests/firmware/every_op.cpp: every supported layer
 form) and checks that model, inputs in [-1, 1].
@@ -50,11 +51,11 @@ def sections(size_exe, elf):
     return out
 
 
-def check_model(a, name, path, ranges):
+def check_model(a, name, path, ranges, precision):
     out = os.path.join(a.out, name)
     os.makedirs(out, exist_ok=True)
     hdr = os.path.join(out, "model.hpp")
-    run([a.tool, "codegen", path, "-o", hdr, "--name", "model", "--freestanding"])
+    run([a.tool, "codegen", path, "-o", hdr, "--name", "model", "--freestanding", "--precision", precision])
     text = open(hdr).read()
     n_in = int(text.split("input_size = ")[1].split(",")[0])
     n_out = int(text.split("output_size = ")[1].split(";")[0])
@@ -79,7 +80,7 @@ def check_model(a, name, path, ranges):
             f.write("  {" + ", ".join(repr(v) + "f" for v in row) + "},\n")
         f.write("};\n")
     expected_csv = os.path.join(out, "expected.csv")
-    run([a.tool, "run", path, "-i", csv, "-o", expected_csv, "--no-header", "--no-progress"])
+    run([a.tool, "run", path, "-i", csv, "-o", expected_csv, "--no-header", "--no-progress", "--precision", precision])
     expected = [[float(v) for v in line.split(",")] for line in open(expected_csv).read().split() if line]
 
     here = os.path.dirname(os.path.abspath(__file__))
@@ -121,10 +122,11 @@ def check_model(a, name, path, ranges):
             worst = max(worst, abs(g - e) / max(1.0, abs(e)))
     t = tail[0].split()
     stack, malloc_calls = int(t[1]), int(t[3])
-    ok = worst <= a.tol and malloc_calls == 0 and "status_checks ok" in tail[0]
+    tol = a.tol if precision == "f32" else min(a.tol, 1e-12)  # double: the same arithmetic in software
+    ok = worst <= tol and malloc_calls == 0 and "status_checks ok" in tail[0]
     ticks.sort()
     res = {
-        "model": name, "inputs": a.count, "outputs": n_out, "max_rel_diff": worst, "pass": ok,
+        "model": name, "precision": precision, "inputs": a.count, "outputs": n_out, "max_rel_diff": worst, "pass": ok,
         "text": sec.get(".text", 0), "rodata": sec.get(".rodata", 0), "data": sec.get(".data", 0),
         "bss": sec.get(".bss", 0), "stack_peak": stack, "malloc_calls": malloc_calls,
         "flash": sec.get(".text", 0) + sec.get(".rodata", 0) + sec.get(".data", 0),
@@ -178,12 +180,13 @@ def main():
     todo = []
     for m in a.model:
         name, rest = m.split("=", 1)
+        rest, _, precision = rest.partition("%")
         path, _, spec = rest.partition("@")
         if not os.path.exists(path):
             print(f"firmware_check: {path} not found: {name} skipped")
             continue
         ranges = [tuple(float(v) for v in r.split(":")) for r in spec.split(",")] if spec else [(0.0, 1.0)]
-        todo.append((name, path, ranges))
+        todo.append((name, path, ranges, precision or "f32"))
     if not todo:
         return 77
     # the models are independent: --jobs of them at a time (each is a few subprocesses)
