@@ -1,14 +1,17 @@
 // Shared by the DFlare tests (test_dflare, test_lockstep, test_thrust_dflare): check_identical (two
 // DFlare results are the same search, every field but the wall-clock seconds) and the brightness
 // pair on 4x4 images (a pair of black boxes that differ by construction where the mean is between
-// their thresholds).
+// their thresholds); pixels (seeded random images in [0, 255]) and search_options (a query
+// budget per seed, no time budget, an RNG seed).
 #pragma once
 
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
+#include <random>
 #include <span>
 #include <string>
 #include <utility>
@@ -63,15 +66,28 @@ inline nnlens::difftest::black_box brightness(double threshold, std::string name
   }, brightness_img.size(), 2, std::move(name));
 }
 
-/// Options for the brightness pair: a query budget of q per seed, no time budget, RNG seed 7.
-inline nnlens::difftest::dflare_options brightness_budget(std::size_t q) {
+/// count pixel values, uniform integers in [0, 255] from seed.
+inline std::vector<float> pixels(std::size_t count, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> v(0, 255);
+  std::vector<float> x(count);
+  for (auto& e : x) e = float(v(rng));
+  return x;
+}
+
+/// Options for images of shape img: a query budget of q per seed, no time budget, RNG seed.
+inline nnlens::difftest::dflare_options search_options(nnlens::difftest::image_shape img, std::size_t q,
+                                                       std::uint64_t seed) {
   nnlens::difftest::dflare_options o;
-  o.image = brightness_img;
+  o.image = img;
   o.max_queries = q;
   o.max_seconds = 0;
-  o.seed = 7;
+  o.seed = seed;
   return o;
 }
+
+/// Options for the brightness pair: a query budget of q per seed, no time budget, RNG seed 7.
+inline nnlens::difftest::dflare_options brightness_budget(std::size_t q) { return search_options(brightness_img, q, 7); }
 
 /// One brightness_img per value, every pixel that value.
 inline std::vector<float> constant_seeds(std::initializer_list<float> values) {

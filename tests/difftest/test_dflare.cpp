@@ -27,6 +27,8 @@ using namespace nnlens::difftest;
 namespace {
 
 using nnlens_test::check_identical;
+using nnlens_test::pixels;
+using nnlens_test::search_options;
 using MLP = Sequential<Input<5>, Dense<7>, ReLU, Dense<3>>;
 }  // namespace
 
@@ -490,15 +492,8 @@ TEST_CASE("dflare: more weight noise needs fewer queries per trigger (spec §6 o
   }
   const auto bf = wrap(f, "f", normalization::divide_by(255));
   constexpr std::size_t n_seeds = 30, twins = 4, budget = 400;
-  std::mt19937_64 rng(23);
-  std::uniform_int_distribution<int> v(0, 255);
-  std::vector<float> seeds(n_seeds * 64);
-  for (auto& e : seeds) e = float(v(rng));
-  dflare_options o;
-  o.image = {1, 8, 8};
-  o.max_queries = budget;
-  o.max_seconds = 0;
-  o.seed = 29;
+  const std::vector<float> seeds = pixels(n_seeds * 64, 23);
+  const dflare_options o = search_options({1, 8, 8}, budget, 29);
   const double sigmas[] = {0.02, 0.05, 0.15, 0.4};
   std::vector<double> per_trigger, success;
   for (double sigma : sigmas) {
@@ -546,15 +541,8 @@ TEST_CASE("dflare: triggers against the int8 twin (compress::quantize), each one
       64, 3, "int8");
   const auto bf = wrap(f, "f", normalization::divide_by(255));
   constexpr std::size_t n_seeds = 20;
-  std::mt19937_64 rng(32);
-  std::uniform_int_distribution<int> v(0, 255);
-  std::vector<float> seeds(n_seeds * 64);
-  for (auto& e : seeds) e = float(v(rng));
-  dflare_options o;
-  o.image = {1, 8, 8};
-  o.max_queries = 2000;
-  o.max_seconds = 0;
-  o.seed = 37;
+  const std::vector<float> seeds = pixels(n_seeds * 64, 32);
+  const dflare_options o = search_options({1, 8, 8}, 2000, 37);
   const auto r = dflare(bf, bg, seeds, n_seeds, o);
   const auto s = r.summary();
   CHECK(s.failed == 0);

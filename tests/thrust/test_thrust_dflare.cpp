@@ -29,19 +29,12 @@ using namespace nnlens::difftest;
 namespace {
 
 using nnlens_test::check_identical;
+using nnlens_test::pixels;
 
 using LeNet5 = Sequential<Input<1, 28, 28>, Conv2D<6, 5, 1, 2>, ReLU, MaxPool2D<2>, Conv2D<16, 5>, ReLU, MaxPool2D<2>,
                           Flatten, Dense<120>, ReLU, Dense<84>, ReLU, Dense<10>>;
 using Small = Sequential<Input<1, 8, 8>, Conv2D<4, 3>, ReLU, MaxPool2D<2>, Flatten, Dense<16>, ReLU, Dense<3>>;
 using RGB = Sequential<Input<3, 6, 6>, Conv2D<20, 3, 1, 1>, ReLU, Flatten, Dense<5>>;  // wide conv: the GEMM kernel
-
-std::vector<float> pixels(std::size_t count, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int> v(0, 255);
-  std::vector<float> x(count);
-  for (auto& e : x) e = float(v(rng));
-  return x;
-}
 
 double max_diff(const black_box& a, const black_box& b, std::span<const float> x, std::size_t n) {
   std::vector<float> p(n * a.classes), q(n * b.classes);

@@ -84,6 +84,15 @@ inline void check_codegen_names(const codegen_options& o) {
     rest.remove_prefix(p + 2);
   }
 }
+/// The checks of both generators: the names (above), an input shape, weights that fit the shapes
+/// (shape_error from validate() otherwise).  who: "codegen" or "codegen --freestanding".
+template <class T>
+void check_codegen_input(const basic_dynamic_network<T>& net, const codegen_options& o, const char* who) {
+  check_codegen_names(o);
+  if (net.input_shape().rank == 0) throw value_error(std::string(who) + ": the network has no input shape");
+  basic_dynamic_network<T> checked = net;
+  checked.validate();
+}
 /// Writes text to path (throws io_error if it cannot).
 inline void write_text(const std::filesystem::path& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
@@ -102,12 +111,7 @@ inline std::string shape_args(shape s) {
 /// The header text for `net` (see the file comment).
 template <class T>
 std::string generate_header(const basic_dynamic_network<T>& net, const codegen_options& o = {}) {
-  detail::check_codegen_names(o);
-  if (net.input_shape().rank == 0) throw value_error("codegen: the network has no input shape");
-  {
-    basic_dynamic_network<T> checked = net;  // the weights must fit the shapes (shape_error otherwise)
-    checked.validate();
-  }
+  detail::check_codegen_input(net, o, "codegen");
   codegen_context c(detail::scalar_name<T>());
   std::string type = "nnlens::Sequential<nnlens::Input<" + detail::shape_args(net.input_shape()) + ">";
   for (std::size_t i = 0; i < net.size(); ++i) {

@@ -61,7 +61,7 @@ struct freestanding_context {
   std::string scalar;    // "float" or "double"
   std::string where;     // "layer 3 (Dense)", for errors
   std::string arrays;    // the weights namespace's members
-  std::string body;      // forward()'s statements
+  std::string body;      // forward()'s statements, indented as in the function
   std::size_t next = 0;  // array counter
   std::size_t buffer = 0;  // largest activation, elements
   std::string cur = "x";  // where the current activation is: "x" (the const input), "a" or "b"
@@ -89,7 +89,7 @@ struct freestanding_context {
   /// Makes the current activation writable (an in-place op on the input copies it first).
   void writable(std::size_t n) {
     if (cur != "x") return;
-    body += "  nnlens::fw::copy(x, " + std::to_string(n) + ", a);\n";
+    body += "    nnlens::fw::copy(x, " + std::to_string(n) + ", a);\n";
     cur = "a";
   }
 };
@@ -139,7 +139,7 @@ void freestanding_layer(const L& l, shape in, shape out, freestanding_context& c
   const std::size_t n_in = in.size(), n_out = out.size();
   const std::string ni = std::to_string(n_in), no = std::to_string(n_out);
   if constexpr (reshape_only_v<L>) {
-    c.body += "  // " + c.where + ": reshape only\n";
+    c.body += "    // " + c.where + ": reshape only\n";
   } else if constexpr (WeightLayer<L> && has_window_geometry<L>) {
     const conv_geometry g = layer_traits<L>::geometry_of(&l);
     if (in.rank != 3 || out.rank != 3) throw value_error(c.where + ": a windowed weight layer needs [C,H,W] shapes");
@@ -148,14 +148,14 @@ void freestanding_layer(const L& l, shape in, shape out, freestanding_context& c
                                                                              g.stride_h, g.stride_w, g.pad_top, g.pad_left,
                                                                              g.dilation_h, g.dilation_w, g.groups}) + "}";
     const std::string dst = c.other();
-    c.body += "  nnlens::fw::conv2d(" + c.cur + ", " + dims + ", " + w + ", " + b + ", " + dst + ");  // " + c.where + "\n";
+    c.body += "    nnlens::fw::conv2d(" + c.cur + ", " + dims + ", " + w + ", " + b + ", " + dst + ");  // " + c.where + "\n";
     c.cur = dst;
   } else if constexpr (WeightLayer<L>) {
     if (l.W.dimension() != 2 || l.W.shape()[0] != n_in || l.W.shape()[1] != n_out)
       throw value_error(c.where + ": a weight layer without windows needs W [in, out]");
     const std::string w = c.array(l.W.data(), l.W.size(), "W"), b = c.array(l.b.data(), l.b.size(), "b");
     const std::string dst = c.other();
-    c.body += "  nnlens::fw::dense(" + c.cur + ", " + ni + ", " + w + ", " + b + ", " + no + ", " + dst + ");  // " + c.where + "\n";
+    c.body += "    nnlens::fw::dense(" + c.cur + ", " + ni + ", " + w + ", " + b + ", " + no + ", " + dst + ");  // " + c.where + "\n";
     c.cur = dst;
   } else if constexpr (PoolingWindow<L>) {
     const pool_geometry g = pooling_windows(l, in);
@@ -164,14 +164,14 @@ void freestanding_layer(const L& l, shape in, shape out, freestanding_context& c
                                                                          g.stride_w, g.pad_top, g.pad_left, g.pad_bottom, g.pad_right});
     dims += std::string(mean ? ", true" : ", false") + (g.count_include_pad ? ", true}" : ", false}");
     const std::string dst = c.other();
-    c.body += "  nnlens::fw::pool(" + c.cur + ", " + dims + ", " + dst + ");  // " + c.where + "\n";
+    c.body += "    nnlens::fw::pool(" + c.cur + ", " + dims + ", " + dst + ");  // " + c.where + "\n";
     c.cur = dst;
   } else if constexpr (ElementwiseAffine<L>) {
     const affine_coefficients<T> k = layer_traits<L>::template elementwise_affine<T>(l, in);
     const std::string s = c.array(k.scale, "scale"), h = c.array(k.shift, "shift");
     const std::string ctr = k.center.empty() ? "nullptr" : c.array(k.center, "center");
     c.writable(n_in);
-    c.body += "  nnlens::fw::affine(" + c.cur + ", " + ni + ", " + std::to_string(k.scale.size()) + ", " + ctr + ", " + s + ", " + h +
+    c.body += "    nnlens::fw::affine(" + c.cur + ", " + ni + ", " + std::to_string(k.scale.size()) + ", " + ctr + ", " + s + ", " + h +
               ");  // " + c.where + "\n";
   } else if constexpr ((ElementwiseMap<L> || ParametricMap<L>) && requires { pwl_rule<L>::knots(l); }) {
     std::vector<double> knots;
@@ -192,7 +192,7 @@ void freestanding_layer(const L& l, shape in, shape out, freestanding_context& c
     const std::string kn = c.array(narrow<T>(knots), "knots"), s = c.array(narrow<T>(slope), "slopes"),
                       ic = c.array(narrow<T>(icept), "intercepts");
     c.writable(n_in);
-    c.body += "  nnlens::fw::pwl_map(" + c.cur + ", " + ni + ", " + std::to_string(groups) + ", " + kn + ", " +
+    c.body += "    nnlens::fw::pwl_map(" + c.cur + ", " + ni + ", " + std::to_string(groups) + ", " + kn + ", " +
               std::to_string(knots.size()) + ", " + s + ", " + ic + ");  // " + c.where + "\n";
   } else if constexpr (output_is_distribution_v<L>) {
     throw value_error(c.where + ": has no freestanding form (its output is a distribution); generate the network "
@@ -209,12 +209,7 @@ void freestanding_layer(const L& l, shape in, shape out, freestanding_context& c
 /// The freestanding header text for `net` (see the file comment).
 template <class T>
 std::string generate_freestanding_header(const basic_dynamic_network<T>& net, const codegen_options& o = {}) {
-  detail::check_codegen_names(o);
-  if (net.input_shape().rank == 0) throw value_error("codegen --freestanding: the network has no input shape");
-  {
-    basic_dynamic_network<T> checked = net;
-    checked.validate();
-  }
+  detail::check_codegen_input(net, o, "codegen --freestanding");
   detail::freestanding_context c;
   c.scalar = detail::scalar_name<T>();
   for (std::size_t i = 0; i < net.size(); ++i) {
@@ -249,9 +244,7 @@ std::string generate_freestanding_header(const basic_dynamic_network<T>& net, co
     << "    if (!x || !y || !work) return nnlens::fw::status::null_argument;\n"
     << "    if (!nnlens::fw::all_finite(x, input_size)) return nnlens::fw::status::non_finite_input;\n"
     << "    " << s << "* a = work;\n    " << s << "* b = work + " << buf << ";\n    (void)a, (void)b;\n";
-  std::string body = c.body;
-  for (std::size_t p = 0; (p = body.find("\n  ", p)) != std::string::npos; p += 3) body.insert(p + 1, "  ");
-  h << "  " << body;
+  h << c.body;
   h << "    nnlens::fw::copy(" << c.cur << ", output_size, y);\n"
     << "    return nnlens::fw::status::ok;\n  }\n\n"
     << "  /// The same with a static work area (.bss; not reentrant).\n"

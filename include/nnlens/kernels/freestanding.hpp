@@ -168,13 +168,13 @@ void pool(const T* x, const pool_dims& g, T* y) {
 template <class T>
 void pwl_map(T* x, size_t n, size_t groups, const T* knots, size_t nk, const T* slope, const T* icept) {
   const size_t per = n / groups;
-  for (size_t e = 0; e < n; ++e) {
-    const T v = x[e];
-    size_t j = 0;
-    while (j < nk && v > knots[j]) ++j;
-    const size_t t = (e / per) * (nk + 1) + j;
-    x[e] = slope[t] * v + icept[t];
-  }
+  for (size_t g = 0; g < groups; ++g, x += per, slope += nk + 1, icept += nk + 1)
+    for (size_t e = 0; e < per; ++e) {
+      const T v = x[e];
+      size_t j = 0;
+      while (j < nk && v > knots[j]) ++j;
+      x[e] = slope[j] * v + icept[j];
+    }
 }
 
 /// In place: x[e] = (x[e] - center[k]) * scale[k] + shift[k], k = e / (n / groups); center null:
@@ -182,9 +182,12 @@ void pwl_map(T* x, size_t n, size_t groups, const T* knots, size_t nk, const T* 
 template <class T>
 void affine(T* x, size_t n, size_t groups, std::type_identity_t<const T*> center, const T* scale, const T* shift) {
   const size_t per = n / groups;
-  for (size_t e = 0; e < n; ++e) {
-    const size_t k = e / per;
-    x[e] = center ? (x[e] - center[k]) * scale[k] + shift[k] : x[e] * scale[k] + shift[k];
+  for (size_t k = 0; k < groups; ++k, x += per) {
+    const T s = scale[k], h = shift[k];
+    if (center)
+      for (size_t e = 0; e < per; ++e) x[e] = (x[e] - center[k]) * s + h;
+    else
+      for (size_t e = 0; e < per; ++e) x[e] = x[e] * s + h;
   }
 }
 
