@@ -130,7 +130,8 @@ void sa_sqdist_chunks(const double* const* y, std::size_t nq, std::size_t d, con
         const std::size_t qn = std::min<std::size_t>(4, nq - q0);
         const double* yq[4];
         for (std::size_t q = 0; q < 4; ++q) yq[q] = y[q0 + std::min(q, qn - 1)];
-        V a[4][2] = {};
+        V a[4][2];
+        for (auto& aq : a) aq[0] = aq[1] = simd::zero<double>();
         const double* r = R + c0 + jj;
         for (std::size_t k = 0; k < d; ++k, r += ld) {
           const V r0 = simd::load(r), r1 = simd::load(r + W);

@@ -25,8 +25,10 @@
 //           scalars; OH, OW are the geometry's out_h / out_w (the caller checked them).
 // ensures:  no division or modulo per element; vector copies when the stride is 1 (masked for
 //           short rows on AVX-512); every result is deterministic for given sizes, and col2im adds
-//           in the same (c, i, j) order per element on every path.  Portable code (GCC vector
-//           extensions, kernels/simd.hpp) everywhere; AVX-512 intrinsics only behind __AVX512F__.
+//           in the same (c, i, j) order per element on every path.  Portable code (xsimd batches,
+//           kernels/simd.hpp) everywhere; AVX-512 intrinsics only for masked loads and stores
+//           (which xsimd 8.1 lacks), behind __AVX512F__ in detail::masked_*, with the portable
+//           path beside them.
 #pragma once
 
 #include <algorithm>
@@ -227,8 +229,8 @@ inline void zero_row(T* dst, std::size_t n) {
     return;
   }
   std::size_t i = 0;
-  for (; i + N <= n; i += N) simd::store(dst + i, simd::vec<T>{});
-  if (i < n) simd::store(dst + n - N, simd::vec<T>{});
+  for (; i + N <= n; i += N) simd::store(dst + i, simd::zero<T>());
+  if (i < n) simd::store(dst + n - N, simd::zero<T>());
 }
 
 /// rows x n block copy: dst[r*dld + k] = src[r*sld + k] (no overlap; short rows without calls).
@@ -265,7 +267,7 @@ inline T sum(const T* x, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) s += x[i];
     return s;
   }
-  simd::vec<T> a0{}, a1{};
+  simd::vec<T> a0 = simd::zero<T>(), a1 = simd::zero<T>();
   std::size_t i = 0;
   for (; i + 2 * N <= n; i += 2 * N) {
     a0 += simd::load(x + i);
@@ -284,7 +286,9 @@ inline void gemm_nt_tile(std::size_t K, const T* A, std::size_t lda, const T* B,
                          std::size_t ldc) {
   using V = simd::vec<T>;
   constexpr std::size_t N = simd::width<T>;
-  V acc[R][S] = {};
+  V acc[R][S];
+  for (auto& row : acc)
+    for (V& a : row) a = simd::zero<T>();
   std::size_t k = 0;
   for (; k + N <= K; k += N) {
     V b[S];

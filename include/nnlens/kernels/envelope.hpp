@@ -43,16 +43,10 @@ void knot_breaks(std::span<const double> knots, const T* a, const T* b, std::siz
       // a vector of units at a time; look closer only where one crosses
       namespace simd = kernels::simd;
       constexpr std::size_t W = simd::width<T>;
-      using M = decltype(simd::vec<T>{} < simd::vec<T>{});
       const auto kv = simd::broadcast(k);
       for (; i + W <= n; i += W) {
         const auto va = simd::load(a + i), vb = simd::load(b + i);
-        const M m = ((va < kv) & (vb > kv)) | ((va > kv) & (vb < kv));
-        std::uint64_t w[sizeof(M) / 8];
-        std::memcpy(w, &m, sizeof m);
-        std::uint64_t any = 0;
-        for (std::size_t q = 0; q < sizeof(M) / 8; ++q) any |= w[q];
-        if (any)
+        if (simd::any(((va < kv) & (vb > kv)) | ((va > kv) & (vb < kv))))
           for (std::size_t l = 0; l < W; ++l) one(i + l);
       }
     }

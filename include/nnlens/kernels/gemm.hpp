@@ -7,8 +7,8 @@
 //           uninitialised C does not propagate).
 // ensures:  deterministic for a given build (summation order depends only on sizes).
 // Method: Goto-style blocking (KC x NC panels of B, MC x KC blocks of A, both packed into
-// thread-local buffers that grow once), an MR x NR register-tiled micro-kernel on vector
-// extensions, and a packing-free path for M == 1 (batch-1 inference), so the batch-1 path makes no
+// thread-local buffers that grow once), an MR x NR register-tiled micro-kernel on xsimd
+// batches (kernels/simd.hpp), and a packing-free path for M == 1 (batch-1 inference), so the batch-1 path makes no
 // heap allocation at all.
 #pragma once
 
@@ -94,7 +94,8 @@ inline void micro_kernel(std::size_t kc, const T* __restrict__ Ap, const T* __re
   using V = simd::vec<T>;
   constexpr std::size_t W = simd::width<T>;
   constexpr std::size_t MR = gemm_blocking<T>::MR;
-  V c00{}, c01{}, c10{}, c11{}, c20{}, c21{}, c30{}, c31{}, c40{}, c41{}, c50{}, c51{};
+  const V z = simd::zero<T>();
+  V c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z, c40 = z, c41 = z, c50 = z, c51 = z;
   for (std::size_t k = 0; k < kc; ++k) {
     const V b0 = simd::load(Bp + k * 2 * W);
     const V b1 = simd::load(Bp + k * 2 * W + W);

@@ -15,19 +15,20 @@
 // requires: K * 127 * 128 < 2^31 (K < 131,000: every layer of the supported models); C does not
 //           alias A or B.
 // ensures:  exact integer arithmetic: the result does not depend on the order of summation, so it
-//           is the same on every build and for every blocking.  With AVX2 (e.g. -march=native): k
-//           pairs packed as int16 and a 4 x 16 register tile of _mm256_madd_epi16 (vpdpwssd when
-//           AVX-VNNI is on; a 4 x 32 tile of 512-bit vpdpwssd with AVX-512 VNNI), packing buffers
-//           thread-local (grow once).  Elsewhere: plain loops in
-//           "axpy order" (row i of C += A[i,k] * row k of B) that g++ vectorises at -O3, skipping
-//           zero entries of A (pruned weights).
+//           is the same on every build and for every blocking.  With vectors of int32 (xsimd,
+//           kernels/simd.hpp: every x86-64 and aarch64 target): k pairs packed as int16 and 4 x 2
+//           vector register tiles of pair multiply-adds (detail::madd_pairs: vpmaddwd, vpdpwssd
+//           with AVX-VNNI or AVX-512 VNNI, else xsimd shifts and multiplies), packing buffers
+//           thread-local (grow once).  Without (a microcontroller, NNLENS_NO_SIMD): plain loops in
+//           "axpy order" (row i of C += A[i,k] * row k of B), skipping zero entries of A (pruned
+//           weights).
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-
+#include <type_traits>
 #include <vector>
 
 #if defined(__AVX2__)
@@ -35,6 +36,7 @@
 #endif
 
 #include "nnlens/kernels/conv.hpp"
+#include "nnlens/kernels/simd.hpp"
 
 namespace nnlens::kernels {
 
@@ -86,166 +88,174 @@ inline void gemm_s8_portable(std::size_t M, std::size_t N, std::size_t K, const 
   }
 }
 
-#if defined(__AVX2__)
+#if !defined(NNLENS_NO_SIMD)
 namespace detail {
+/// The int8 kernels' vectors: int32 lanes, each holding a pair of int16 (two k of one row or column).
+inline constexpr bool s8_vectors = simd::vector_of<std::int32_t>;
+using s8v = simd::vec<std::int32_t>;
+inline constexpr std::size_t s8_lanes = simd::width<std::int32_t>;
+
 /// Thread-local packing buffers (grow once).
-template <class T>
-inline std::vector<T>& s8_buffer(int which) {
-  thread_local std::vector<T> b[2];
+inline std::vector<std::int32_t>& s8_buffer(int which) {
+  thread_local std::vector<std::int32_t> b[2];
   return b[which];
 }
 
-/// R rows x 16 columns of C from k-pair-packed operands: ap[r][kp] holds (A[r][2kp], A[r][2kp+1])
-/// as two int16 in one int32; bp[kp][j] holds (B[2kp][j], B[2kp+1][j]) the same way.  One
-/// _mm256_madd_epi16 does 16 multiply-adds (vpdpwssd with AVX-VNNI fuses the add).
-template <std::size_t R>
-inline void s8_tile16(std::size_t Kp, const std::int32_t* ap, std::size_t lap, const std::int32_t* bp, std::size_t ldbp,
-                      std::int32_t* C, std::size_t ldc) {
-  __m256i acc[R][2];
-#pragma GCC unroll 8
-  for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-  for (std::size_t kp = 0; kp < Kp; ++kp) {
-    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + kp * ldbp));
-    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + kp * ldbp + 8));
-#pragma GCC unroll 8
-    for (std::size_t r = 0; r < R; ++r) {
-      const __m256i a = _mm256_set1_epi32(ap[r * lap + kp]);
-#if defined(__AVXVNNI__)
-      acc[r][0] = _mm256_dpwssd_avx_epi32(acc[r][0], b0, a);
-      acc[r][1] = _mm256_dpwssd_avx_epi32(acc[r][1], b1, a);
+/// acc + lo(b) lo(a) + hi(b) hi(a) per lane (lo, hi: the lane's two int16).  xsimd 8.1 has no
+/// such operation, so x86 gets its one instruction here (vpmaddwd, or vpdpwssd with AVX-VNNI /
+/// AVX-512 VNNI, which also adds); every other target the same sum from xsimd shifts and multiplies.
+template <class V>
+inline V madd_pairs(V acc, V b, V a) {
+#if defined(__AVX512BW__)
+  if constexpr (sizeof(V) == 64) {  // __m512i
+#if defined(__AVX512VNNI__)
+    return _mm512_dpwssd_epi32(acc, b, a);
 #else
-      acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(b0, a));
-      acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(b1, a));
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(b, a));
 #endif
-    }
-  }
-#pragma GCC unroll 8
-  for (std::size_t r = 0; r < R; ++r) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(C + r * ldc), acc[r][0]);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(C + r * ldc + 8), acc[r][1]);
+  } else
+#endif
+#if defined(__AVX2__)
+  if constexpr (sizeof(V) == 32) {  // __m256i
+#if defined(__AVXVNNI__)
+    return _mm256_dpwssd_avx_epi32(acc, b, a);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(b, a));
+#endif
+  } else
+#endif
+  {
+    const V blo = (b << 16) >> 16, alo = (a << 16) >> 16;  // arithmetic shifts: sign-extended
+    return acc + blo * alo + (b >> 16) * (a >> 16);
   }
 }
 
-#if defined(__AVX512BW__) && defined(__AVX512VNNI__)
-/// The same as s8_tile16 for R rows x 32 columns with 512-bit vpdpwssd (32 multiply-adds each).
-template <std::size_t R>
-inline void s8_tile32(std::size_t Kp, const std::int32_t* ap, std::size_t lap, const std::int32_t* bp, std::size_t ldbp,
-                      std::int32_t* C, std::size_t ldc) {
-  __m512i acc[R][2];
+/// R rows x NV vectors of C from k-pair-packed operands: ap[r][kp] holds (A[r][2kp], A[r][2kp+1])
+/// as two int16 in one int32; bp[kp][j] holds (B[2kp][j], B[2kp+1][j]) the same way.
+template <std::size_t R, std::size_t NV>
+inline void s8_tile(std::size_t Kp, const std::int32_t* ap, std::size_t lap, const std::int32_t* bp, std::size_t ldbp,
+                    std::int32_t* C, std::size_t ldc) {
+  constexpr std::size_t L = s8_lanes;
+  s8v acc[R][NV];
 #pragma GCC unroll 8
-  for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t v = 0; v < NV; ++v) acc[r][v] = simd::zero<std::int32_t>();
   for (std::size_t kp = 0; kp < Kp; ++kp) {
-    const __m512i b0 = _mm512_loadu_si512(bp + kp * ldbp);
-    const __m512i b1 = _mm512_loadu_si512(bp + kp * ldbp + 16);
+    s8v b[NV];
+    for (std::size_t v = 0; v < NV; ++v) b[v] = simd::load(bp + kp * ldbp + v * L);
 #pragma GCC unroll 8
     for (std::size_t r = 0; r < R; ++r) {
-      const __m512i a = _mm512_set1_epi32(ap[r * lap + kp]);
-      acc[r][0] = _mm512_dpwssd_epi32(acc[r][0], b0, a);
-      acc[r][1] = _mm512_dpwssd_epi32(acc[r][1], b1, a);
+      const s8v a = simd::broadcast(ap[r * lap + kp]);
+      for (std::size_t v = 0; v < NV; ++v) acc[r][v] = madd_pairs(acc[r][v], b[v], a);
     }
   }
 #pragma GCC unroll 8
-  for (std::size_t r = 0; r < R; ++r) {
-    _mm512_storeu_si512(C + r * ldc, acc[r][0]);
-    _mm512_storeu_si512(C + r * ldc + 16, acc[r][1]);
-  }
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t v = 0; v < NV; ++v) simd::store(C + r * ldc + v * L, acc[r][v]);
 }
-#endif
 
 inline std::int32_t s8_pair(std::int32_t lo, std::int32_t hi) {
   return std::int32_t(std::uint32_t(std::uint16_t(std::int16_t(lo))) | (std::uint32_t(std::uint16_t(std::int16_t(hi))) << 16));
 }
-}  // namespace detail
-#endif
 
-#if defined(__AVX2__)
-namespace detail {
-inline void pack_b_s8_into(std::size_t K, std::size_t N16, const std::int8_t* B, std::size_t ldb, std::int32_t* bp) {
+/// The columns gemm_s8 packs: whole vectors (the rest runs as plain loops).
+inline std::size_t s8_packed_cols(std::size_t N) { return N / s8_lanes * s8_lanes; }
+
+inline void pack_b_s8_into(std::size_t K, std::size_t Np, const std::int8_t* B, std::size_t ldb, std::int32_t* bp) {
   const std::size_t Kp = (K + 1) / 2;
   for (std::size_t kp = 0; kp < Kp; ++kp) {
     const std::size_t k = 2 * kp;
     const std::int8_t* b0 = B + k * ldb;
-    std::int32_t* d = bp + kp * N16;
+    std::int32_t* d = bp + kp * Np;
     if (k + 1 < K) {
       const std::int8_t* b1 = B + (k + 1) * ldb;
-      for (std::size_t j = 0; j < N16; ++j) d[j] = s8_pair(b0[j], b1[j]);
+      for (std::size_t j = 0; j < Np; ++j) d[j] = s8_pair(b0[j], b1[j]);
     } else {
-      for (std::size_t j = 0; j < N16; ++j) d[j] = s8_pair(b0[j], 0);
+      for (std::size_t j = 0; j < Np; ++j) d[j] = s8_pair(b0[j], 0);
     }
   }
 }
 }  // namespace detail
+#else
+namespace detail {
+inline constexpr bool s8_vectors = false;
+}
 #endif
 
 /// B [K, N] in the packed form gemm_s8 uses (pass it as `packed_b` to skip packing per call, e.g.
-/// for constant weights).  Empty where gemm_s8 does not pack (no AVX2, N < 16 or K < 2).
+/// for constant weights).  Empty where gemm_s8 does not pack (no vectors of int32, N below one
+/// vector, or K < 2).
 inline std::vector<std::int32_t> pack_b_s8(std::size_t K, std::size_t N, const std::int8_t* B, std::size_t ldb) {
   std::vector<std::int32_t> r;
-#if defined(__AVX2__)
-  if (N >= 16 && K >= 2) {
-    r.resize((K + 1) / 2 * (N / 16 * 16));
-    detail::pack_b_s8_into(K, N / 16 * 16, B, ldb, r.data());
+#if !defined(NNLENS_NO_SIMD)
+  if constexpr (detail::s8_vectors) {
+    if (N >= detail::s8_lanes && K >= 2) {
+      r.resize((K + 1) / 2 * detail::s8_packed_cols(N));
+      detail::pack_b_s8_into(K, detail::s8_packed_cols(N), B, ldb, r.data());
+    }
+    return r;
   }
-#else
-  (void)K, (void)N, (void)B, (void)ldb;
 #endif
+  (void)K, (void)N, (void)B, (void)ldb;
   return r;
 }
 
-/// C[M,N] = A[M,K] B[K,N], int8 operands, int32 result (overwritten).  With AVX2: both operands
-/// are packed as int16 pairs along k and multiplied with madd (16 multiply-adds per instruction);
-/// otherwise gemm_s8_portable.  Exact either way (the same integers).  packed_b: pack_b_s8(K, N,
-/// B, ldb), or nullptr to pack here (B is still read for the last N % 16 columns).
+/// C[M,N] = A[M,K] B[K,N], int8 operands, int32 result (overwritten).  With vectors of int32 (xsimd):
+/// both operands are packed as int16 pairs along k, and register tiles of 4 rows x 2 vectors (then
+/// 1 vector) of columns multiply-add pairs (detail::madd_pairs); the last columns (fewer than a
+/// vector) run as plain loops.  Otherwise gemm_s8_portable.  Exact either way (the same integers).
+/// packed_b: pack_b_s8(K, N, B, ldb), or nullptr to pack here.
 inline void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* A, std::size_t lda,
                     const std::int8_t* B, std::size_t ldb, std::int32_t* C, std::size_t ldc,
                     const std::int32_t* packed_b = nullptr) {
-#if defined(__AVX2__)
-  if (N < 16 || K < 2) return gemm_s8_portable(M, N, K, A, lda, B, ldb, C, ldc);
-  const std::size_t Kp = (K + 1) / 2, N16 = N / 16 * 16;
-  auto& apv = detail::s8_buffer<std::int32_t>(0);
-  if (apv.size() < M * Kp) apv.resize(M * Kp);
-  std::int32_t* ap = apv.data();
-  for (std::size_t i = 0; i < M; ++i) {
-    const std::int8_t* a = A + i * lda;
-    std::int32_t* d = ap + i * Kp;
-    for (std::size_t kp = 0; kp < K / 2; ++kp) d[kp] = detail::s8_pair(a[2 * kp], a[2 * kp + 1]);
-    if (K % 2) d[K / 2] = detail::s8_pair(a[K - 1], 0);
-  }
-  const std::int32_t* bp = packed_b;
-  if (!bp) {
-    auto& bpv = detail::s8_buffer<std::int32_t>(1);
-    if (bpv.size() < Kp * N16) bpv.resize(Kp * N16);
-    detail::pack_b_s8_into(K, N16, B, ldb, bpv.data());
-    bp = bpv.data();
-  }
-  std::size_t j0 = 0;
-#if defined(__AVX512BW__) && defined(__AVX512VNNI__)
-  for (; j0 + 32 <= N16; j0 += 32) {  // a 32-column strip of B stays in L1 across the rows
-    std::size_t i = 0;
-    for (; i + 4 <= M; i += 4) detail::s8_tile32<4>(Kp, ap + i * Kp, Kp, bp + j0, N16, C + i * ldc + j0, ldc);
-    for (; i < M; ++i) detail::s8_tile32<1>(Kp, ap + i * Kp, Kp, bp + j0, N16, C + i * ldc + j0, ldc);
-  }
-#endif
-  for (std::size_t j = j0; j < N16; j += 16) {  // a 16-column strip of B stays in L1 across the rows
-    std::size_t i = 0;
-    for (; i + 4 <= M; i += 4) detail::s8_tile16<4>(Kp, ap + i * Kp, Kp, bp + j, N16, C + i * ldc + j, ldc);
-    for (; i < M; ++i) detail::s8_tile16<1>(Kp, ap + i * Kp, Kp, bp + j, N16, C + i * ldc + j, ldc);
-  }
-  if (N16 < N) {  // the last < 16 columns
-    for (std::size_t r = 0; r < M; ++r) {
-      std::int32_t* c = C + r * ldc;
-      for (std::size_t j = N16; j < N; ++j) c[j] = 0;
-      for (std::size_t k = 0; k < K; ++k) {
-        const std::int32_t a = A[r * lda + k];
-        if (a == 0) continue;
-        for (std::size_t j = N16; j < N; ++j) c[j] += a * std::int32_t(B[k * ldb + j]);
+#if !defined(NNLENS_NO_SIMD)
+  if constexpr (detail::s8_vectors) {
+    constexpr std::size_t L = detail::s8_lanes;
+    if (N < L || K < 2) return gemm_s8_portable(M, N, K, A, lda, B, ldb, C, ldc);
+    const std::size_t Kp = (K + 1) / 2, Np = detail::s8_packed_cols(N);
+    auto& apv = detail::s8_buffer(0);
+    if (apv.size() < M * Kp) apv.resize(M * Kp);
+    std::int32_t* ap = apv.data();
+    for (std::size_t i = 0; i < M; ++i) {
+      const std::int8_t* a = A + i * lda;
+      std::int32_t* d = ap + i * Kp;
+      for (std::size_t kp = 0; kp < K / 2; ++kp) d[kp] = detail::s8_pair(a[2 * kp], a[2 * kp + 1]);
+      if (K % 2) d[K / 2] = detail::s8_pair(a[K - 1], 0);
+    }
+    const std::int32_t* bp = packed_b;
+    if (!bp) {
+      auto& bpv = detail::s8_buffer(1);
+      if (bpv.size() < Kp * Np) bpv.resize(Kp * Np);
+      detail::pack_b_s8_into(K, Np, B, ldb, bpv.data());
+      bp = bpv.data();
+    }
+    std::size_t j = 0;
+    for (; j + 2 * L <= Np; j += 2 * L) {  // a strip of B stays in L1 across the rows
+      std::size_t i = 0;
+      for (; i + 4 <= M; i += 4) detail::s8_tile<4, 2>(Kp, ap + i * Kp, Kp, bp + j, Np, C + i * ldc + j, ldc);
+      for (; i < M; ++i) detail::s8_tile<1, 2>(Kp, ap + i * Kp, Kp, bp + j, Np, C + i * ldc + j, ldc);
+    }
+    if (j < Np) {  // one vector of columns
+      std::size_t i = 0;
+      for (; i + 4 <= M; i += 4) detail::s8_tile<4, 1>(Kp, ap + i * Kp, Kp, bp + j, Np, C + i * ldc + j, ldc);
+      for (; i < M; ++i) detail::s8_tile<1, 1>(Kp, ap + i * Kp, Kp, bp + j, Np, C + i * ldc + j, ldc);
+    }
+    if (Np < N) {  // the last columns, fewer than a vector
+      for (std::size_t r = 0; r < M; ++r) {
+        std::int32_t* c = C + r * ldc;
+        for (std::size_t q = Np; q < N; ++q) c[q] = 0;
+        for (std::size_t k = 0; k < K; ++k) {
+          const std::int32_t a = A[r * lda + k];
+          if (a == 0) continue;
+          for (std::size_t q = Np; q < N; ++q) c[q] += a * std::int32_t(B[k * ldb + q]);
+        }
       }
     }
+    return;
   }
-#else
+#endif
   (void)packed_b;
   gemm_s8_portable(M, N, K, A, lda, B, ldb, C, ldc);
-#endif
 }
 
 /// Max pooling on int8 codes of one sample, [C, H, W] -> [C, OH, OW] (the padding never wins, as

@@ -1,7 +1,7 @@
 // nnlens/kernels/max_pool.hpp -- max-pooling arg-max kernels on raw [H, W] planes.
 //
 //   detail::max_pool_plane(x, planes, H, W, geometry, work, emit)   general two-stage vectorised
-//                                       arg-max (any window, stride, padding; portable vectors)
+//                                       arg-max (any window, stride, padding; xsimd vectors)
 //   detail::max_pool_2x2_plane(x, W, OH, OW, y, idx)   2x2 stride 2, float, AVX-512 only
 //   detail::max_pool_planes_per_block / max_pool_is_2x2 / max_pool_2x2_vectorised   dispatch helpers
 //
@@ -50,9 +50,9 @@ void argmax_update(std::size_t n, const T* v, const T* k, T key, T* b, T* bk, T*
       const V vv = simd::load(v + i), bv = simd::load(b + i), bkv = simd::load(bk + i);
       const V kv = k ? simd::load(k + i) : keyv;
       const auto w = argmax_beats(vv, kv, bv, bkv);
-      simd::store(b + i, w ? vv : bv);
-      simd::store(bk + i, w ? kv : bkv);
-      if (tag) simd::store(tag + i, w ? tv : simd::load(tag + i));
+      simd::store(b + i, simd::select(w, vv, bv));
+      simd::store(bk + i, simd::select(w, kv, bkv));
+      if (tag) simd::store(tag + i, simd::select(w, tv, simd::load(tag + i)));
       if (i == n - N) break;
     }
     return;
@@ -96,19 +96,22 @@ inline void strided_copy(const T* src, std::size_t stride, std::size_t n, T* dst
   namespace simd = kernels::simd;
   using V = simd::vec<T>;
   constexpr std::size_t N = simd::width<T>;
-#if !defined(__clang__)  // __builtin_shuffle is GCC's
-  if (stride == 2 && n >= N) {
-    using I = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
-    typedef I M __attribute__((vector_size(sizeof(V))));
-    M even;
-    for (std::size_t k = 0; k < N; ++k) even[k] = I(2 * k);
-    for (std::size_t j = 0;; j += N) {
-      const std::size_t t = std::min(j, n - N);
-      const V a = simd::load(src + 2 * t), b = simd::load(src + 2 * t + N);
-      simd::store(dst + t, V(__builtin_shuffle(a, b, even)));
-      if (t == n - N) break;
+#if !defined(__clang__)  // __builtin_shuffle is GCC's (xsimd 8.1 has no two-source shuffle)
+  if constexpr (simd::vector_of<T>) {
+    if (stride == 2 && n >= N) {
+      using R = typename V::register_type;  // a GCC vector type (__m512, float32x4_t, ...)
+      using I = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
+      typedef I M __attribute__((vector_size(sizeof(V))));
+      M even;
+      for (std::size_t k = 0; k < N; ++k) even[k] = I(2 * k);
+      for (std::size_t j = 0;; j += N) {
+        const std::size_t t = std::min(j, n - N);
+        const R a = simd::load(src + 2 * t), b = simd::load(src + 2 * t + N);
+        simd::store(dst + t, V(R(__builtin_shuffle(a, b, even))));
+        if (t == n - N) break;
+      }
+      return;
     }
-    return;
   }
 #endif
   for (std::size_t t = 0; t < n; ++t) dst[t] = src[t * stride];

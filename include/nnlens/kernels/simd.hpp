@@ -1,33 +1,78 @@
-// nnlens/kernels/simd.hpp -- portable fixed-width vectors (GCC/Clang vector extensions).
+// nnlens/kernels/simd.hpp -- the kernels' vectors: xsimd batches of the compile-time target.
 //
-// The width follows the target: 64 bytes with AVX-512, 32 with AVX/AVX2, 16 otherwise.  Code written
-// against vec<T> compiles everywhere; the compiler splits wide vectors on narrow targets.  No
-// fast-math is assumed: every operation here is IEEE.
+//   simd::arch            the target (xsimd::default_arch: the best instruction set the compiler
+//                         flags allow, e.g. avx512bw with -march=native on an AVX-512 machine,
+//                         neon64 on aarch64); -DNNLENS_SIMD_ARCH=xsimd::avx2 (any xsimd arch
+//                         the flags enable) pins another
+//   simd::vec<T>          xsimd::batch<T, arch>, or plain T where the target has no vector of T
+//                         (no vector unit at all: Cortex-M0..M7, -DNNLENS_NO_SIMD; double on
+//                         32-bit NEON; an architecture xsimd does not know)
+//   simd::mask<T>         what a comparison of two vec<T> gives (xsimd::batch_bool, or bool)
+//   simd::width<T>        elements per vec<T>
+//   zero<T>(), broadcast(x), load(p), store(p, v)   unaligned loads and stores
+//   hsum(v)               the lanes' sum in lane order (so a result does not depend on xsimd's
+//                         reduction tree)
+//   select(m, a, b)       lane-wise m ? a : b
+//   any(m)                whether any lane of a mask is set
+//   dot(a, b, n), axpy(n, a, x, y)
+//
+// Calls are qualified (simd::store): unqualified, ADL would find xsimd::store (an aligned store).
+// Arithmetic is written with xsimd's operators (c += a * b), never xsimd::fma: the compiler
+// contracts a multiply and an add into one FMA exactly where it does for scalar code of the same
+// build (-ffp-contract, the optimisation level), so the host kernels and the thrust backend's
+// scalar kernels round alike.  No fast-math is assumed: every operation here is IEEE.
+//
+// The scalar form is what a microcontroller build gets (kernels/freestanding.hpp): no xsimd
+// include at all, so the header stays freestanding there.  Raw intrinsics for what xsimd 8.1 has
+// no operation for (AVX-512 masked tails, two-source permutes, VNNI's vpdpwssd) live behind one
+// function each in kernels/conv.hpp, kernels/max_pool.hpp and kernels/int8.hpp, each with the
+// portable path beside it.
 #pragma once
 
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
+
+#if defined(__arm__) && !defined(__ARM_NEON) && !defined(NNLENS_NO_SIMD)
+#define NNLENS_NO_SIMD 1  // 32-bit Arm without NEON (every Cortex-M up to the M7; MVE is not in xsimd)
+#endif
+#if !defined(NNLENS_NO_SIMD)
+#include <xsimd/xsimd.hpp>
+#endif
 
 namespace nnlens::kernels::simd {
 
-#if defined(__AVX512F__)
-inline constexpr std::size_t bytes = 64;
-#elif defined(__AVX__)
-inline constexpr std::size_t bytes = 32;
-#elif defined(__arm__) && !defined(__ARM_NEON) && !defined(__ARM_FEATURE_MVE)
-inline constexpr std::size_t bytes = 0;  // no vector unit (Cortex-M0..M7): one element per "vector"
+#if defined(NNLENS_NO_SIMD)
+template <class T>
+using vec = T;
+template <class T>
+inline constexpr bool vector_of = false;
 #else
-inline constexpr std::size_t bytes = 16;
+#if defined(NNLENS_SIMD_ARCH)
+using arch = NNLENS_SIMD_ARCH;
+#else
+using arch = xsimd::default_arch;
+#endif
+/// Whether the target has a vector of T (xsimd knows the architecture and has a register for T).
+template <class T>
+inline constexpr bool vector_of = !std::is_same_v<arch, xsimd::unavailable> && xsimd::has_simd_register<T, arch>::value;
+template <class T>
+using vec = typename std::conditional_t<vector_of<T>, std::type_identity<xsimd::batch<T, arch>>, std::type_identity<T>>::type;
 #endif
 
 template <class T>
-struct vec_of {
-  typedef T type __attribute__((vector_size(bytes == 0 ? sizeof(T) : bytes)));
-};
+using mask = decltype(vec<T>{} < vec<T>{});
 template <class T>
-using vec = typename vec_of<T>::type;
+inline constexpr std::size_t width = sizeof(vec<T>) / sizeof(T);
+
 template <class T>
-inline constexpr std::size_t width = bytes == 0 ? 1 : bytes / sizeof(T);
+inline vec<T> zero() {
+  return vec<T>(T(0));
+}
+template <class T>
+inline vec<T> broadcast(T x) {
+  return vec<T>(x);
+}
 
 // g++ 12 reports -Warray-bounds for a full-width load from an array shorter than one vector even
 // on paths its own loop bounds (i + width <= n) make unreachable, once constant sizes are inlined
@@ -39,40 +84,64 @@ inline constexpr std::size_t width = bytes == 0 ? 1 : bytes / sizeof(T);
 #endif
 template <class T>
 inline vec<T> load(const T* p) {
-  vec<T> v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
+  if constexpr (vector_of<T>)
+    return vec<T>::load_unaligned(p);
+  else
+    return *p;
 }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
 template <class T>
 inline void store(T* p, vec<T> v) {
-  std::memcpy(p, &v, sizeof v);
+  if constexpr (vector_of<T>)
+    v.store_unaligned(p);
+  else
+    *p = v;
 }
-template <class T>
-inline vec<T> broadcast(T x) {
-  return vec<T>{} + x;
-}
+
 template <class T>
 inline T hsum(vec<T> v) {
-  T s = 0;
-  for (std::size_t i = 0; i < width<T>; ++i) s += v[i];
-  return s;
+  if constexpr (vector_of<T>) {
+    alignas(64) T l[width<T>];
+    v.store_aligned(l);
+    T s = 0;
+    for (std::size_t i = 0; i < width<T>; ++i) s += l[i];
+    return s;
+  } else {
+    return v;
+  }
 }
+
+/// Lane-wise m ? a : b.
+template <class T>
+inline T select(bool m, T a, T b) {
+  return m ? a : b;
+}
+inline bool any(bool m) { return m; }
+#if !defined(NNLENS_NO_SIMD)
+template <class T, class A>
+inline xsimd::batch<T, A> select(const xsimd::batch_bool<T, A>& m, const xsimd::batch<T, A>& a, const xsimd::batch<T, A>& b) {
+  return xsimd::select(m, a, b);
+}
+template <class T, class A>
+inline bool any(const xsimd::batch_bool<T, A>& m) {
+  return xsimd::any(m);
+}
+#endif
 
 /// sum_i a[i]*b[i] with vector accumulators (deterministic order for a given build).
 template <class T>
 inline T dot(const T* a, const T* b, std::size_t n) {
   constexpr std::size_t W = width<T>;
-  vec<T> acc0{}, acc1{};
+  vec<T> acc0 = simd::zero<T>(), acc1 = simd::zero<T>();
   std::size_t i = 0;
   for (; i + 2 * W <= n; i += 2 * W) {
-    acc0 += load(a + i) * load(b + i);
-    acc1 += load(a + i + W) * load(b + i + W);
+    acc0 += simd::load(a + i) * simd::load(b + i);
+    acc1 += simd::load(a + i + W) * simd::load(b + i + W);
   }
-  for (; i + W <= n; i += W) acc0 += load(a + i) * load(b + i);
-  T s = hsum<T>(acc0 + acc1);
+  for (; i + W <= n; i += W) acc0 += simd::load(a + i) * simd::load(b + i);
+  T s = simd::hsum<T>(acc0 + acc1);
   for (; i < n; ++i) s += a[i] * b[i];
   return s;
 }
@@ -81,9 +150,9 @@ inline T dot(const T* a, const T* b, std::size_t n) {
 template <class T>
 inline void axpy(std::size_t n, T a, const T* x, T* y) {
   constexpr std::size_t W = width<T>;
-  const vec<T> av = broadcast(a);
+  const vec<T> av = simd::broadcast(a);
   std::size_t i = 0;
-  for (; i + W <= n; i += W) store(y + i, load(y + i) + av * load(x + i));
+  for (; i + W <= n; i += W) simd::store(y + i, simd::load(y + i) + av * simd::load(x + i));
   for (; i < n; ++i) y[i] += a * x[i];
 }
 
