@@ -5,7 +5,8 @@
 //
 // Benchmarks are named <what>/<net>/<batch>.  "forward" is the public checked API
 // (nnlens::forward, with the host parallel policy from batch 2 on); "forward_into" the raw,
-// allocation-free path on one thread; "train_step" one SGD step on a mini-batch of 64 (forward,
+// allocation-free path on one thread; "forward_int8" the int8 twin (compress::quantize) on one
+// thread; "train_step" one SGD step on a mini-batch of 64 (forward,
 // softmax cross-entropy, backward, update), as train::fit runs it.  Threads: NNLENS_NUM_THREADS
 // (default: all cores).
 #include <benchmark/benchmark.h>
@@ -96,15 +97,36 @@ void bm_train_step(benchmark::State& st) {
   st.counters["samples/s"] = benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+/// The int8 twin (compress::quantize: int8 weights per channel, int8 activations calibrated on
+/// 256 random inputs) run on int8 codes, one thread: kernels::gemm_s8 and the requantisation.
+template <class Net>
+void bm_forward_int8(benchmark::State& st) {
+  const std::size_t batch = std::size_t(st.range(0));
+  Net net;
+  initialize(net, 1);
+  const auto q = compress::quantize(net, random_batch<Net>(256, 4));
+  const auto x = random_batch<Net>(batch, 2);
+  std::vector<float> y(batch * Net::output_shape.size());
+  const auto run = [&] {
+    q.run_int8(batch, x.data(), y.data());
+    benchmark::DoNotOptimize(y.data());
+  };
+  warm_up(run);
+  for (auto _ : st) run();
+  st.counters["samples/s"] = benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 }  // namespace
 
 BENCHMARK_TEMPLATE(bm_forward, bench::MLP)->Name("forward/mlp")->Arg(1)->Arg(256)->UseRealTime();
 BENCHMARK_TEMPLATE(bm_forward_into, bench::MLP)->Name("forward_into/mlp")->Arg(1)->Arg(256)->UseRealTime();
 BENCHMARK_TEMPLATE(bm_train_step, bench::MLP)->Name("train_step/mlp")->Arg(64)->UseRealTime();
+BENCHMARK_TEMPLATE(bm_forward_int8, bench::MLP)->Name("forward_int8/mlp")->Arg(1)->Arg(256)->UseRealTime();
 #if NNLENS_BENCH_HAS_LENET
 BENCHMARK_TEMPLATE(bm_forward, bench::LeNet5)->Name("forward/lenet5")->Arg(1)->Arg(256)->UseRealTime();
 BENCHMARK_TEMPLATE(bm_forward_into, bench::LeNet5)->Name("forward_into/lenet5")->Arg(1)->Arg(256)->UseRealTime();
 BENCHMARK_TEMPLATE(bm_train_step, bench::LeNet5)->Name("train_step/lenet5")->Arg(64)->UseRealTime();
+BENCHMARK_TEMPLATE(bm_forward_int8, bench::LeNet5)->Name("forward_int8/lenet5")->Arg(1)->Arg(256)->UseRealTime();
 #endif
 
 BENCHMARK_MAIN();
