@@ -25,18 +25,28 @@
 #include <type_traits>
 #include <vector>
 
+#include "nnlens/config.hpp"
 #include "nnlens/kernels/simd.hpp"
 
 namespace nnlens::exactline {
+
+/// Whether a unit going from a to b crosses the knot k strictly, and where (s, in R).  NNLENS_HD:
+/// the thrust backend's knot rule calls it too (thrust/exactline_kernels.hpp, knot_proposer).
+template <class R, class T>
+NNLENS_HD inline bool knot_cross(T a, T b, T k, R& s) {
+  // bitwise, not short-circuit: one well-predicted branch per unit (most units never cross)
+  if (!(((a < k) & (b > k)) | ((a > k) & (b < k)))) return false;
+  s = (R(k) - R(a)) / (R(b) - R(a));
+  return true;
+}
 
 template <class R, class T>
 void knot_breaks(std::span<const double> knots, const T* a, const T* b, std::size_t n, std::vector<R>& out) {
   for (double kd : knots) {
     const T k = static_cast<T>(kd);
     auto one = [&](std::size_t i) {
-      const T ai = a[i], bi = b[i];
-      // bitwise, not short-circuit: one well-predicted branch per unit (most units never cross)
-      if (((ai < k) & (bi > k)) | ((ai > k) & (bi < k))) out.push_back((R(k) - R(ai)) / (R(bi) - R(ai)));
+      R r;
+      if (knot_cross(a[i], b[i], k, r)) out.push_back(r);
     };
     std::size_t i = 0;
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
@@ -54,32 +64,30 @@ void knot_breaks(std::span<const double> knots, const T* a, const T* b, std::siz
   }
 }
 
-/// See the header comment.  `a` and `b` are read through get(k) -> std::pair<T, T> (so strided
-/// windows need no copy).  f(s, winner) for each change; winner == n stands for the floor.
-template <class R, class T, class Get, class F>
-std::size_t envelope_walk(std::size_t n, Get&& get, const std::optional<T>& floor, F&& f) {
-  const std::size_t total = n + (floor ? 1 : 0);
+/// The walk itself, on lines given by line(k, a_k, d_k) (value at 0 and slope, in R) for
+/// k < total: f(s, winner) at each change, in ascending s; returns the winner at s = 0.  NNLENS_HD
+/// (no std:: types, no exceptions): the thrust backend's max-window rule runs this same code on
+/// the device (thrust/exactline_kernels.hpp, pool_proposer).
+template <class R, class Line, class F>
+NNLENS_HD std::size_t envelope_walk_lines(std::size_t total, const Line& line, F&& f) {
   if (total == 0) return 0;
-  auto line = [&](std::size_t k) -> std::pair<R, R> {  // (value at 0, slope)
-    if (k == n) return {R(*floor), R(0)};
-    auto [ak, bk] = get(k);
-    const R ar = R(ak);
-    return {ar, R(bk) - ar};
-  };
   // the winner at s = 0: the largest a; ties to the larger slope, then the lower index
   std::size_t c = 0;
-  auto [ac, dc] = line(0);
+  R ac, dc;
+  line(0, ac, dc);
   for (std::size_t k = 1; k < total; ++k) {
-    auto [ak, dk] = line(k);
+    R ak, dk;
+    line(k, ak, dk);
     if (ak > ac || (ak == ac && dk > dc)) c = k, ac = ak, dc = dk;
   }
   const std::size_t first = c;
   R s_last = R(0);
   for (;;) {
     std::size_t best = total;
-    R bs{}, ba{}, bd{};
+    R bs = R(0), ba = R(0), bd = R(0);
     for (std::size_t k = 0; k < total; ++k) {
-      auto [ak, dk] = line(k);
+      R ak, dk;
+      line(k, ak, dk);
       if (!(dk > dc)) continue;
       const R s = (ac - ak) / (dk - dc);  // v_c(s) == v_k(s)
       if (!(s > s_last)) continue;
@@ -91,6 +99,20 @@ std::size_t envelope_walk(std::size_t n, Get&& get, const std::optional<T>& floo
     c = best, ac = ba, dc = bd;
   }
   return first;
+}
+
+/// See the header comment.  `a` and `b` are read through get(k) -> std::pair<T, T> (so strided
+/// windows need no copy).  f(s, winner) for each change; winner == n stands for the floor.
+template <class R, class T, class Get, class F>
+std::size_t envelope_walk(std::size_t n, Get&& get, const std::optional<T>& floor, F&& f) {
+  return envelope_walk_lines<R>(n + (floor ? 1 : 0), [&](std::size_t k, R& ak, R& dk) {
+    if (k == n) {
+      ak = R(*floor), dk = R(0);
+      return;
+    }
+    auto [a, b] = get(k);
+    ak = R(a), dk = R(b) - ak;
+  }, f);
 }
 
 /// The arg-max change points of a window of n lines (plus the floor), appended to out.

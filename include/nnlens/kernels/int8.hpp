@@ -88,6 +88,14 @@ inline void gemm_s8_portable(std::size_t M, std::size_t N, std::size_t K, const 
   }
 }
 
+// Unroll the tiles' row loops (g++; nvcc's front end, which sees this header in .cu files, and
+// clang have their own rules).
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#define NNLENS_S8_UNROLL _Pragma("GCC unroll 8")
+#else
+#define NNLENS_S8_UNROLL
+#endif
+
 #if !defined(NNLENS_NO_SIMD)
 namespace detail {
 /// The int8 kernels' vectors: int32 lanes, each holding a pair of int16 (two k of one row or column).
@@ -137,19 +145,19 @@ inline void s8_tile(std::size_t Kp, const std::int32_t* ap, std::size_t lap, con
                     std::int32_t* C, std::size_t ldc) {
   constexpr std::size_t L = s8_lanes;
   s8v acc[R][NV];
-#pragma GCC unroll 8
+NNLENS_S8_UNROLL
   for (std::size_t r = 0; r < R; ++r)
     for (std::size_t v = 0; v < NV; ++v) acc[r][v] = simd::zero<std::int32_t>();
   for (std::size_t kp = 0; kp < Kp; ++kp) {
     s8v b[NV];
     for (std::size_t v = 0; v < NV; ++v) b[v] = simd::load(bp + kp * ldbp + v * L);
-#pragma GCC unroll 8
+NNLENS_S8_UNROLL
     for (std::size_t r = 0; r < R; ++r) {
       const s8v a = simd::broadcast(ap[r * lap + kp]);
       for (std::size_t v = 0; v < NV; ++v) acc[r][v] = madd_pairs(acc[r][v], b[v], a);
     }
   }
-#pragma GCC unroll 8
+NNLENS_S8_UNROLL
   for (std::size_t r = 0; r < R; ++r)
     for (std::size_t v = 0; v < NV; ++v) simd::store(C + r * ldc + v * L, acc[r][v]);
 }

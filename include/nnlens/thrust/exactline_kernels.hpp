@@ -42,6 +42,7 @@
 #include <thrust/iterator/counting_iterator.h>
 
 #include "nnlens/config.hpp"
+#include "nnlens/kernels/envelope.hpp"
 #include "nnlens/thrust/kernels.hpp"
 
 namespace nnlens::thrust_kernels::line {
@@ -71,11 +72,8 @@ struct knot_proposer {
     for (idx q = 0; q < nk; ++q) {
       const T k = static_cast<T>(knots[q]);
       for (idx i = 0; i < d; ++i) {
-        const T ai = a[i], bi = b[i];
-        if (((ai < k) & (bi > k)) | ((ai > k) & (bi < k))) {
-          const R s = (R(k) - R(ai)) / (R(bi) - R(ai));
-          if (s > R(0) && s < R(1)) emit(s);
-        }
+        R s;
+        if (exactline::knot_cross(a[i], b[i], k, s) && s > R(0) && s < R(1)) emit(s);
       }
     }
   }
@@ -101,45 +99,19 @@ struct pool_proposer {
   }
 
  private:
-  // line k: (value at 0, slope); k == n is the floor
-  NNLENS_HD void line(const T* a, const T* b, idx base, idx nw, idx n, idx k, R& ak, R& dk) const {
-    if (k == n) {
-      ak = R(floor), dk = R(0);
-      return;
-    }
-    const idx i = base + (k / nw) * dm.W + k % nw;
-    ak = R(a[i]);
-    dk = R(b[i]) - ak;
-  }
+  // the window's lines (row-major), then the floor: the host's walk (exactline::envelope_walk_lines)
   template <class E>
   NNLENS_HD void walk(const T* a, const T* b, idx base, idx nh, idx nw, E& emit) const {
-    const idx n = nh * nw, total = n + (has_floor ? 1 : 0);
-    idx c = 0;
-    R ac, dc;
-    line(a, b, base, nw, n, 0, ac, dc);
-    for (idx k = 1; k < total; ++k) {
-      R ak, dk;
-      line(a, b, base, nw, n, k, ak, dk);
-      if (ak > ac || (ak == ac && dk > dc)) c = k, ac = ak, dc = dk;
-    }
-    R s_last = R(0);
-    for (;;) {
-      idx best = total;
-      R bs = R(0), ba = R(0), bd = R(0);
-      for (idx k = 0; k < total; ++k) {
-        R ak, dk;
-        line(a, b, base, nw, n, k, ak, dk);
-        if (!(dk > dc)) continue;
-        const R s = (ac - ak) / (dk - dc);
-        if (!(s > s_last)) continue;
-        if (best == total || s < bs || (s == bs && dk > bd)) best = k, bs = s, ba = ak, bd = dk;
+    const idx n = nh * nw;
+    exactline::envelope_walk_lines<R>(n + (has_floor ? 1 : 0), [&](idx k, R& ak, R& dk) {
+      if (k == n) {
+        ak = R(floor), dk = R(0);
+        return;
       }
-      if (best == total || !(bs < R(1))) break;
-      emit(bs);
-      s_last = bs;
-      c = best, ac = ba, dc = bd;
-    }
-    (void)c;
+      const idx i = base + (k / nw) * dm.W + k % nw;
+      ak = R(a[i]);
+      dk = R(b[i]) - ak;
+    }, [&](R s, idx) { emit(s); });
   }
 };
 
