@@ -18,8 +18,8 @@
 //   kernels::sum(x, n)                                 vectorised sum (bias gradients)
 //   kernels::valid_outputs(in, out, stride, off)       the outputs o in [lo, hi) with
 //                                                      0 <= o*stride + off < in (no div in loops)
-//   detail::pool_infer / pool_output_shape / pool_window   shape checks and window bounds shared
-//                                                      by the pooling layers
+//   detail::pool_infer / pool_output_shape             shape checks shared by the pooling layers
+//                                                      (their window bounds: kernels/window.hpp)
 //
 // requires: x holds C*H*W scalars (one sample, NCHW); col holds C*kh*kw rows of ld >= OH*OW
 //           scalars; OH, OW are the geometry's out_h / out_w (the caller checked them).
@@ -145,16 +145,6 @@ inline shape pool_output_shape(const pool_geometry& g, shape in, std::string_vie
     throw shape_error(concat(what, ": ", e, " (window ", g.kh, "x", g.kw, ", padding ", g.pad_top, ",", g.pad_left, ",",
                              g.pad_bottom, ",", g.pad_right, ", input ", in.str(), ")"));
   return shape(in[0], oh, ow);
-}
-
-/// Per-axis window bounds of output o: input rows [lo, hi) inside [0, in).
-struct window_bounds {
-  std::size_t lo, hi;
-};
-inline window_bounds pool_window(std::size_t o, std::size_t stride, std::size_t pad, std::size_t k, std::size_t in) {
-  const std::ptrdiff_t start = std::ptrdiff_t(o * stride) - std::ptrdiff_t(pad);
-  const std::ptrdiff_t end = start + std::ptrdiff_t(k);
-  return {std::size_t(std::max<std::ptrdiff_t>(start, 0)), std::size_t(std::min<std::ptrdiff_t>(end, std::ptrdiff_t(in)))};
 }
 
 }  // namespace detail

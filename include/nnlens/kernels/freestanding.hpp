@@ -28,6 +28,7 @@
 #include <type_traits>
 
 #include "nnlens/kernels/simd.hpp"
+#include "nnlens/kernels/window.hpp"
 
 namespace nnlens::fw {
 
@@ -133,31 +134,19 @@ void pool(const T* x, const pool_dims& g, T* y) {
   for (size_t c = 0; c < g.C; ++c) {
     const T* plane = x + c * g.H * g.W;
     for (size_t oh = 0; oh < g.OH; ++oh) {
-      const long r0 = long(oh * g.sh) - long(g.pt), r1 = r0 + long(g.kh);
-      const long rlo = r0 < 0 ? 0 : r0, rhi = r1 > long(g.H) ? long(g.H) : r1;
+      const kernels::window_axis r = kernels::pool_axis(oh, g.sh, g.pt, g.pb, g.kh, g.H, g.count_include_pad);
       for (size_t ow = 0; ow < g.OW; ++ow) {
-        const long q0 = long(ow * g.sw) - long(g.pl), q1 = q0 + long(g.kw);
-        const long qlo = q0 < 0 ? 0 : q0, qhi = q1 > long(g.W) ? long(g.W) : q1;
-        T acc = g.mean ? T(0) : plane[size_t(rlo) * g.W + size_t(qlo)];
-        for (long r = rlo; r < rhi; ++r)
-          for (long q = qlo; q < qhi; ++q) {
-            const T v = plane[size_t(r) * g.W + size_t(q)];
+        const kernels::window_axis q = kernels::pool_axis(ow, g.sw, g.pl, g.pr, g.kw, g.W, g.count_include_pad);
+        T acc = g.mean ? T(0) : plane[r.lo * g.W + q.lo];
+        for (size_t h = r.lo; h < r.hi; ++h)
+          for (size_t w = q.lo; w < q.hi; ++w) {
+            const T v = plane[h * g.W + w];
             if (g.mean)
               acc += v;
             else if (v > acc)
               acc = v;
           }
-        if (g.mean) {
-          long count;
-          if (g.count_include_pad) {
-            const long ph = (r1 > long(g.H + g.pb) ? long(g.H + g.pb) : r1) - r0;
-            const long pw = (q1 > long(g.W + g.pr) ? long(g.W + g.pr) : q1) - q0;
-            count = ph * pw;
-          } else {
-            count = (rhi - rlo) * (qhi - qlo);
-          }
-          acc /= T(count);
-        }
+        if (g.mean) acc /= T(r.count * q.count);
         y[(c * g.OH + oh) * g.OW + ow] = acc;
       }
     }

@@ -37,6 +37,7 @@
 
 #include "nnlens/kernels/conv.hpp"
 #include "nnlens/kernels/simd.hpp"
+#include "nnlens/kernels/window.hpp"
 
 namespace nnlens::kernels {
 
@@ -274,9 +275,9 @@ inline void max_pool_s8(const std::int8_t* x, std::size_t C, std::size_t H, std:
     const std::int8_t* xc = x + c * H * W;
     std::int8_t* yc = y + c * OH * OW;
     for (std::size_t oh = 0; oh < OH; ++oh) {
-      const auto rh = nnlens::detail::pool_window(oh, g.stride_h, g.pad_top, g.kh, H);
+      const auto rh = kernels::pool_axis(oh, g.stride_h, g.pad_top, g.pad_bottom, g.kh, H, false);
       for (std::size_t ow = 0; ow < OW; ++ow) {
-        const auto rw = nnlens::detail::pool_window(ow, g.stride_w, g.pad_left, g.kw, W);
+        const auto rw = kernels::pool_axis(ow, g.stride_w, g.pad_left, g.pad_right, g.kw, W, false);
         std::int8_t m = -128;
         for (std::size_t h = rh.lo; h < rh.hi; ++h)
           for (std::size_t w = rw.lo; w < rw.hi; ++w) m = std::max(m, xc[h * W + w]);

@@ -29,9 +29,12 @@ namespace detail {
 
 /// True where candidate (v, key k) beats the incumbent (b, key bk): a larger value, a NaN over a
 /// number, or an equal value (or both NaN) with a smaller key.  X: a scalar or a simd vector.
+/// NaN is tested as !(x == x): xsimd 8.1's != is ordered on AVX and AVX-512 (false for NaN) but
+/// unordered on SSE2, while == is ordered everywhere.
 template <class X>
 inline auto argmax_beats(X v, X k, X b, X bk) {
-  return (v > b) | ((v != v) & (b == b)) | (((v == b) | ((v != v) & (b != b))) & (k < bk));
+  const auto vn = !(v == v), bn = !(b == b);
+  return (v > b) | (vn & !bn) | (((v == b) | (vn & bn)) & (k < bk));
 }
 
 /// Lane-wise arg-max update of lanes [0, n): the candidate v[i] with key k[i] (or the constant

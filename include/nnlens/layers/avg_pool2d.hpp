@@ -27,6 +27,7 @@
 #include "nnlens/core/reflect.hpp"
 #include "nnlens/layers/pool_forms.hpp"
 #include "nnlens/kernels/conv.hpp"
+#include "nnlens/kernels/window.hpp"
 #include "nnlens/core/dynamic_form.hpp"
 
 namespace nnlens {
@@ -46,24 +47,6 @@ struct AvgPool2DG<pool_geometry_dyn> {
 template <std::size_t K = dyn, std::size_t Stride = K, std::size_t Pad = 0, bool CountIncludePad = true>
 using AvgPool2D = AvgPool2DG<K == dyn ? pool_geometry_dyn
                                       : pool_geometry{K, K, Stride, Stride, Pad, Pad, Pad, Pad, false, CountIncludePad}>;
-
-namespace detail {
-
-/// One axis of an average-pooling window: input range [lo, hi) and the divisor's factor.
-struct avg_window {
-  std::size_t lo, hi, count;
-};
-inline avg_window avg_axis(std::size_t o, std::size_t stride, std::size_t pad_lo, std::size_t pad_hi, std::size_t k,
-                           std::size_t in, bool count_include_pad) {
-  const std::ptrdiff_t start = std::ptrdiff_t(o * stride) - std::ptrdiff_t(pad_lo);
-  const std::ptrdiff_t end = start + std::ptrdiff_t(k);
-  const std::ptrdiff_t pend = std::min<std::ptrdiff_t>(end, std::ptrdiff_t(in + pad_hi));
-  const std::size_t lo = std::size_t(std::max<std::ptrdiff_t>(start, 0));
-  const std::size_t hi = std::size_t(std::min<std::ptrdiff_t>(end, std::ptrdiff_t(in)));
-  return {lo, hi, count_include_pad ? std::size_t(pend - start) : hi - lo};
-}
-
-}  // namespace detail
 
 template <pool_geometry G>
 struct layer_traits<AvgPool2DG<G>> : layer_defaults {
@@ -92,9 +75,9 @@ struct layer_traits<AvgPool2DG<G>> : layer_defaults {
       const T* x = a.x + pl * H * W;
       T* y = a.y + pl * OH * OW;
       for (std::size_t oh = 0; oh < OH; ++oh) {
-        const auto r = detail::avg_axis(oh, g.stride_h, g.pad_top, g.pad_bottom, g.kh, H, g.count_include_pad);
+        const auto r = kernels::pool_axis(oh, g.stride_h, g.pad_top, g.pad_bottom, g.kh, H, g.count_include_pad);
         for (std::size_t ow = 0; ow < OW; ++ow) {
-          const auto c = detail::avg_axis(ow, g.stride_w, g.pad_left, g.pad_right, g.kw, W, g.count_include_pad);
+          const auto c = kernels::pool_axis(ow, g.stride_w, g.pad_left, g.pad_right, g.kw, W, g.count_include_pad);
           T s = T(0);
           for (std::size_t h = r.lo; h < r.hi; ++h)
             for (std::size_t w = c.lo; w < c.hi; ++w) s += x[h * W + w];
@@ -114,9 +97,9 @@ struct layer_traits<AvgPool2DG<G>> : layer_defaults {
       T* dx = a.dx + pl * H * W;
       const T* dy = a.dy + pl * OH * OW;
       for (std::size_t oh = 0; oh < OH; ++oh) {
-        const auto r = detail::avg_axis(oh, g.stride_h, g.pad_top, g.pad_bottom, g.kh, H, g.count_include_pad);
+        const auto r = kernels::pool_axis(oh, g.stride_h, g.pad_top, g.pad_bottom, g.kh, H, g.count_include_pad);
         for (std::size_t ow = 0; ow < OW; ++ow) {
-          const auto c = detail::avg_axis(ow, g.stride_w, g.pad_left, g.pad_right, g.kw, W, g.count_include_pad);
+          const auto c = kernels::pool_axis(ow, g.stride_w, g.pad_left, g.pad_right, g.kw, W, g.count_include_pad);
           const T d = dy[oh * OW + ow] / T(r.count * c.count);
           for (std::size_t h = r.lo; h < r.hi; ++h)
             for (std::size_t w = c.lo; w < c.hi; ++w) dx[h * W + w] += d;
@@ -164,8 +147,8 @@ struct sign_rule<AvgPool2DG<G>> {
     const pool_geometry g = layer_traits<L>::geometry_of(&l);
     const std::size_t H = c.in[1], W = c.in[2], OH = c.out[1], OW = c.out[2];
     const std::size_t ch = n / (OH * OW), p = n % (OH * OW), oh = p / OW, ow = p % OW;
-    const auto wh = detail::avg_axis(oh, g.stride_h, g.pad_top, g.pad_bottom, g.kh, H, g.count_include_pad);
-    const auto ww = detail::avg_axis(ow, g.stride_w, g.pad_left, g.pad_right, g.kw, W, g.count_include_pad);
+    const auto wh = kernels::pool_axis(oh, g.stride_h, g.pad_top, g.pad_bottom, g.kh, H, g.count_include_pad);
+    const auto ww = kernels::pool_axis(ow, g.stride_w, g.pad_left, g.pad_right, g.kw, W, g.count_include_pad);
     const double div = double(wh.count * ww.count);
     for (std::size_t r = wh.lo; r < wh.hi; ++r)
       for (std::size_t q = ww.lo; q < ww.hi; ++q) {
@@ -187,8 +170,8 @@ struct relevance_rule<AvgPool2DG<G>> {
         a, OH * OW, [](std::size_t) { return 0.0; },
         [&](std::size_t k, auto&& f) {
           const std::size_t ch = k / (OH * OW), p = k % (OH * OW), oh = p / OW, ow = p % OW;
-          const auto wh = detail::avg_axis(oh, g.stride_h, g.pad_top, g.pad_bottom, g.kh, H, g.count_include_pad);
-          const auto ww = detail::avg_axis(ow, g.stride_w, g.pad_left, g.pad_right, g.kw, W, g.count_include_pad);
+          const auto wh = kernels::pool_axis(oh, g.stride_h, g.pad_top, g.pad_bottom, g.kh, H, g.count_include_pad);
+          const auto ww = kernels::pool_axis(ow, g.stride_w, g.pad_left, g.pad_right, g.kw, W, g.count_include_pad);
           const double w = 1.0 / double(wh.count * ww.count);
           for (std::size_t r = wh.lo; r < wh.hi; ++r)
             for (std::size_t q = ww.lo; q < ww.hi; ++q) f(ch * H * W + r * W + q, w);

@@ -41,6 +41,7 @@
 #include <thrust/transform.h>
 
 #include "nnlens/config.hpp"
+#include "nnlens/kernels/window.hpp"
 
 // Vectorise a host loop (OMP/CPP device systems with -fopenmp); nothing under nvcc.
 #if defined(_OPENMP) && !defined(__CUDACC__)
@@ -71,19 +72,11 @@ struct window_dims {
   bool count_pad = true;   // average pooling: the divisor counts the padding (count_include_pad)
 };
 
-/// One axis of a pooling window: inputs [lo, hi) and the average's divisor factor (count_pad:
-/// the window clipped to the padded input, else hi - lo).
-struct pool_span {
-  idx lo, hi, count;
-  NNLENS_HD pool_span(idx o, idx s, idx pad_lo, idx pad_hi, idx k, idx n, bool count_pad) {
-    const sidx st = sidx(o * s) - sidx(pad_lo), en = st + sidx(k), e = en < sidx(n) ? en : sidx(n);
-    const sidx pe = en < sidx(n + pad_hi) ? en : sidx(n + pad_hi);
-    lo = st < 0 ? 0 : idx(st), hi = e > sidx(lo) ? idx(e) : lo;  // empty if the window misses the input
-    count = count_pad ? idx(pe - st) : hi - lo;
-  }
-};
-NNLENS_HD inline pool_span pool_rows(const window_dims& d, idx oh) { return {oh, d.sh, d.pt, d.pb, d.kh, d.H, d.count_pad}; }
-NNLENS_HD inline pool_span pool_cols(const window_dims& d, idx ow) { return {ow, d.sw, d.pl, d.pr, d.kw, d.W, d.count_pad}; }
+/// One axis of a pooling window: inputs [lo, hi) and the average's divisor factor, as the host's
+/// layers compute it (kernels/window.hpp).
+using pool_span = kernels::window_axis;
+NNLENS_HD inline pool_span pool_rows(const window_dims& d, idx oh) { return kernels::pool_axis(oh, d.sh, d.pt, d.pb, d.kh, d.H, d.count_pad); }
+NNLENS_HD inline pool_span pool_cols(const window_dims& d, idx ow) { return kernels::pool_axis(ow, d.sw, d.pl, d.pr, d.kw, d.W, d.count_pad); }
 
 template <class T>
 struct dense_tile {
