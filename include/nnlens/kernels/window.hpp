@@ -13,7 +13,15 @@
 
 #include <cstddef>
 
-#include "nnlens/config.hpp"
+// NNLENS_HD as nnlens/config.hpp defines it (kernels/ may not include the top level; the
+// definitions are identical, so either header may come first).
+#if !defined(NNLENS_HD)
+#if defined(__CUDACC__)
+#define NNLENS_HD __host__ __device__
+#else
+#define NNLENS_HD
+#endif
+#endif
 
 namespace nnlens::kernels {
 
