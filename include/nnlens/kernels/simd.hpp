@@ -17,6 +17,8 @@
 //   dot(a, b, n), axpy(n, a, x, y)
 //
 // Calls are qualified (simd::store): unqualified, ADL would find xsimd::store (an aligned store).
+// NaN: test !(x == x), never x != x: xsimd 8.1's != is ordered on AVX and AVX-512 (false for a
+// NaN) but unordered on SSE2 (kernels/max_pool.hpp, argmax_beats).
 // Arithmetic is written with xsimd's operators (c += a * b), never xsimd::fma: the compiler
 // contracts a multiply and an add into one FMA exactly where it does for scalar code of the same
 // build (-ffp-contract, the optimisation level), so the host kernels and the thrust backend's
