@@ -10,11 +10,7 @@
 #define NNLENS_VERSION_MINOR 1
 #define NNLENS_VERSION_PATCH 0
 
-#if defined(__CUDACC__)
-#define NNLENS_HD __host__ __device__
-#else
-#define NNLENS_HD
-#endif
+#include "nnlens/core/hd.hpp"  // NNLENS_HD
 
 #if defined(__GNUC__)
 #define NNLENS_ALWAYS_INLINE inline __attribute__((always_inline))

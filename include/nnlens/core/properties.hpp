@@ -76,18 +76,9 @@
 #include <utility>
 #include <vector>
 
+#include "nnlens/core/hd.hpp"
 #include "nnlens/core/shape.hpp"
 #include "nnlens/core/traits.hpp"
-
-// NNLENS_HD as nnlens/config.hpp defines it (core/ may not include the top level; the two
-// definitions are identical, so either header may come first).
-#if !defined(NNLENS_HD)
-#if defined(__CUDACC__)
-#define NNLENS_HD __host__ __device__
-#else
-#define NNLENS_HD
-#endif
-#endif
 
 namespace nnlens {
 

@@ -25,17 +25,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "nnlens/core/hd.hpp"
 #include "nnlens/kernels/simd.hpp"
-
-// NNLENS_HD as nnlens/config.hpp defines it (kernels/ may not include the top level; the
-// definitions are identical, so either header may come first).
-#if !defined(NNLENS_HD)
-#if defined(__CUDACC__)
-#define NNLENS_HD __host__ __device__
-#else
-#define NNLENS_HD
-#endif
-#endif
 
 namespace nnlens::exactline {
 

@@ -8,20 +8,12 @@
 //       the mean's divisor factor: the window clipped to the padded input [-pad_lo, in + pad_hi)
 //       when count_pad (AvgPool2D's count_include_pad), else hi - lo
 //
-// Freestanding (no library headers but <cstddef>) and NNLENS_HD: nvcc compiles it for the device.
+// Freestanding (<cstddef> and core/hd.hpp only) and NNLENS_HD: nvcc compiles it for the device.
 #pragma once
 
 #include <cstddef>
 
-// NNLENS_HD as nnlens/config.hpp defines it (kernels/ may not include the top level; the
-// definitions are identical, so either header may come first).
-#if !defined(NNLENS_HD)
-#if defined(__CUDACC__)
-#define NNLENS_HD __host__ __device__
-#else
-#define NNLENS_HD
-#endif
-#endif
+#include "nnlens/core/hd.hpp"
 
 namespace nnlens::kernels {
 
