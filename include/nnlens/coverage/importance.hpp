@@ -181,7 +181,7 @@ neuron_relevance importance_pass(const Policy&, const Net& net, std::span<const 
         correct[i] = ok;
         if (!ok) continue;
         if (acts) neuron_values(st, false, buf[stop].data() + r * st.size(), all_acts.data() + i * width);
-        const auto R = e.run(buf, r, stop, pred);
+        const auto R = e.run(net, buf, r, stop, pred);
         for (std::size_t q = 0; q < width; ++q) {
           double s = 0;
           for (std::size_t p = q * per; p < (q + 1) * per; ++p) s += R[p];

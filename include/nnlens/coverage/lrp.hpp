@@ -4,9 +4,11 @@
 //   lrp_graph<T> g(net);                 the network as LRP walks it (network/graph.hpp's run_graph):
 //                                        one node per layer; a composite becomes its branches' layers
 //                                        plus a join node (a sum splits R, a concat copies it)
-//   lrp_engine<T> e(g, options);         per-thread scratch; e.run(buffers, batch, r, stop, cls)
-//                                        propagates one sample's relevance from the logit of class
-//                                        cls (default: the predicted class) down to tensor `stop`
+//   lrp_engine<T> e(g, options);         per-thread scratch; e.run(net, buffers, r, stop, cls)
+//                                        propagates sample r's relevance from the logit of class
+//                                        cls (default: the predicted class) down to tensor `stop`,
+//                                        walking net's nodes last first (for_each_node_reverse: a
+//                                        compile-time fold for a Sequential, no type erasure)
 //   relevance([policy,] net, X, layer, options)
 //                                        [N, layer's output shape] relevance of each sample at the
 //                                        output of top-level layer `layer` (lrp_input: the input)
@@ -24,7 +26,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -81,7 +82,6 @@ constexpr bool require_relevance_network() {
 /// LRP's data per node: its relevance_rule (or pass-through), and BatchNorm folding.
 template <class T>
 struct relevance_view {
-  std::function<void(const relevance_args&)> relevance;  // empty: pass-through or join
   bool passthrough = false;
   bool folds = false;         // BatchNorm: folds into the node before it
   bool accepts_fold = false;  // Conv2D, Dense
@@ -99,12 +99,7 @@ struct relevance_view {
   }
   template <class L>
   void make(const L& l, shape, shape out) {
-    const L* lp = &l;
-    if constexpr (detail::relevance_is_passthrough<L>) {
-      passthrough = true;
-    } else {
-      relevance = [lp](const relevance_args& a) { relevance_rule<L>::relevance(*lp, a); };
-    }
+    if constexpr (detail::relevance_is_passthrough<L>) passthrough = true;
     if constexpr (detail::relevance_accepts_fold<L>) accepts_fold = true;
     if constexpr (detail::relevance_folds<L>) {
       folds = true;
@@ -133,9 +128,12 @@ class lrp_engine {
     tmp_.resize(mx);
   }
 
-  /// Sample r of a batch run by g.run: relevance from the logit of `cls` (npos: the predicted
-  /// class) down to tensor `stop`.  Returns R of that tensor (valid until the next run).
-  std::span<const double> run(const std::vector<std::vector<T>>& buffers, std::size_t r, std::size_t stop,
+  /// Sample r of a batch that g.run ran on `net` (the network g was built from): relevance from the
+  /// logit of `cls` (npos: the predicted class) down to tensor `stop`.  Returns R of that tensor
+  /// (valid until the next run).  The walk is for_each_node_reverse: for a Sequential a
+  /// compile-time fold that calls each layer's relevance_rule directly.
+  template <class Net>
+  std::span<const double> run(const Net& net, const std::vector<std::vector<T>>& buffers, std::size_t r, std::size_t stop,
                               std::size_t cls = std::size_t(-1)) {
     const auto& acts = g_.acts();
     const auto& nodes = g_.nodes();
@@ -154,11 +152,12 @@ class lrp_engine {
     r_[out][cls] = z[cls];
     const double eps = o_.epsilon;
     std::size_t fold_from = npos;  // the node whose output a folding BatchNorm took over
-    for (std::size_t k = nodes.size(); k-- > 0;) {
+    for_each_node_reverse(net, nodes.size(), [&](std::size_t k, const auto& l, shape, shape) {
+      using L = std::remove_cvref_t<decltype(l)>;
       const auto& nd = nodes[k];
-      if (nd.out <= stop) break;  // nodes are in topological order; all below `stop` is upstream
+      if (nd.out <= stop) return false;  // nodes are in topological order; all below `stop` is upstream
       const auto& R = r_[nd.out];
-      if (nd.is_join()) {
+      if constexpr (is_join_node_v<L>) {
         // a sum splits R in proportion to the summands (the ε-rule with unit weights); an output
         // element fed by one operand only (a concat) is a copy: its R passes through unchanged
         const auto& ops = nd.operands;
@@ -175,39 +174,43 @@ class lrp_engine {
           if (!std::isfinite(s)) continue;
           ops.feeding(i, [&](std::size_t q, std::size_t e) { r_[ops.ins[q]][e] += x_[ops.ins[q]][e] * s; });
         }
-        continue;
-      }
-      if (nd.passthrough) {
+        return true;
+      } else if constexpr (!RelevanceLayer<L>) {
+        return false;  // not reached: the graph refuses a layer without a relevance rule
+      } else if constexpr (detail::relevance_is_passthrough<L>) {
         auto& Ri = r_[nd.in];
         for (std::size_t i = 0; i < R.size(); ++i) Ri[i] += R[i];
-        continue;
+        return true;
+      } else {
+        if constexpr (detail::relevance_folds<L>) {
+          // a BatchNorm right after a Conv2D/Dense (read by nothing else): hand its relevance to it
+          if (k > 0 && nodes[k - 1].accepts_fold && nodes[k - 1].out == nd.in && g_.readers(nd.in) == 1 && nd.in != stop) {
+            r_[nd.in] = R;
+            fold_from = k;
+            return true;
+          }
+        }
+        relevance_args a;
+        a.in = acts[nd.in];
+        a.out = acts[nd.out];
+        a.x = x_[nd.in].data();
+        a.z = x_[nd.out].data();
+        a.r_out = R.data();
+        a.r_in = tmp_.data();
+        a.o = &o_;
+        if (fold_from == k + 1) {
+          const auto& bn = nodes[k + 1];
+          a.z = x_[bn.out].data();
+          a.out_scale = bn.fold_scale.data();
+          a.out_shift = bn.fold_shift.data();
+          fold_from = npos;
+        }
+        relevance_rule<L>::relevance(l, a);
+        auto& Ri = r_[nd.in];
+        for (std::size_t i = 0; i < Ri.size(); ++i) Ri[i] += tmp_[i];
+        return true;
       }
-      // a BatchNorm right after a Conv2D/Dense (read by nothing else): hand its relevance to it
-      if (nd.folds && k > 0 && nodes[k - 1].accepts_fold && nodes[k - 1].out == nd.in && g_.readers(nd.in) == 1 &&
-          nd.in != stop) {
-        r_[nd.in] = R;
-        fold_from = k;
-        continue;
-      }
-      relevance_args a;
-      a.in = acts[nd.in];
-      a.out = acts[nd.out];
-      a.x = x_[nd.in].data();
-      a.z = x_[nd.out].data();
-      a.r_out = R.data();
-      a.r_in = tmp_.data();
-      a.o = &o_;
-      if (fold_from == k + 1) {
-        const auto& bn = nodes[k + 1];
-        a.z = x_[bn.out].data();
-        a.out_scale = bn.fold_scale.data();
-        a.out_shift = bn.fold_shift.data();
-        fold_from = npos;
-      }
-      nd.relevance(a);
-      auto& Ri = r_[nd.in];
-      for (std::size_t i = 0; i < Ri.size(); ++i) Ri[i] += tmp_[i];
-    }
+    });
     return {r_[stop].data(), r_[stop].size()};
   }
 
@@ -252,7 +255,7 @@ xt::xarray<double> relevance(const Policy&, const Net& net, const A& X, std::siz
       const std::size_t nb = std::min(chunk, b1 - c0);
       g.run(nb, X.data() + c0 * in.size(), buf);
       for (std::size_t r = 0; r < nb; ++r) {
-        const auto rr = e.run(buf, r, stop, classes.empty() ? std::size_t(-1) : classes[c0 + r]);
+        const auto rr = e.run(net, buf, r, stop, classes.empty() ? std::size_t(-1) : classes[c0 + r]);
         std::copy(rr.begin(), rr.end(), R.data() + (c0 + r) * st.size());
       }
     }

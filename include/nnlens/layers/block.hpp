@@ -243,6 +243,27 @@ struct chain<DynamicBlock<T>> {
 template <class P>
 using layer_of_ptr_t = std::remove_cvref_t<std::remove_pointer_t<P>>;
 
+/// The walk a composite's for_each_branch hands to its visitor (core/composite.hpp): one branch,
+/// forwards or backwards.
+///   walk(g)           g(layer*, index, in, out) for the branch's layers in order
+///   walk.reverse(g)   the same, last layer first (the backward analyses: LRP, NNSlicer)
+/// The index is a std::integral_constant for a static Block, so both walks are compile-time folds.
+template <class P>
+struct branch_walk {
+  using B = std::remove_const_t<P>;
+  P* b;
+  shape in;
+  template <class G>
+  constexpr shape operator()(G&& g) const {
+    return chain<B>::visit(b, in, g);
+  }
+  template <class G>
+  void reverse(G&& g) const {
+    chain<B>::visit_reverse(b, static_cast<B*>(nullptr), in,
+                            [&](auto* l, auto*, auto idx, shape i, shape o) { g(l, idx, i, o); });
+  }
+};
+
 template <class A, class... R>
 std::string any_name_of(const std::variant<A, R...>& v) {
   return std::visit([](const auto& l) { return std::string(layer_traits<std::remove_cvref_t<decltype(l)>>::name); }, v);

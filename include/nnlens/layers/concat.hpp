@@ -147,7 +147,7 @@ struct concat_common : layer_defaults {
   template <class F>
   static void for_each_branch(const C& c, shape in, F&& f) {
     list::each(&c, [&](const auto* b, std::size_t) {
-      f([&](auto&& g) { chain<branch_of_ptr_t<decltype(b)>>::visit(b, in, g); });
+      f(branch_walk<std::remove_pointer_t<decltype(b)>>{b, in});
     });
   }
   /// f(layer&) for every inner layer, branch by branch.

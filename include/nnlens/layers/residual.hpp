@@ -95,8 +95,8 @@ struct residual_common : layer_defaults {
   /// f(walk) for the block, then the shortcut (core/composite.hpp).
   template <class F>
   static void for_each_branch(const R& r, shape in, F&& f) {
-    f([&](auto&& g) { CB::visit(&r.block, in, g); });
-    f([&](auto&& g) { CS::visit(&r.shortcut, in, g); });
+    f(branch_walk<const B>{&r.block, in});
+    f(branch_walk<const S>{&r.shortcut, in});
   }
   /// f(layer&) for every inner layer: the block's, then the shortcut's.
   template <class Self, class F>

@@ -246,6 +246,53 @@ class run_graph {
   }
 };
 
+/// A composite's join node, as for_each_node_reverse hands it to its visitor.
+template <class L>
+struct join_node {
+  const L& layer;
+};
+template <class X>
+inline constexpr bool is_join_node_v = false;
+template <class L>
+inline constexpr bool is_join_node_v<join_node<L>> = true;
+
+namespace detail {
+/// Node(s) of layer l, last first; k: one past the index of l's last node, decremented per node.
+template <class L, class F>
+bool node_reverse(const L& l, shape in, shape out, std::size_t& k, F& f) {
+  if constexpr (Composite<L>) {
+    if (!f(--k, join_node<L>{l}, in, out)) return false;
+    // the branches last first (run_graph numbers them first to last), each one's layers last first
+    std::size_t branches = 0;
+    layer_traits<L>::for_each_branch(l, in, [&](const auto&) { ++branches; });
+    bool go = true;
+    for (std::size_t b = branches; go && b-- > 0;) {
+      std::size_t i = 0;
+      layer_traits<L>::for_each_branch(l, in, [&](const auto& walk) {
+        if (i++ == b)
+          walk.reverse([&](const auto* lp, auto, shape li, shape lo) { go = go && node_reverse(*lp, li, lo, k, f); });
+      });
+    }
+    return go;
+  } else {
+    return f(--k, l, in, out);
+  }
+}
+}  // namespace detail
+
+/// Walks the nodes of net's run_graph last first (the backward analyses' order): f(k, layer, in,
+/// out) for node k when it is a layer, f(k, join_node<L>{composite}, in, out) when it is the join
+/// of composite L, whose branches' nodes follow.  f returns false to stop the walk.  `nodes` is
+/// the graph's node count (g.nodes().size()).  For a Sequential this is a compile-time fold over
+/// the layer tuple, composites' branches included (branch_walk::reverse): every layer's rule is
+/// called directly, with no type erasure; for a DynamicNetwork one std::visit per layer.
+template <class Net, class F>
+void for_each_node_reverse(const Net& net, std::size_t nodes, F&& f) {
+  std::size_t k = nodes;
+  bool go = true;
+  for_each_layer_reverse(net, [&](const auto& l, auto, shape in, shape out) { go = go && detail::node_reverse(l, in, out, k, f); });
+}
+
 /// NNSlicer's data per node: its sign_rule's items and synapses, and its parameter tensors.
 template <class T>
 struct sign_view {

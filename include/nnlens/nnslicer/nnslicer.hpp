@@ -156,13 +156,16 @@ class slicer_engine {
 
   /// Adds the slices of samples [0, n) of X to `total`; `first` is the index of X[0] in the
   /// caller's data (for on_sample).
-  void run(std::size_t n, const T* X, const criterion& cr, contrib_table& total, std::size_t first = 0) {
+  /// net: the network g was built from (its nodes are walked last first by for_each_node_reverse:
+  /// for a Sequential a compile-time fold calling each layer's sign_rule directly).
+  template <class Net>
+  void run(const Net& net, std::size_t n, const T* X, const criterion& cr, contrib_table& total, std::size_t first = 0) {
     const std::size_t in = g_.acts()[0].size();
     for (std::size_t b0 = 0; b0 < n; b0 += o_.batch) {
       const std::size_t nb = std::min(o_.batch, n - b0);
       g_.run(nb, X + b0 * in, buf_);
       for (std::size_t i = 0; i < nb; ++i) {
-        one(i, cr, total);
+        one(net, i, cr, total);
         if (o_.on_sample) o_.on_sample(first + b0 + i, C_, syn_);
       }
       total.samples += nb;
@@ -181,7 +184,8 @@ class slicer_engine {
   std::vector<sign_item> items_;
   std::vector<std::size_t> order_;
 
-  void one(std::size_t i, const criterion& cr, contrib_table& total) {
+  template <class Net>
+  void one(const Net& net, std::size_t i, const criterion& cr, contrib_table& total) {
     const auto& acts = g_.acts();
     const std::size_t A = acts.size();
     x_.resize(A), nv_.resize(A), d_.resize(A), C_.resize(A);
@@ -214,47 +218,54 @@ class slicer_engine {
       for (std::size_t o : cr.outputs) C_[out][o] = 1;
     }
     // backward, in reverse topological order (the nodes are in forward order)
-    for (std::size_t k = g_.nodes().size(); k-- > 0;) {
-      const auto& nd = g_.nodes()[k];
-      const auto& Cn = C_[nd.out];
-      const auto& dy = d_[nd.out];
-      sign_ctx ctx;
-      ctx.in = acts[nd.in];
-      ctx.out = acts[nd.out];
-      ctx.element = el_;
-      ctx.x = x_[nd.in].data();
-      ctx.y = x_[nd.out].data();
-      ctx.dx = d_[nd.in].data();
-      ctx.dy = dy.data();
-      ctx.yn = nv_[nd.out].data();
-      ctx.bn_literal = o_.bn_literal;
-      // elements per neuron of the output (a join's offsets are in elements)
-      const std::size_t unit = el_ ? 1 : acts[nd.out].size() / neuron_count(acts[nd.out], false);
-      for (std::size_t n = 0; n < Cn.size(); ++n) {
-        if (Cn[n] == 0) continue;
-        const int head = sgn(double(Cn[n])) * sgn(dy[n]);
-        if (head == 0) continue;
-        items_.clear();
-        if (nd.is_join()) {  // one item per operand neuron feeding n (pred: the operand's index)
-          nd.operands.feeding(
-              n, [&](std::size_t k, std::size_t e) { items_.push_back({k, sign_item::none, d_[nd.operands.ins[k]][e]}); },
-              unit);
-        } else {
-          nd.items(ctx, n, items_);
-        }
-        theta_filter(items_, o_.theta, o_.denominator, o_.cutoff, nv_[nd.out][n], order_);
-        for (const auto& it : items_) {
-          const int v = head * sgn(it.c);
-          if (nd.is_join()) {
-            const std::size_t k = it.pred;
-            C_[nd.operands.ins[k]][n - nd.operands.offset(k, unit)] += v;
+    for_each_node_reverse(net, g_.nodes().size(), [&](std::size_t k, const auto& l, shape, shape) {
+      using L = std::remove_cvref_t<decltype(l)>;
+      constexpr bool join = is_join_node_v<L>;
+      if constexpr (!join && !SignLayer<L>) {
+        return false;  // not reached: the graph refuses a layer without a sign rule
+      } else {
+        const auto& nd = g_.nodes()[k];
+        const auto& Cn = C_[nd.out];
+        const auto& dy = d_[nd.out];
+        sign_ctx ctx;
+        ctx.in = acts[nd.in];
+        ctx.out = acts[nd.out];
+        ctx.element = el_;
+        ctx.x = x_[nd.in].data();
+        ctx.y = x_[nd.out].data();
+        ctx.dx = d_[nd.in].data();
+        ctx.dy = dy.data();
+        ctx.yn = nv_[nd.out].data();
+        ctx.bn_literal = o_.bn_literal;
+        // elements per neuron of the output (a join's offsets are in elements)
+        const std::size_t unit = el_ ? 1 : acts[nd.out].size() / neuron_count(acts[nd.out], false);
+        for (std::size_t n = 0; n < Cn.size(); ++n) {
+          if (Cn[n] == 0) continue;
+          const int head = sgn(double(Cn[n])) * sgn(dy[n]);
+          if (head == 0) continue;
+          items_.clear();
+          if constexpr (join) {  // one item per operand neuron feeding n (pred: the operand's index)
+            nd.operands.feeding(
+                n, [&](std::size_t q, std::size_t e) { items_.push_back({q, sign_item::none, d_[nd.operands.ins[q]][e]}); },
+                unit);
           } else {
-            C_[nd.in][it.pred] += v;
-            if (it.synapse != sign_item::none) syn_[k][it.synapse] += v;
+            sign_rule<L>::items(l, ctx, n, items_);
+          }
+          theta_filter(items_, o_.theta, o_.denominator, o_.cutoff, nv_[nd.out][n], order_);
+          for (const auto& it : items_) {
+            const int v = head * sgn(it.c);
+            if constexpr (join) {
+              const std::size_t q = it.pred;
+              C_[nd.operands.ins[q]][n - nd.operands.offset(q, unit)] += v;
+            } else {
+              C_[nd.in][it.pred] += v;
+              if (it.synapse != sign_item::none) syn_[k][it.synapse] += v;
+            }
           }
         }
+        return true;
       }
-    }
+    });
     for (std::size_t a = 0; a < A; ++a)
       for (std::size_t q = 0; q < C_[a].size(); ++q) total.neurons[a][q] += o_.abs_sum ? std::abs(C_[a][q]) : C_[a][q];
     for (std::size_t k = 0; k < syn_.size(); ++k)
@@ -323,7 +334,7 @@ contrib_table nnslicer(const Policy&, const Net& net, const profile& p, const E&
       detail::slicer_engine<T> eng(g, p, o);
       parts[t] = eng.empty_table();
       const std::size_t b0 = n * t / tasks, b1 = n * (t + 1) / tasks;
-      eng.run(b1 - b0, x.data() + b0 * in.size(), cr, parts[t], b0);
+      eng.run(net, b1 - b0, x.data() + b0 * in.size(), cr, parts[t], b0);
     });
     contrib_table r = parts[0];
     for (std::size_t t = 1; t < tasks; ++t) r = merge(r, parts[t]);
@@ -331,7 +342,7 @@ contrib_table nnslicer(const Policy&, const Net& net, const profile& p, const E&
   } else {
     detail::slicer_engine<T> eng(g, p, o);
     contrib_table r = eng.empty_table();
-    eng.run(n, x.data(), cr, r);
+    eng.run(net, n, x.data(), cr, r);
     return r;
   }
 }
