@@ -38,7 +38,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -242,16 +241,7 @@ class device_lrp {
               s.fold_scale = std::make_shared<::thrust::device_vector<double>>(a.begin(), a.end());
               s.fold_shift = std::make_shared<::thrust::device_vector<double>>(t.begin(), t.end());
             }
-            if constexpr (!thrust_lrp_layer<L>::passthrough) {
-              auto p = std::make_shared<thrust_params<T>>();
-              thrust_lrp_layer<L>::upload(l, *p, in);
-              const L* lp = &l;
-              const thrust_kernels::lrp_params rule = rule_;
-              s.back = [lp, p, in, out, rule](std::size_t nb, const T* x, const T* z, const double* ro, double* ri,
-                                              const thrust_lrp_scratch& sc) {
-                thrust_lrp_layer<L>::backward(*lp, *p, in, out, nb, x, z, ro, ri, sc, rule);
-              };
-            }
+            if constexpr (!thrust_lrp_layer<L>::passthrough) thrust_lrp_layer<L>::upload(l, s.params, in);
           } else {
             throw logic_error(detail::concat("nnlens::thrust: layer ", dnet_.node_name(k), " (", layer_traits<L>::name,
                                              ") has no device LRP step; run relevance with execution::seq or execution::par"));
@@ -311,12 +301,16 @@ class device_lrp {
     rp[A - 1] = rbuf(A - 1);
     thrust_kernels::lrp_start<T>(nb, acts[A - 1].size(), tensor(A - 1), cls, rp[A - 1]);
     std::size_t fold_from = std::size_t(-1);  // the node whose output a folding BatchNorm took over
-    for (std::size_t k = steps_.size(); k-- > 0;) {
+    // the nodes last first: for a Sequential a compile-time fold (network/graph.hpp's
+    // for_each_node_reverse) calling each layer's device step directly
+    for_each_node_reverse(dnet_.network(), steps_.size(), [&](std::size_t k, const auto& l, shape lin, shape lout) {
+      using L = std::remove_cvref_t<decltype(l)>;
       const std::size_t in = dnet_.node_in(k), out = dnet_.node_out(k);
-      if (out <= stop) break;  // topological order: all below `stop` is upstream
+      if (out <= stop) return false;  // topological order: all below `stop` is upstream
       const double* R = rp[out];
       const step& st = steps_[k];
-      if (st.join) {
+      if constexpr (is_join_node_v<L>) {
+        (void)l, (void)lin, (void)lout;
         const join_operands& j = dnet_.node_join(k);
         thrust_kernels::lrp_join_op<T> op;
         op.R = R, op.out = acts[out].size(), op.K = j.ins.size(), op.eps = eps_;
@@ -326,31 +320,38 @@ class device_lrp {
           op.x[q] = tensor(a), op.r[q] = rp[a], op.off[q] = j.offsets[q], op.size[q] = j.sizes[q], op.add[q] = acc_[a];
         }
         thrust_kernels::lrp_join<T>(nb, op);
-        continue;
+        return true;
+      } else if constexpr (!ThrustLrpLayer<L>) {
+        (void)l, (void)lin, (void)lout, (void)R, (void)st;
+        return false;  // not reached: the constructor refuses a layer without a device step
+      } else {
+        const bool folds = st.folds && k > 0 && steps_[k - 1].accepts_fold && dnet_.node_out(k - 1) == in && !acc_[in] && in != stop;
+        if (thrust_lrp_layer<L>::passthrough || folds) {  // R_in = R_out
+          if (acc_[in])
+            thrust_kernels::lrp_add(nb * acts[in].size(), R, rp[in]);
+          else
+            rp[in] = const_cast<double*>(R);
+          if (folds) fold_from = k;
+          return true;
+        }
+        if constexpr (!thrust_lrp_layer<L>::passthrough) {
+          thrust_lrp_scratch si = sc;
+          const T* z = tensor(out);
+          if (fold_from == k + 1) {  // the folded pair: the BatchNorm's output and coefficients
+            z = tensor(dnet_.node_out(k + 1));
+            si.fold_scale = ::thrust::raw_pointer_cast(steps_[k + 1].fold_scale->data());
+            si.fold_shift = ::thrust::raw_pointer_cast(steps_[k + 1].fold_shift->data());
+            fold_from = std::size_t(-1);
+          }
+          // R_in: its own buffer (tensors are numbered in creation order, so in < out and R_out's
+          // buffer, r_[out] or one it passed through from, is another), or the scratch when R_in is a sum
+          double* dst = acc_[in] ? ::thrust::raw_pointer_cast(tmp_.data()) : (rp[in] = rbuf(in));
+          thrust_lrp_layer<L>::backward(l, st.params, lin, lout, nb, tensor(in), z, R, dst, si, rule_);
+          if (acc_[in]) thrust_kernels::lrp_add(nb * acts[in].size(), dst, rp[in]);
+        }
+        return true;
       }
-      const bool folds = st.folds && k > 0 && steps_[k - 1].accepts_fold && dnet_.node_out(k - 1) == in && !acc_[in] && in != stop;
-      if (st.passthrough || folds) {  // R_in = R_out
-        if (acc_[in])
-          thrust_kernels::lrp_add(nb * acts[in].size(), R, rp[in]);
-        else
-          rp[in] = const_cast<double*>(R);
-        if (folds) fold_from = k;
-        continue;
-      }
-      thrust_lrp_scratch si = sc;
-      const T* z = tensor(out);
-      if (fold_from == k + 1) {  // the folded pair: the BatchNorm's output and coefficients
-        z = tensor(dnet_.node_out(k + 1));
-        si.fold_scale = ::thrust::raw_pointer_cast(steps_[k + 1].fold_scale->data());
-        si.fold_shift = ::thrust::raw_pointer_cast(steps_[k + 1].fold_shift->data());
-        fold_from = std::size_t(-1);
-      }
-      // R_in: its own buffer (tensors are numbered in creation order, so in < out and R_out's
-      // buffer, r_[out] or one it passed through from, is another), or the scratch when R_in is a sum
-      double* dst = acc_[in] ? ::thrust::raw_pointer_cast(tmp_.data()) : (rp[in] = rbuf(in));
-      st.back(nb, tensor(in), z, R, dst, si);
-      if (acc_[in]) thrust_kernels::lrp_add(nb * acts[in].size(), dst, rp[in]);
-    }
+    });
     return rp[stop];
   }
 
@@ -359,7 +360,7 @@ class device_lrp {
     bool join = false, passthrough = false;
     bool folds = false, accepts_fold = false;  // relevance_rule: folds_into_previous, accepts_fold
     std::shared_ptr<::thrust::device_vector<double>> fold_scale, fold_shift;
-    std::function<void(std::size_t, const T*, const T*, const double*, double*, const thrust_lrp_scratch&)> back;
+    thrust_params<T> params;  // what the step's kernels read (thrust_lrp_layer<L>::upload)
   };
   device_network<Net> dnet_;
   thrust_kernels::lrp_params rule_;
