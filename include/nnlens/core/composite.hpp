@@ -4,7 +4,8 @@
 // outputs.  Its layer_traits<L> carries, besides the usual members:
 //     template <class F> static void for_each_branch(const L&, shape in, F&& f);
 //         // f(walk) once per branch, in order; walk(g) calls g(const layer*, index, in, out) for
-//         // each of the branch's layers in order (nothing for an empty branch: the identity)
+//         // each of the branch's layers in order (nothing for an empty branch: the identity),
+//         // walk.reverse(g) the same last first (layers/block.hpp's branch_walk provides both)
 //     template <class Self, class F> static void for_each_inner(Self& l, F&& f);
 //         // f(layer&) for every inner layer, branch by branch (mutable when Self is; compress uses it)
 //     static constexpr branch_join join;                    // how the outputs join (default: sum)
