@@ -74,8 +74,8 @@ std::vector<line_result<S, R>> exact_lines(const execution::thrust_policy& polic
     throw shape_error(detail::concat("exact_lines: ", A.size(), " start points but ", B.size(), " end points"));
   const auto& n = detail::as_scalar<S>(net);
   const shape in = input_shape_of(n), out = output_shape_of(n);
-  std::deque<thrust_params<S>> params;
-  const auto runs = tl::make_runs<S>(n, params);
+  std::deque<thrust_params<S>> params;  // per node of n, graph order
+  tl::upload_nodes<S>(n, params);
 
   std::vector<line_result<S, R>> res(A.size());
   std::vector<std::exception_ptr> eps(A.size());
@@ -97,14 +97,14 @@ std::vector<line_result<S, R>> exact_lines(const execution::thrust_policy& polic
   // CPU device systems: the buffers stay with the thread for the next call (fresh pages cost a
   // page fault each: one pass of 256 ACAS Xu segments took 4x longer with new buffers)
   static thread_local tl::engine<S, R> eng;
-  eng.bind(opt, runs);
+  eng.bind(opt, params);
 #else
-  tl::engine<S, R> eng(opt, runs);
+  tl::engine<S, R> eng(opt, params);
 #endif
   for (std::size_t b0 = 0; b0 < ok.size(); b0 += pass) {
     const std::vector<std::size_t> ids(ok.begin() + std::ptrdiff_t(b0),
                                        ok.begin() + std::ptrdiff_t(std::min(ok.size(), b0 + pass)));
-    eng.run(A, B, ids, res, eps);
+    eng.run(n, A, B, ids, res, eps);
     detail::thrust_pass_counter().fetch_add(1, std::memory_order_relaxed);  // thrust_device_passes()
   }
   for (std::size_t i : ok) {

@@ -1,14 +1,16 @@
 // nnlens/thrust/exactline_engine.hpp -- the engine of ExactLine over many segments on the thrust
 // device system (nnlens/thrust/exactline.hpp is its entry point and says what it computes).
 //
-//   layer_run<T>, make_runs(net, params)   the network as the engine reads it: each layer's pwl_rule
-//                                          form (affine, knots, max window, composite with its
-//                                          branches), shapes, place ("layer 1 (Residual) branch 0
-//                                          layer 2") and device forward pass, parameters uploaded
+//   upload_nodes<T>(net, params)           checks every layer (piecewise-linear, thrust kernels, at most
+//                                          8 knots / 8 branches) and uploads its parameters, one entry
+//                                          per node in graph order (network/graph.hpp's numbering)
 //   line_rows<S, R>                        the points of every segment of a pass on the device
 //   engine<S, R>                           one pass: the segments through every layer (refine at a
 //                                          split layer, the composite step, reanchor, dropping the
-//                                          segments that failed)
+//                                          segments that failed).  It walks the network as the host's
+//                                          line_engine does (for_each_layer_ahead, for_each_branch):
+//                                          for a Sequential a compile-time fold; each layer's form is
+//                                          its pwl_rule (knots, a max window, affine, a composite)
 //
 // requires: as nnlens/thrust/exactline.hpp.  Kernels: nnlens/thrust/exactline_kernels.hpp.
 #pragma once
@@ -16,9 +18,9 @@
 #include <cstddef>
 #include <deque>
 #include <exception>
-#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -43,111 +45,94 @@ namespace tk = thrust_kernels::line;
 template <class L>
 concept max_window = pwl_has_window<L> && PoolingWindow<L> && pool_reduction_v<L> == pool_reduce::max;
 
-/// A layer's pwl_rule form, as the engine reads it.
-enum class kind { affine, knots, pool, composite };
-
-/// One layer as the engine sees it: its form, shapes, place ("layer 1 (Residual) branch 0 layer
-/// 2", the host's), knots and floor (kind::knots), pool window, device forward pass, and for a
-/// composite its branches and where each lands in the joined row.
-template <class T>
-struct layer_run {
-  kind k = kind::affine;
-  shape in{}, out{};
-  std::string where;
-  double knots[tk::knot_proposer<T, double>::max_knots] = {};
-  idx nk = 0;
-  std::optional<double> floor;  // the op is max(x, *floor): fusable with an adjacent max window
-  thrust_kernels::window_dims pool{};
-  std::function<void(idx, const T*, T*)> forward;  // not for a composite (run_forward joins it)
-  std::vector<std::vector<layer_run>> branches;
-  std::vector<idx> at;  // branch b's values start at at[b] of a joined row
-  branch_join join = branch_join::sum;
+/// The place of a layer in the host's words: "layer 1" at the top level, "layer 1 (Residual)
+/// branch 0 layer 2" inside a composite.  A plain type (not a lambda per level), so the nested
+/// walks of a run-time composite instantiate once.
+struct place {
+  const place* outer = nullptr;  // the composite's place (nullptr: top level)
+  std::string_view composite;    // its name
+  std::size_t branch = 0, index = 0;
+  std::string str() const {
+    if (!outer) return concat("layer ", index);
+    return concat(outer->str(), " (", composite, ") branch ", branch, " layer ", index);
+  }
+  std::string operator()() const { return str(); }
 };
 
-/// Builds layer_runs of a network (already in scalar T), uploading parameters into `params`
-/// (a deque: the forward passes keep pointers into it).
+/// The nodes of a composite's branches, nested composites' joins included (network/graph.hpp's
+/// numbering: a composite's branch layers, then its own node).
+template <class L>
+idx inner_nodes(const L& l, shape in) {
+  idx n = 0;
+  pwl_rule<L>::for_each_branch(l, in, [&](const auto& walk) {
+    walk([&](const auto* lp, auto, shape i, shape) {
+      using I = std::remove_cvref_t<decltype(*lp)>;
+      if constexpr (pwl_is_composite<I>) n += inner_nodes(*lp, i);
+      ++n;
+    });
+  });
+  return n;
+}
+
+/// Checks every layer of a network (already in scalar T) and uploads its parameters, one entry per
+/// node in graph order (a composite's entry is empty): what the engine's forward passes read.
+/// Dense-like layers get padded weights (full tiles only: thrust_kernels::line::dense_padded).
 template <class T>
-struct run_builder {
+struct uploader {
   std::deque<thrust_params<T>>& params;
 
   template <class L>
-  layer_run<T> build(const L& l, shape in, shape out, std::string where) {
+  void node(const L& l, shape in, shape out, const place& where) {
     if constexpr (!PiecewiseLinearLayer<L>) {
-      throw logic_error(concat("exact_lines: ", where, " (", layer_traits<L>::name,
+      throw logic_error(concat("exact_lines: ", where(), " (", layer_traits<L>::name,
                                ") is not piecewise-linear; ExactLine needs every layer piecewise-linear: run it on "
                                "the logits (drop the ",
                                layer_traits<L>::name, ")"));
     } else if constexpr (!ThrustLayer<L>) {
-      throw logic_error(concat("exact_lines (thrust): ", where, " (", layer_traits<L>::name,
+      throw logic_error(concat("exact_lines (thrust): ", where(), " (", layer_traits<L>::name,
                                ") has no thrust kernels; run exact_lines with execution::seq or execution::par"));
+    } else if constexpr (pwl_is_composite<L>) {
+      std::size_t b = 0;
+      pwl_rule<L>::for_each_branch(l, in, [&](const auto& walk) {
+        walk([&](const auto* lp, auto ii, shape i, shape o) { node(*lp, i, o, place{&where, layer_traits<L>::name, b, std::size_t(ii)}); });
+        ++b;
+      });
+      if (b > tk::max_branches)
+        throw logic_error(concat("exact_lines (thrust): ", where(), " (", layer_traits<L>::name, ") has more than ",
+                                 tk::max_branches, " branches; run exact_lines with execution::seq"));
+      params.emplace_back();
     } else {
-      layer_run<T> r;
-      r.in = in, r.out = out, r.where = where;
-      if constexpr (pwl_is_composite<L>) {
-        r.k = kind::composite;
-        r.join = composite_join_v<L>;
-        std::vector<idx> dims;
-        pwl_rule<L>::for_each_branch(l, in, [&](auto&& walk) {
-          auto& br = r.branches.emplace_back();
-          const idx b = r.branches.size() - 1;
-          walk([&](const auto* lp, auto ii, shape i, shape o) {
-            br.push_back(build(*lp, i, o, concat(where, " (", layer_traits<L>::name, ") branch ", b, " layer ", std::size_t(ii))));
-          });
-          dims.push_back(br.empty() ? in.size() : br.back().out.size());
-        });
-        if (r.branches.size() > tk::max_branches)
-          throw logic_error(concat("exact_lines (thrust): ", where, " (", layer_traits<L>::name, ") has more than ",
-                                   tk::max_branches, " branches; run exact_lines with execution::seq"));
-        r.at = branch_offsets(r.join, dims);
-      } else if constexpr (pwl_has_knots<L>) {  // element-wise: the host's knots
-        r.k = kind::knots;
-        for (double k : pwl_rule<L>::knots(l)) {
-          if (r.nk == tk::knot_proposer<T, double>::max_knots)
-            throw logic_error(concat("exact_lines (thrust): ", where, " (", layer_traits<L>::name, ") has more than ",
-                                     r.nk, " knots; run exact_lines with execution::seq"));
-          r.knots[r.nk++] = k;
-        }
-        if constexpr (pwl_has_floor<L>) r.floor = pwl_rule<L>::max_floor(l);
-      } else if constexpr (max_window<L>) {
-        r.k = kind::pool;
-        r.pool = thrust_layer<L>::dims(l, in, out);
-      } else if constexpr (!pwl_is_affine<L>) {
-        throw logic_error(concat("exact_lines (thrust): ", where, " (", layer_traits<L>::name,
+      if constexpr (pwl_has_knots<L>) {
+        idx nk = 0;
+        for (double q : pwl_rule<L>::knots(l)) (void)q, ++nk;
+        if (nk > tk::knot_proposer<T, double>::max_knots)
+          throw logic_error(concat("exact_lines (thrust): ", where(), " (", layer_traits<L>::name, ") has more than ",
+                                   tk::knot_proposer<T, double>::max_knots, " knots; run exact_lines with execution::seq"));
+      } else if constexpr (!max_window<L> && !pwl_is_affine<L>) {
+        throw logic_error(concat("exact_lines (thrust): ", where(), " (", layer_traits<L>::name,
                                  ") has no thrust ExactLine rule; run exact_lines with execution::seq"));
       }
-      if constexpr (!pwl_is_composite<L>) {
-        thrust_params<T>* p = &params.emplace_back();
-        if constexpr (thrust_dense_like<L>) {  // padded weights: full tiles only (thrust_kernels::line::dense_padded)
-          const idx I = in.size(), O = out.size(), Op = (O + 7) / 8 * 8;
-          std::vector<T> w(I * Op, T(0)), b(Op, T(0));
-          for (idx a = 0; a < I; ++a)
-            for (idx o = 0; o < O; ++o) w[a * Op + o] = l.W.data()[a * O + o];
-          for (idx o = 0; o < O; ++o) b[o] = l.b.data()[o];
-          p->W.assign(w.begin(), w.end());
-          p->b.assign(b.begin(), b.end());
-          r.forward = [p, I, O, Op](idx n, const T* x, T* y) {
-            tk::dense_padded<T>(n, I, O, Op, x, ::thrust::raw_pointer_cast(p->W.data()), ::thrust::raw_pointer_cast(p->b.data()),
-                                y);
-          };
-        } else {
-          thrust_layer<L>::upload(l, *p, in);
-          r.forward = [&l, p, in, out](idx n, const T* x, T* y) { thrust_layer<L>::forward(l, *p, in, out, n, x, y); };
-        }
+      thrust_params<T>& p = params.emplace_back();
+      if constexpr (thrust_dense_like<L>) {
+        const idx I = in.size(), O = out.size(), Op = (O + 7) / 8 * 8;
+        std::vector<T> w(I * Op, T(0)), bias(Op, T(0));
+        for (idx a = 0; a < I; ++a)
+          for (idx o = 0; o < O; ++o) w[a * Op + o] = l.W.data()[a * O + o];
+        for (idx o = 0; o < O; ++o) bias[o] = l.b.data()[o];
+        p.W.assign(w.begin(), w.end());
+        p.b.assign(bias.begin(), bias.end());
+      } else {
+        thrust_layer<L>::upload(l, p, in);
       }
-      return r;
     }
   }
 };
 
-/// The layers of net (already in scalar T) with their uploaded parameters.
+/// The parameters of every node of net (already in scalar T), in graph order.
 template <class T, class Net>
-std::vector<layer_run<T>> make_runs(const Net& net, std::deque<thrust_params<T>>& params) {
-  run_builder<T> b{params};
-  std::vector<layer_run<T>> runs;
-  for_each_layer(net, [&](const auto& l, auto i, shape in, shape out) {
-    runs.push_back(b.build(l, in, out, concat("layer ", std::size_t(i))));
-  });
-  return runs;
+void upload_nodes(const Net& net, std::deque<thrust_params<T>>& params) {
+  uploader<T> u{params};
+  for_each_layer(net, [&](const auto& l, auto i, shape in, shape out) { u.node(l, in, out, place{nullptr, {}, 0, std::size_t(i)}); });
 }
 
 /// Device memory that only grows and is never initialised (thrust::device_vector fills on resize
@@ -226,14 +211,18 @@ template <class S, class R>
 class engine {
  public:
   engine() = default;
-  engine(const line_options& o, const std::vector<layer_run<S>>& runs) : opt_(&o), runs_(&runs) {}
-  void bind(const line_options& o, const std::vector<layer_run<S>>& runs) {
+  engine(const line_options& o, const std::deque<thrust_params<S>>& params) : opt_(&o), params_(&params) {}
+  /// The options and the uploaded parameters (upload_nodes) of the network the next runs walk.
+  void bind(const line_options& o, const std::deque<thrust_params<S>>& params) {
     opt_ = &o;
-    runs_ = &runs;
+    params_ = &params;
   }
 
-  /// Runs segments A[ids[j]] -> B[ids[j]]; fills res[ids[j]] or eps[ids[j]].
-  void run(const std::vector<std::vector<S>>& A, const std::vector<std::vector<S>>& B, const std::vector<idx>& ids,
+  /// Runs segments A[ids[j]] -> B[ids[j]] through net (in scalar S; its parameters bound);
+  /// fills res[ids[j]] or eps[ids[j]].  The walk over net's layers is the host's (line.hpp):
+  /// for a Sequential a compile-time fold, composites' branches through their walks.
+  template <class Net>
+  void run(const Net& net, const std::vector<std::vector<S>>& A, const std::vector<std::vector<S>>& B, const std::vector<idx>& ids,
            std::vector<line_result<S, R>>& res, std::vector<std::exception_ptr>& eps) {
     G_ = ids.size();
     if (G_ == 0) return;
@@ -267,7 +256,7 @@ class engine {
     err_.assign(G_, nullptr);
     stats_.assign(G_, line_stats{});
     prefix_.clear();
-    walk(*runs_, true);
+    walk_top(net);
 
     // results
     const idx n = c.n;
@@ -290,7 +279,7 @@ class engine {
 
  private:
   const line_options* opt_ = nullptr;
-  const std::vector<layer_run<S>>* runs_ = nullptr;
+  const std::deque<thrust_params<S>>* params_ = nullptr;  // per node, graph order
   idx G_ = 0;  // segments
   line_rows<S, R> cur_, next_;
   std::deque<line_rows<S, R>> saved_;  // a composite's input and its branches' points (nested: a stack)
@@ -301,94 +290,142 @@ class engine {
   std::vector<char> live_;
   std::vector<std::exception_ptr> err_;
   std::vector<line_stats> stats_;
-  std::vector<const layer_run<S>*> prefix_;  // reanchor: the layers run so far
+  std::vector<idx> prefix_;  // reanchor: the nodes run so far (a composite's node once it joined)
+  std::vector<char> on_;      // reanchor: whether each node is in prefix_
 
   void push_points() {
     for (idx j = 0; j < G_; ++j)
       if (live_[j]) stats_[j].points.push_back(cur_.off[j + 1] - cur_.off[j]);
   }
 
-  /// The layers of runs in order; at the top level (the host's walk) an element-wise max(x, c)
-  /// next to a max window runs as one fused rule (the host's try_fuse) and the points are counted.
-  void walk(const std::vector<layer_run<S>>& runs, bool top) {
-    const idx nl = runs.size();
-    for (idx i = 0; i < nl; ++i) {
-      const auto& L = runs[i];
-      const layer_run<S>* floor_layer = nullptr;
-      if (top && opt_->fuse_max_pool && i + 1 < nl) {
-        const auto& N = runs[i + 1];
-        if (L.k == kind::knots && L.floor && N.k == kind::pool) floor_layer = &L;
-        if (L.k == kind::pool && N.k == kind::knots && N.floor) floor_layer = &N;
+  /// The top-level layers in order (the host's walk, line_engine::run): an element-wise max(x, c)
+  /// next to a max window runs as one fused rule (the host's try_fuse), and the points are counted
+  /// after every layer.  k: the node index (graph order).
+  template <class Net>
+  void walk_top(const Net& net) {
+    idx k = 0;
+    for_each_layer_ahead(net, [&](const auto& l, auto i, shape in, shape out, auto&& next) {
+      using L = std::remove_cvref_t<decltype(l)>;
+      const place where{nullptr, {}, 0, std::size_t(i)};
+      bool fused = false;
+      if constexpr (pwl_has_floor<L> || max_window<L>) {
+        if (opt_->fuse_max_pool)
+          next([&](const auto& l2, shape out2) {
+            using N = std::remove_cvref_t<decltype(l2)>;
+            if constexpr ((pwl_has_floor<L> && max_window<N>) || (max_window<L> && pwl_has_floor<N>)) {
+              const std::optional<double> c = [&] {
+                if constexpr (max_window<L>) return pwl_rule<N>::max_floor(l2);
+                else return pwl_rule<L>::max_floor(l);
+              }();
+              if (!c) return;
+              thrust_kernels::window_dims dm;
+              if constexpr (max_window<L>) dm = thrust_layer<L>::dims(l, in, out);
+              else dm = thrust_layer<N>::dims(l2, out, out2);
+              dm.C = in[0], dm.H = in[1], dm.W = in[2];
+              refine(net, tk::pool_proposer<S, R>{dm, true, S(*c)}, where);
+              apply(l, k, in, out);
+              apply(l2, k, out, out2);
+              push_points();
+              fused = true;
+            }
+          });
       }
-      if (floor_layer) {
-        auto dm = L.k == kind::pool ? L.pool : runs[i + 1].pool;
-        dm.C = L.in[0], dm.H = L.in[1], dm.W = L.in[2];
-        refine(tk::pool_proposer<S, R>{dm, true, S(*floor_layer->floor)}, L.where);
-        apply(L);
-        apply(runs[++i]);
-        push_points();
-      } else {
-        step(L);
+      if (!fused) step(net, l, k, in, out, where);
+      push_points();
+      return fused;
+    });
+  }
+
+  /// One layer: refine at its breaks (knots, a max window), then its forward pass; a composite by
+  /// its branches.
+  template <class Net, class L>
+  void step(const Net& net, const L& l, idx& k, shape in, shape out, const place& where) {
+    if constexpr (pwl_is_composite<L>) {
+      composite(net, l, k, in, out, where);
+    } else {
+      if constexpr (pwl_has_knots<L>) {
+        tk::knot_proposer<S, R> prop{cur_.d, {}, 0};
+        for (double q : pwl_rule<L>::knots(l)) prop.knots[prop.nk++] = q;
+        if (prop.nk > 0) refine(net, prop, where);
+      } else if constexpr (max_window<L>) {
+        refine(net, tk::pool_proposer<S, R>{thrust_layer<L>::dims(l, in, out), false, S(0)}, where);
       }
-      if (top) push_points();
+      apply(l, k, in, out);
     }
   }
 
-  void step(const layer_run<S>& L) {
-    if (L.k == kind::composite) return composite(L);
-    if (L.k == kind::knots && L.nk > 0) {
-      tk::knot_proposer<S, R> prop{cur_.d, {}, L.nk};
-      for (idx q = 0; q < L.nk; ++q) prop.knots[q] = L.knots[q];
-      refine(prop, L.where);
-    }
-    if (L.k == kind::pool) refine(tk::pool_proposer<S, R>{L.pool, false, S(0)}, L.where);
-    apply(L);
-  }
-
-  void apply(const layer_run<S>& L) {
-    next_.v.reserve(cur_.n * L.out.size());
-    L.forward(cur_.n, raw(cur_.v), raw(next_.v));
+  /// Node k (layer l, not a composite) on the current rows; k moves on.
+  template <class L>
+  void apply(const L& l, idx& k, shape in, shape out) {
+    next_.v.reserve(cur_.n * out.size());
+    forward_node(l, k, in, out, cur_.n, raw(cur_.v), raw(next_.v));
     cur_.v.swap(next_.v);
-    cur_.d = L.out.size();
-    prefix_.push_back(&L);
+    cur_.d = out.size();
+    prefix_.push_back(k++);
   }
 
-  /// L's forward pass on n rows (a composite: its branches, then the join, as device_network).
-  void run_forward(const layer_run<S>& L, idx n, const S* x, S* y) {
-    if (L.k != kind::composite) return L.forward(n, x, y);
-    for (idx b = 0; b < L.branches.size(); ++b) {
+  /// Node k's forward pass on n rows (not a composite).
+  template <class L>
+  void forward_node(const L& l, idx k, shape in, shape out, idx n, const S* x, S* y) const {
+    const thrust_params<S>& p = (*params_)[k];
+    if constexpr (thrust_dense_like<L>) {
+      const idx I = in.size(), O = out.size(), Op = (O + 7) / 8 * 8;
+      tk::dense_padded<S>(n, I, O, Op, x, ::thrust::raw_pointer_cast(p.W.data()), ::thrust::raw_pointer_cast(p.b.data()), y);
+    } else {
+      thrust_layer<L>::forward(l, p, in, out, n, x, y);
+    }
+  }
+
+  /// Composite l's forward pass on n rows: its branches from x, each placed into y by the join
+  /// (as device_network); k: the index of its first inner node, then one past its own.
+  template <class L>
+  void composite_forward(const L& l, idx& k, shape in, shape out, idx n, const S* x, S* y) const {
+    idx b = 0, at = 0;
+    pwl_rule<L>::for_each_branch(l, in, [&](const auto& walk) {
       dbuf<S> u, w;
       const S* src = x;
-      idx d = L.in.size();
-      for (const auto& l : L.branches[b]) {
-        w.reserve(n * l.out.size());
-        run_forward(l, n, src, raw(w));
+      idx d = in.size();
+      walk([&](const auto* lp, auto, shape i, shape o) {
+        using I = std::remove_cvref_t<decltype(*lp)>;
+        w.reserve(n * o.size());
+        if constexpr (pwl_is_composite<I>) composite_forward(*lp, k, i, o, n, src, raw(w));
+        else forward_node(*lp, k++, i, o, n, src, raw(w));
         u.swap(w);
-        src = raw(u), d = l.out.size();
-      }
-      thrust_kernels::place<S>(n, L.out.size(), L.at[b], d, src, y, L.join == branch_join::sum && b > 0);
-    }
+        src = raw(u), d = o.size();
+      });
+      constexpr bool sum = composite_join_v<L> == branch_join::sum;
+      thrust_kernels::place<S>(n, out.size(), sum ? 0 : at, d, src, y, sum && b > 0);
+      at += d, ++b;
+    });
+    ++k;  // the join
   }
 
   /// A composite, as the host's: each branch from the composite's input points, then the union of
   /// their points (join_union) and the join of their values there (join_values).
-  void composite(const layer_run<S>& L) {
-    const idx nb = L.branches.size(), base = used_, pre = prefix_.size();
+  template <class Net, class L>
+  void composite(const Net& net, const L& l, idx& k, shape lin, shape lout, const place& where) {
+    idx nb = 0;
+    pwl_rule<L>::for_each_branch(l, lin, [&](const auto&) { ++nb; });
+    const idx base = used_, pre = prefix_.size();
     used_ += 1 + nb;
     if (saved_.size() < used_) saved_.resize(used_);
     saved_[base].swap(cur_);  // the input
-    for (idx b = 0; b < nb; ++b) {
+    std::vector<idx> dims;
+    pwl_rule<L>::for_each_branch(l, lin, [&](const auto& walk) {
+      const idx b = dims.size();
       cur_.copy_from(saved_[base]);
-      walk(L.branches[b], false);
+      walk([&](const auto* lp, auto ii, shape i, shape o) { step(net, *lp, k, i, o, place{&where, layer_traits<L>::name, b, std::size_t(ii)}); });
+      dims.push_back(cur_.d);
       saved_[base + 1 + b].swap(cur_);
       prefix_.resize(pre);
-    }
+    });
+    const std::vector<idx> at = branch_offsets(composite_join_v<L>, dims);
     const line_rows<S, R>& in = saved_[base];
     tk::join_union<S, R> u{};
     u.nb = nb;
     for (idx b = 0; b < nb; ++b) {
       auto& r = saved_[base + 1 + b];
-      u.br[b] = {raw(r.t), raw(r.doff), raw(r.v), r.d, L.at[b]};
+      u.br[b] = {raw(r.t), raw(r.doff), raw(r.v), r.d, at[b]};
     }
     std::vector<idx> live(live_.begin(), live_.end()), cnt(G_), merged(G_), off(G_ + 1, 0);
     live_d_.upload(live.data(), G_);
@@ -398,12 +435,12 @@ class engine {
     thrust_kernels::launch(G_, u);
     cnt_.download(0, G_, cnt.data());
     merged_.download(0, G_, merged.data());
-    const idx dout = L.out.size();
+    const idx dout = lout.size();
     for (idx j = 0; j < G_; ++j) {
       if (live_[j]) {
         stats_[j].merged += merged[j];
         try {
-          check_caps(cnt[j], std::max(L.in.size(), dout), L.where);
+          check_caps(cnt[j], std::max(lin.size(), dout), where);
         } catch (const error&) {
           err_[j] = std::current_exception();
           live_[j] = 0, live[j] = 0, cnt[j] = 0;
@@ -424,12 +461,12 @@ class engine {
     jv.nb = nb, jv.dout = dout, jv.t = c.t.get(), jv.seg = c.seg.get(), jv.v = raw(c.v);
     thrust_kernels::launch(c.n, jv);
     used_ = base;
-    prefix_.push_back(&L);
+    prefix_.push_back(k++);
   }
 
   /// Inserts the breaks prop proposes (new rows: interpolated pre-activations).
-  template <class P>
-  void refine(const P& prop, const std::string& where) {
+  template <class Net, class P>
+  void refine(const Net& net, const P& prop, const place& where) {
     auto& c = cur_;
     const idx n = c.n, d = c.d;
     if (n < 2) return;
@@ -487,30 +524,52 @@ class engine {
       c.seg.swap(x.seg), c.t.swap(x.t), c.v.swap(x.v), c.doff.swap(doff2_);
       c.n = n + K;
       c.off = off2;
-      if (opt_->reanchor) reanchor(K);
+      if (opt_->reanchor) reanchor(net, K);
     }
     if (failed) compact();
   }
 
-  void check_caps(idx points, idx d, const std::string& where) const {
-    check_line_caps<S>(points, d, *opt_, [&] { return where; });
+  void check_caps(idx points, idx d, const place& where) const {
+    check_line_caps<S>(points, d, *opt_, [&] { return where.str(); });
   }
 
 
-  /// The K new rows recomputed from P + t (Q - P) through the layers run so far.
-  void reanchor(idx K) {
-    const idx di = runs_->empty() ? cur_.d : (*runs_)[0].in.size();
+  /// The K new rows recomputed from P + t (Q - P) through the nodes run so far (prefix_).
+  template <class Net>
+  void reanchor(const Net& net, idx K) {
+    const idx di = input_shape_of(net).size();
     x0_.reserve(K * di);
     thrust_kernels::launch(K, tk::endpoints_at<S, R>{raw(fresh_), raw(cur_.seg), raw(cur_.t), raw(P_), raw(Q_), di, raw(x0_)});
-    idx w = di;
-    for (const layer_run<S>* l : prefix_) {
-      x1_.reserve(K * l->out.size());
-      run_forward(*l, K, raw(x0_), raw(x1_));
-      x0_.swap(x1_);
-      w = l->out.size();
-    }
+    on_.assign(params_->size(), 0);
+    for (idx q : prefix_) on_[q] = 1;
+    idx k = 0, w = di;
+    for_each_layer(net, [&](const auto& l, auto, shape in, shape out) { prefix_forward(l, k, in, out, K, w); });
     NNLENS_EXPECTS(w == cur_.d);
     thrust_kernels::launch(K, tk::scatter_rows<S>{raw(fresh_), raw(x0_), cur_.d, raw(cur_.v)});
+  }
+
+  /// Runs x0_ (K rows of width w) through the nodes of l that are in the prefix: a composite that
+  /// joined as a whole, or the branch the walk is in (the prefix is a path: one branch only).
+  template <class L>
+  void prefix_forward(const L& l, idx& k, shape in, shape out, idx K, idx& w) {
+    const bool whole = [&] {
+      if constexpr (pwl_is_composite<L>) return bool(on_[k + inner_nodes(l, in)]);
+      else return bool(on_[k]);
+    }();
+    if (whole) {
+      x1_.reserve(K * out.size());
+      if constexpr (pwl_is_composite<L>) composite_forward(l, k, in, out, K, raw(x0_), raw(x1_));
+      else forward_node(l, k++, in, out, K, raw(x0_), raw(x1_));
+      x0_.swap(x1_);
+      w = out.size();
+    } else if constexpr (pwl_is_composite<L>) {
+      pwl_rule<L>::for_each_branch(l, in, [&](const auto& walk) {
+        walk([&](const auto* lp, auto, shape i, shape o) { prefix_forward(*lp, k, i, o, K, w); });
+      });
+      ++k;  // the join
+    } else {
+      ++k;
+    }
   }
 
   /// Drops the rows of segments that failed.
