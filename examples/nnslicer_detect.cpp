@@ -130,7 +130,7 @@ features<std::int8_t> slicer_features(const Net& net, const profile& prof, const
       for (std::size_t i = b0; i < b1; ++i) {
         for (auto& v : tab.neurons) std::fill(v.begin(), v.end(), 0);
         for (auto& v : tab.synapses) std::fill(v.begin(), v.end(), 0);
-        eng.run(1, X.data() + i * D_IN, criterion::predicted(), tab);
+        eng.run(net, 1, X.data() + i * D_IN, criterion::predicted(), tab);
         store(i, tab);
       }
     } else {
