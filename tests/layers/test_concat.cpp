@@ -443,6 +443,38 @@ TEST_CASE("Concat and Residual nest: a Concat inside a residual block and a Resi
   CHECK(R.shape() == std::vector<std::size_t>{4, 2, 5, 5});
   const auto t = nnslicer(net, profile_network(net, X), X, criterion::predicted());
   CHECK(t.neurons.size() == g.acts().size());
+  // the backward analyses' walk (for_each_node_reverse) visits the graph's nodes last first, with
+  // their types, in both forms, through both nested composites; it stops when the visitor says so
+  const auto dyn = to_dynamic(net);
+  for (int form = 0; form < 2; ++form) {
+    std::vector<std::size_t> ks;
+    std::vector<std::string> types;
+    auto visit = [&](std::size_t k, const auto& l, shape, shape) {
+      using L = std::remove_cvref_t<decltype(l)>;
+      ks.push_back(k);
+      if constexpr (is_join_node_v<L>) types.emplace_back(composite_join_name_v<std::remove_cvref_t<decltype(l.layer)>>);
+      else types.emplace_back(layer_traits<L>::name);
+      return true;
+    };
+    if (form == 0)
+      for_each_node_reverse(net, g.nodes().size(), visit);
+    else
+      for_each_node_reverse(dyn, g.nodes().size(), visit);
+    REQUIRE(ks.size() == g.nodes().size());
+    for (std::size_t q = 0; q < ks.size(); ++q) {
+      CHECK(ks[q] == g.nodes().size() - 1 - q);
+      CHECK(types[q] == std::string(g.nodes()[ks[q]].type));
+    }
+  }
+  std::size_t seen = 0;
+  for_each_node_reverse(net, g.nodes().size(), [&](std::size_t, const auto&, shape, shape) { return ++seen < 3; });
+  CHECK(seen == 3);
+  // the static form's folded walk and the run-time form's visits give the same LRP, bit for bit,
+  // and the same NNSlicer tables
+  check_bitwise(R, relevance(dyn, X));
+  const auto td = nnslicer(dyn, profile_network(dyn, X), X, criterion::predicted());
+  CHECK(td.neurons == t.neurons);
+  CHECK(td.synapses == t.synapses);
 }
 
 TEST_CASE("Concat: NNSlicer at channel granularity maps each output channel to its branch's channel") {

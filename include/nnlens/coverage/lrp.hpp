@@ -79,11 +79,11 @@ constexpr bool require_relevance_network() {
 }
 }  // namespace detail
 
-/// LRP's data per node: its relevance_rule (or pass-through), and BatchNorm folding.
+/// LRP's data per node: what the walk needs of a neighbour, whose type it does not know at that
+/// point: whether the node accepts a folded BatchNorm (Conv2D, Dense), and a folding node's
+/// coefficients.  The node's own rule is called by type (lrp_engine::run).
 template <class T>
 struct relevance_view {
-  bool passthrough = false;
-  bool folds = false;         // BatchNorm: folds into the node before it
   bool accepts_fold = false;  // Conv2D, Dense
   std::vector<double> fold_scale, fold_shift;  // per channel, for a folding node
 
@@ -99,10 +99,8 @@ struct relevance_view {
   }
   template <class L>
   void make(const L& l, shape, shape out) {
-    if constexpr (detail::relevance_is_passthrough<L>) passthrough = true;
     if constexpr (detail::relevance_accepts_fold<L>) accepts_fold = true;
     if constexpr (detail::relevance_folds<L>) {
-      folds = true;
       const std::size_t C = out.rank == 3 ? out[0] : out.size();
       fold_scale.resize(C), fold_shift.resize(C);
       for (std::size_t c = 0; c < C; ++c) relevance_rule<L>::scale_shift(l, c, fold_scale[c], fold_shift[c]);

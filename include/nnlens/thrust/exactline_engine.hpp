@@ -20,7 +20,6 @@
 #include <exception>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -45,20 +44,6 @@ namespace tk = thrust_kernels::line;
 template <class L>
 concept max_window = pwl_has_window<L> && PoolingWindow<L> && pool_reduction_v<L> == pool_reduce::max;
 
-/// The place of a layer in the host's words: "layer 1" at the top level, "layer 1 (Residual)
-/// branch 0 layer 2" inside a composite.  A plain type (not a lambda per level), so the nested
-/// walks of a run-time composite instantiate once.
-struct place {
-  const place* outer = nullptr;  // the composite's place (nullptr: top level)
-  std::string_view composite;    // its name
-  std::size_t branch = 0, index = 0;
-  std::string str() const {
-    if (!outer) return concat("layer ", index);
-    return concat(outer->str(), " (", composite, ") branch ", branch, " layer ", index);
-  }
-  std::string operator()() const { return str(); }
-};
-
 /// The nodes of a composite's branches, nested composites' joins included (network/graph.hpp's
 /// numbering: a composite's branch layers, then its own node).
 template <class L>
@@ -82,23 +67,23 @@ struct uploader {
   std::deque<thrust_params<T>>& params;
 
   template <class L>
-  void node(const L& l, shape in, shape out, const place& where) {
+  void node(const L& l, shape in, shape out, const layer_site& where) {
     if constexpr (!PiecewiseLinearLayer<L>) {
-      throw logic_error(concat("exact_lines: ", where(), " (", layer_traits<L>::name,
+      throw logic_error(concat("exact_lines: ", where.str(), " (", layer_traits<L>::name,
                                ") is not piecewise-linear; ExactLine needs every layer piecewise-linear: run it on "
                                "the logits (drop the ",
                                layer_traits<L>::name, ")"));
     } else if constexpr (!ThrustLayer<L>) {
-      throw logic_error(concat("exact_lines (thrust): ", where(), " (", layer_traits<L>::name,
+      throw logic_error(concat("exact_lines (thrust): ", where.str(), " (", layer_traits<L>::name,
                                ") has no thrust kernels; run exact_lines with execution::seq or execution::par"));
     } else if constexpr (pwl_is_composite<L>) {
       std::size_t b = 0;
       pwl_rule<L>::for_each_branch(l, in, [&](const auto& walk) {
-        walk([&](const auto* lp, auto ii, shape i, shape o) { node(*lp, i, o, place{&where, layer_traits<L>::name, b, std::size_t(ii)}); });
+        walk([&](const auto* lp, auto ii, shape i, shape o) { node(*lp, i, o, layer_site{std::size_t(ii), &where, b, layer_traits<L>::name}); });
         ++b;
       });
       if (b > tk::max_branches)
-        throw logic_error(concat("exact_lines (thrust): ", where(), " (", layer_traits<L>::name, ") has more than ",
+        throw logic_error(concat("exact_lines (thrust): ", where.str(), " (", layer_traits<L>::name, ") has more than ",
                                  tk::max_branches, " branches; run exact_lines with execution::seq"));
       params.emplace_back();
     } else {
@@ -106,10 +91,10 @@ struct uploader {
         idx nk = 0;
         for (double q : pwl_rule<L>::knots(l)) (void)q, ++nk;
         if (nk > tk::knot_proposer<T, double>::max_knots)
-          throw logic_error(concat("exact_lines (thrust): ", where(), " (", layer_traits<L>::name, ") has more than ",
+          throw logic_error(concat("exact_lines (thrust): ", where.str(), " (", layer_traits<L>::name, ") has more than ",
                                    tk::knot_proposer<T, double>::max_knots, " knots; run exact_lines with execution::seq"));
       } else if constexpr (!max_window<L> && !pwl_is_affine<L>) {
-        throw logic_error(concat("exact_lines (thrust): ", where(), " (", layer_traits<L>::name,
+        throw logic_error(concat("exact_lines (thrust): ", where.str(), " (", layer_traits<L>::name,
                                  ") has no thrust ExactLine rule; run exact_lines with execution::seq"));
       }
       thrust_params<T>& p = params.emplace_back();
@@ -132,7 +117,7 @@ struct uploader {
 template <class T, class Net>
 void upload_nodes(const Net& net, std::deque<thrust_params<T>>& params) {
   uploader<T> u{params};
-  for_each_layer(net, [&](const auto& l, auto i, shape in, shape out) { u.node(l, in, out, place{nullptr, {}, 0, std::size_t(i)}); });
+  for_each_layer(net, [&](const auto& l, auto i, shape in, shape out) { u.node(l, in, out, layer_site{std::size_t(i)}); });
 }
 
 /// Device memory that only grows and is never initialised (thrust::device_vector fills on resize
@@ -306,7 +291,7 @@ class engine {
     idx k = 0;
     for_each_layer_ahead(net, [&](const auto& l, auto i, shape in, shape out, auto&& next) {
       using L = std::remove_cvref_t<decltype(l)>;
-      const place where{nullptr, {}, 0, std::size_t(i)};
+      const layer_site where{std::size_t(i)};
       bool fused = false;
       if constexpr (pwl_has_floor<L> || max_window<L>) {
         if (opt_->fuse_max_pool)
@@ -339,7 +324,7 @@ class engine {
   /// One layer: refine at its breaks (knots, a max window), then its forward pass; a composite by
   /// its branches.
   template <class Net, class L>
-  void step(const Net& net, const L& l, idx& k, shape in, shape out, const place& where) {
+  void step(const Net& net, const L& l, idx& k, shape in, shape out, const layer_site& where) {
     if constexpr (pwl_is_composite<L>) {
       composite(net, l, k, in, out, where);
     } else {
@@ -403,7 +388,7 @@ class engine {
   /// A composite, as the host's: each branch from the composite's input points, then the union of
   /// their points (join_union) and the join of their values there (join_values).
   template <class Net, class L>
-  void composite(const Net& net, const L& l, idx& k, shape lin, shape lout, const place& where) {
+  void composite(const Net& net, const L& l, idx& k, shape lin, shape lout, const layer_site& where) {
     idx nb = 0;
     pwl_rule<L>::for_each_branch(l, lin, [&](const auto&) { ++nb; });
     const idx base = used_, pre = prefix_.size();
@@ -414,7 +399,7 @@ class engine {
     pwl_rule<L>::for_each_branch(l, lin, [&](const auto& walk) {
       const idx b = dims.size();
       cur_.copy_from(saved_[base]);
-      walk([&](const auto* lp, auto ii, shape i, shape o) { step(net, *lp, k, i, o, place{&where, layer_traits<L>::name, b, std::size_t(ii)}); });
+      walk([&](const auto* lp, auto ii, shape i, shape o) { step(net, *lp, k, i, o, layer_site{std::size_t(ii), &where, b, layer_traits<L>::name}); });
       dims.push_back(cur_.d);
       saved_[base + 1 + b].swap(cur_);
       prefix_.resize(pre);
@@ -466,7 +451,7 @@ class engine {
 
   /// Inserts the breaks prop proposes (new rows: interpolated pre-activations).
   template <class Net, class P>
-  void refine(const Net& net, const P& prop, const place& where) {
+  void refine(const Net& net, const P& prop, const layer_site& where) {
     auto& c = cur_;
     const idx n = c.n, d = c.d;
     if (n < 2) return;
@@ -529,7 +514,7 @@ class engine {
     if (failed) compact();
   }
 
-  void check_caps(idx points, idx d, const place& where) const {
+  void check_caps(idx points, idx d, const layer_site& where) const {
     check_line_caps<S>(points, d, *opt_, [&] { return where.str(); });
   }
 
