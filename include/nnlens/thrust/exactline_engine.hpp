@@ -117,7 +117,7 @@ struct uploader {
 template <class T, class Net>
 void upload_nodes(const Net& net, std::deque<thrust_params<T>>& params) {
   uploader<T> u{params};
-  for_each_layer(net, [&](const auto& l, auto i, shape in, shape out) { u.node(l, in, out, layer_site{std::size_t(i)}); });
+  for_each_layer(net, [&](const auto& l, auto i, shape in, shape out) { u.node(l, in, out, layer_site{std::size_t(i), nullptr, 0, {}}); });
 }
 
 /// Device memory that only grows and is never initialised (thrust::device_vector fills on resize
@@ -291,7 +291,7 @@ class engine {
     idx k = 0;
     for_each_layer_ahead(net, [&](const auto& l, auto i, shape in, shape out, auto&& next) {
       using L = std::remove_cvref_t<decltype(l)>;
-      const layer_site where{std::size_t(i)};
+      const layer_site where{std::size_t(i), nullptr, 0, {}};
       bool fused = false;
       if constexpr (pwl_has_floor<L> || max_window<L>) {
         if (opt_->fuse_max_pool)
