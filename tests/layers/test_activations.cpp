@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-using namespace nnlens;
-
 #include "gradient_check.hpp"
+
+using namespace nnlens;
 
 using namespace nnlens_test;
 

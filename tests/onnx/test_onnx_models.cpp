@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "nnlens/io/image.hpp"
+#include "nnlens/io/nnet.hpp"
 #include "nnlens/io/onnx.hpp"
 #include "nnlens/network/forward.hpp"
 #include "nnlens/network/sequential.hpp"
@@ -503,8 +504,6 @@ TEST_CASE("onnx: unsupported operators are named with the supported set") {
   fs::remove(p);
 }
 
-#if __has_include("nnlens/io/nnet.hpp")
-#include "nnlens/io/nnet.hpp"
 TEST_CASE("onnx models: the 45 ACAS Xu networks agree in .nnet and ONNX (normalised in, raw out; 1e-5)") {
   io::nnet_options raw;
   raw.normalize_inputs = raw.clamp_inputs = raw.rescale_outputs = false;
@@ -530,7 +529,6 @@ TEST_CASE("onnx models: the 45 ACAS Xu networks agree in .nnet and ONNX (normali
     }
   MESSAGE("ACAS Xu .nnet vs ONNX: max |dy| = " << worst);
 }
-#endif
 
 namespace {
 /// A one-input image model: optional Pad (pads as attribute before opset 11, as input from 11), then

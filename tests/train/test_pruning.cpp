@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <nnlens/compress/pruning.hpp>
+#include <nnlens/neusemslice/restructure.hpp>
 #include <nnlens/nnlens.hpp>
 #include <nnlens/train/fit.hpp>
 #include <nnlens/train/optimizer.hpp>
@@ -270,7 +271,6 @@ TEST_CASE("bad input is refused") {
 }
 
 // ---- the §4.1 driver (neusemslice/restructure.hpp) on a small synthetic problem ----
-#include <nnlens/neusemslice/restructure.hpp>
 
 namespace {
 using Blob = Sequential<Input<4>, Dense<16>, ReLU, Dense<8>, ReLU, Dense<3>>;
