@@ -1,7 +1,7 @@
 # tests/clang/clang_check.cmake -- a second compiler (issue 18, item 5): clang compiles every public
 # header in one TU (-fsyntax-only), then builds and runs the README's quickstart and the portable
-# selection of the suite (tests/portable_tests.txt: 106 cases, the ones arm64_check runs; about
-# 3.5 CPU-minutes to compile).  The g++ build stays the main one.
+# selection of the suite (tests/portable_tests.txt: 106 cases, the ones arm64_check runs) as two
+# unity files (cmake/nnlens_unity_gen.cmake).  The g++ build stays the main one.
 #   cmake -DCLANGXX=clang++-14 -DSRC=<source dir> -DOUT=<scratch dir> -DSHARED=<../shared>
 #         -DFASHION=<Fashion-MNIST dir> [-DONNX=1] -P clang_check.cmake
 # Fails (non-zero exit) naming the step and printing clang's messages.
@@ -37,14 +37,32 @@ endfunction()
 step("every header" ${CLANGXX} ${flags} ${defs} -fsyntax-only ${OUT}/all_headers.cpp)
 step("build quickstart" ${CLANGXX} ${flags} -O1 ${SRC}/examples/quickstart.cpp -o ${OUT}/quickstart)
 step("run quickstart" ${OUT}/quickstart)
-# the portable selection of the suite (tests/portable_tests.txt, the one arm64_check runs), -O1
+# the portable selection of the suite (tests/portable_tests.txt, the one arm64_check runs), -O1, as
+# two unity files (cmake/nnlens_unity_gen.cmake, as the g++ test build does) beside tests/main.cpp
 file(STRINGS ${SRC}/tests/portable_tests.txt portable REGEX "^[^#]")
+list(FILTER portable EXCLUDE REGEX "^tests/main.cpp$")
 set(objects)
+set(dirs)
+set(batch1)
+set(batch2)
+set(i 0)
 foreach(f ${portable})
-  get_filename_component(n ${f} NAME_WE)
-  step("compile ${f}" ${CLANGXX} ${flags} -O1 -DNNLENS_SHARED_DIR="${SHARED}" -DNNLENS_FASHION_DIR="${FASHION}"
-       -DNNLENS_SOURCE_DIR="${SRC}" -c ${SRC}/${f} -o ${OUT}/${n}.o)
-  list(APPEND objects ${OUT}/${n}.o)
+  get_filename_component(d ${SRC}/${f} DIRECTORY)
+  list(APPEND dirs -I${d})
+  math(EXPR k "${i} % 2 + 1")
+  list(APPEND batch${k} ${SRC}/${f})
+  math(EXPR i "${i} + 1")
+endforeach()
+list(REMOVE_DUPLICATES dirs)
+step("compile tests/main.cpp" ${CLANGXX} ${flags} -O1 -c ${SRC}/tests/main.cpp -o ${OUT}/main.o)
+list(APPEND objects ${OUT}/main.o)
+foreach(k 1 2)
+  string(REPLACE ";" "|" arg "${batch${k}}")
+  step("unity file ${k} (${batch${k}})" ${CMAKE_COMMAND} -DOUT=${OUT}/portable_${k}.cpp -DSOURCES=${arg}
+       -P ${SRC}/cmake/nnlens_unity_gen.cmake)
+  step("compile unity file ${k}" ${CLANGXX} ${flags} ${dirs} -O1 -DNNLENS_SHARED_DIR="${SHARED}" -DNNLENS_FASHION_DIR="${FASHION}"
+       -DNNLENS_SOURCE_DIR="${SRC}" -c ${OUT}/portable_${k}.cpp -o ${OUT}/portable_${k}.o)
+  list(APPEND objects ${OUT}/portable_${k}.o)
 endforeach()
 step("link the portable tests" ${CLANGXX} -fopenmp ${objects} -o ${OUT}/test_portable)
 step("run the portable tests" ${OUT}/test_portable)
