@@ -12,14 +12,14 @@
 # A source with the property SKIP_UNITY_BUILD_INCLUSION stays a separate object.  The generated
 # files depend on their sources: editing one test file regenerates and recompiles its batch.
 #
-# NNLENS_UNITY_TESTS=OFF builds every source as its own object, as before (quicker to recompile
+# NNLENS_UNITY_BUILD=OFF builds every source as its own object, as before (quicker to recompile
 # one edited file; the suite's clean build takes about twice as long).
-option(NNLENS_UNITY_TESTS "Compile the test executables as unity translation units (faster clean builds)" ON)
+option(NNLENS_UNITY_BUILD "Compile the test executables and the tool as unity translation units (faster clean builds)" ON)
 
 set(_nnlens_unity_gen ${CMAKE_CURRENT_LIST_DIR}/nnlens_unity_gen.cmake)
 
 function(nnlens_unity_build target)
-  if(NOT NNLENS_UNITY_TESTS)
+  if(NOT NNLENS_UNITY_BUILD)
     return()
   endif()
   cmake_parse_arguments(PARSE_ARGV 1 _u "" "BATCH" "")

@@ -65,7 +65,7 @@ inline std::string build_info() {
   return s;
 }
 
-namespace detail {
+namespace cli_detail {
 /// The names an option is given on the command line (--long and -s forms).
 inline std::vector<std::string> option_names(const CLI::Option* o) {
   std::vector<std::string> out;
@@ -73,7 +73,7 @@ inline std::vector<std::string> option_names(const CLI::Option* o) {
   for (const auto& n : o->get_snames()) out.push_back("-" + n);
   return out;
 }
-}  // namespace detail
+}  // namespace cli_detail
 
 /// A bash completion script for `app` (install as share/bash-completion/completions/nnlens, or
 /// `source <(nnlens completion bash)`): the first word completes to a subcommand; later words to
@@ -86,7 +86,7 @@ inline std::string bash_completion(const CLI::App& app) {
     if (sub->get_name() != "help") {
       opts = "--help ";
       for (const CLI::Option* o : sub->get_options())
-        for (const auto& n : detail::option_names(o))
+        for (const auto& n : cli_detail::option_names(o))
           if (n != "--help" && n != "-h") opts += n + " ";
     }
     cases += "    " + sub->get_name() + ") opts=\"" + opts + "\" ;;\n";

@@ -24,6 +24,7 @@
 #include <nnlens/network/fingerprint.hpp>
 
 #include "maintenance_common.hpp"  // maint::other_precision
+#include "format.hpp"
 #include "model.hpp"
 #ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI (issue 9): `mpirun -np N nnlens coverage`: IDC's test set sharded ----
 #include <nnlens/mpi/coverage.hpp>
@@ -67,11 +68,6 @@ bool wants(const std::vector<std::string>& cs, std::initializer_list<std::string
   return false;
 }
 
-std::string fmt(double v, const char* f = "%.3g") {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v + 0.0);
-  return b;
-}
 
 /// What is learnt from the training set, per kind; each optional.
 struct preparations {

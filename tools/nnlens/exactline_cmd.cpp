@@ -27,6 +27,7 @@
 #include <nnlens/network/cast.hpp>
 #include <nnlens/network/forward.hpp>
 
+#include "format.hpp"
 #include "model.hpp"
 
 namespace nnlens::tool {
@@ -97,11 +98,6 @@ double range_excess(const std::vector<T>& P, const std::vector<T>& Q, const inpu
   return worst;
 }
 
-std::string fmt(double v, const char* f = "%.9g") {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v + 0.0);  // + 0.0: no "-0"
-  return b;
-}
 
 std::string xml_escape(std::string_view s) {
   std::string o;
@@ -154,8 +150,8 @@ void write_svg(const std::string& path, const std::vector<line_result<T>>& res, 
     }
     for (const auto& c : cls[i])
       s << "<rect x=\"" << L + c.from * W << "\" y=\"" << y << "\" width=\"" << (c.to - c.from) * W << "\" height=\"" << H
-        << "\" fill=\"" << colour(c.label) << "\"><title>class " << c.label << ": t in [" << fmt(c.from) << ", "
-        << fmt(c.to) << "]</title></rect>\n";
+        << "\" fill=\"" << colour(c.label) << "\"><title>class " << c.label << ": t in [" << fmt(c.from, "%.9g") << ", "
+        << fmt(c.to, "%.9g") << "]</title></rect>\n";
     s << "<rect x=\"" << L << "\" y=\"" << y << "\" width=\"" << W << "\" height=\"" << H
       << "\" fill=\"none\" stroke=\"black\" stroke-width=\"0.6\"/>\n";
     s << "<path stroke=\"black\" stroke-width=\"0.5\" d=\"";  // ticks at every break t_j
@@ -197,7 +193,7 @@ void check_endpoints(const csv_rows<T>& A, const csv_rows<T>& B, const input_lay
     std::size_t at = 0;
     const double e = range_excess(A.rows[i], B.rows[i], in, at);
     if (e <= 1) continue;
-    const std::string elem = concat("input ", at, " (declared range [", fmt(in.range_min[at]), ", ", fmt(in.range_max[at]),
+    const std::string elem = concat("input ", at, " (declared range [", fmt(in.range_min[at], "%.9g"), ", ", fmt(in.range_max[at], "%.9g"),
                                     "])");
     if (e > limit)
       errors[i] = concat("the segment reaches ", fmt(e, "%.3g"), " half-widths from the centre of ", elem,
@@ -343,7 +339,7 @@ int exact_line_as(const exact_line_options& o, precision prec) {
                   << fmt(vtol, "%g") << ")" << (r.stats.violations ? ": NOT VALID" : "") << "\n";
       std::printf("  %-16s %-16s %s\n", "from t", "to t", "class");
       std::fflush(stdout);
-      for (const auto& c : cls[i]) std::printf("  %-16s %-16s %zu\n", fmt(c.from).c_str(), fmt(c.to).c_str(), c.label);
+      for (const auto& c : cls[i]) std::printf("  %-16s %-16s %zu\n", fmt(c.from, "%.9g").c_str(), fmt(c.to, "%.9g").c_str(), c.label);
       std::fflush(stdout);
     }
   }
@@ -425,13 +421,13 @@ int ig_as(const ig_options& o, precision prec) {
       continue;
     }
     if (i) std::cout << "\n";
-    std::cout << where << ": output " << k << ", " << ig.pieces() << " pieces, delta = F(x) - F(x') = " << fmt(double(ig.delta))
-              << ", sum of exact IG = " << fmt(double(ig.sum)) << " (" << precision_name(prec) << ")\n";
+    std::cout << where << ": output " << k << ", " << ig.pieces() << " pieces, delta = F(x) - F(x') = " << fmt(double(ig.delta), "%.9g")
+              << ", sum of exact IG = " << fmt(double(ig.sum), "%.9g") << " (" << precision_name(prec) << ")\n";
     std::printf("  %-9s %-16s %-16s %-16s %s\n", "feature", "exact", concat("left m=", o.m).c_str(),
                 concat("right m=", o.m).c_str(), concat("trapezoid m=", o.m).c_str());
     for (std::size_t f = 0; f < exact.size(); ++f)
-      std::printf("  %-9zu %-16s %-16s %-16s %s\n", f, fmt(double(exact[f])).c_str(), fmt(double(approx[0][f])).c_str(),
-                  fmt(double(approx[1][f])).c_str(), fmt(double(approx[2][f])).c_str());
+      std::printf("  %-9zu %-16s %-16s %-16s %s\n", f, fmt(double(exact[f]), "%.9g").c_str(), fmt(double(approx[0][f]), "%.9g").c_str(),
+                  fmt(double(approx[1][f]), "%.9g").c_str(), fmt(double(approx[2][f]), "%.9g").c_str());
     std::printf("  %-9s %-16s %-16s %-16s %s\n", "rel_error", "", fmt(rel[0], "%.4g").c_str(), fmt(rel[1], "%.4g").c_str(),
                 fmt(rel[2], "%.4g").c_str());
     auto nn = [](const std::optional<std::size_t>& v) { return v ? std::to_string(*v) : std::string("> 1006 partitions"); };

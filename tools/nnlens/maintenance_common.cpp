@@ -26,11 +26,6 @@ namespace nnlens::tool::maint {
 
 using nnlens::detail::concat;
 
-std::string fmt(double v, const char* f) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v + 0.0);
-  return b;
-}
 
 // -- options shared with `nnlens semslice`
 

@@ -34,6 +34,7 @@
 #include <nnlens/neusemslice/neuron_mask.hpp>
 #include <nnlens/neusemslice/semslice.hpp>
 
+#include "format.hpp"
 #include "maintenance_cmd.hpp"
 #include "model.hpp"
 
@@ -43,9 +44,6 @@ using clock_type = std::chrono::steady_clock;
 inline double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
-
-/// printf-formatted v ("%.2f").
-std::string fmt(double v, const char* f);
 
 compress::pruning_method parse_pruner(const std::string& s);
 /// --metric and --similarity (the same words and messages in semslice and the maintenance commands).

@@ -20,6 +20,7 @@
 #include <nnlens/train/fit.hpp>
 
 #include "maintenance_common.hpp"
+#include "format.hpp"
 #include "model.hpp"
 
 namespace nnlens::tool {
@@ -29,7 +30,6 @@ namespace {
 using nnlens::detail::concat;
 using json = nlohmann::ordered_json;  // keys in the documented order
 using clock_type = std::chrono::steady_clock;
-using maint::fmt;
 using maint::parse_classes;
 using maint::parse_metric;
 using maint::parse_similarity;

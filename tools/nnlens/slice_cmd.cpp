@@ -23,6 +23,7 @@
 #include <nnlens/nnslicer.hpp>
 
 #include "maintenance_common.hpp"  // maint::other_precision
+#include "format.hpp"
 #include "model.hpp"
 #ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI (issue 9): `mpirun -np N nnlens profile` ----
 #include <nnlens/mpi/slicing.hpp>
@@ -37,11 +38,6 @@ namespace {
 using nnlens::detail::concat;
 using json = nlohmann::ordered_json;  // keys in the documented order
 
-std::string fmt(double v, const char* f = "%.3g") {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v + 0.0);
-  return b;
-}
 
 granularity parse_granularity(const std::string& g) {
   if (g == "channel") return granularity::channel;
