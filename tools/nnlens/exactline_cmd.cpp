@@ -193,7 +193,8 @@ void check_endpoints(const csv_rows<T>& A, const csv_rows<T>& B, const input_lay
     std::size_t at = 0;
     const double e = range_excess(A.rows[i], B.rows[i], in, at);
     if (e <= 1) continue;
-    const std::string elem = concat("input ", at, " (declared range [", fmt(in.range_min[at], "%.9g"), ", ", fmt(in.range_max[at], "%.9g"),
+    const std::string elem = concat("input ", at, " (declared range [", fmt(in.range_min[at], "%.9g"), ", ",
+                                    fmt(in.range_max[at], "%.9g"),
                                     "])");
     if (e > limit)
       errors[i] = concat("the segment reaches ", fmt(e, "%.3g"), " half-widths from the centre of ", elem,
@@ -339,7 +340,8 @@ int exact_line_as(const exact_line_options& o, precision prec) {
                   << fmt(vtol, "%g") << ")" << (r.stats.violations ? ": NOT VALID" : "") << "\n";
       std::printf("  %-16s %-16s %s\n", "from t", "to t", "class");
       std::fflush(stdout);
-      for (const auto& c : cls[i]) std::printf("  %-16s %-16s %zu\n", fmt(c.from, "%.9g").c_str(), fmt(c.to, "%.9g").c_str(), c.label);
+      for (const auto& c : cls[i])
+        std::printf("  %-16s %-16s %zu\n", fmt(c.from, "%.9g").c_str(), fmt(c.to, "%.9g").c_str(), c.label);
       std::fflush(stdout);
     }
   }
@@ -421,13 +423,15 @@ int ig_as(const ig_options& o, precision prec) {
       continue;
     }
     if (i) std::cout << "\n";
-    std::cout << where << ": output " << k << ", " << ig.pieces() << " pieces, delta = F(x) - F(x') = " << fmt(double(ig.delta), "%.9g")
+    std::cout << where << ": output " << k << ", " << ig.pieces()
+              << " pieces, delta = F(x) - F(x') = " << fmt(double(ig.delta), "%.9g")
               << ", sum of exact IG = " << fmt(double(ig.sum), "%.9g") << " (" << precision_name(prec) << ")\n";
     std::printf("  %-9s %-16s %-16s %-16s %s\n", "feature", "exact", concat("left m=", o.m).c_str(),
                 concat("right m=", o.m).c_str(), concat("trapezoid m=", o.m).c_str());
     for (std::size_t f = 0; f < exact.size(); ++f)
-      std::printf("  %-9zu %-16s %-16s %-16s %s\n", f, fmt(double(exact[f]), "%.9g").c_str(), fmt(double(approx[0][f]), "%.9g").c_str(),
-                  fmt(double(approx[1][f]), "%.9g").c_str(), fmt(double(approx[2][f]), "%.9g").c_str());
+      std::printf("  %-9zu %-16s %-16s %-16s %s\n", f, fmt(double(exact[f]), "%.9g").c_str(),
+                  fmt(double(approx[0][f]), "%.9g").c_str(), fmt(double(approx[1][f]), "%.9g").c_str(),
+                  fmt(double(approx[2][f]), "%.9g").c_str());
     std::printf("  %-9s %-16s %-16s %-16s %s\n", "rel_error", "", fmt(rel[0], "%.4g").c_str(), fmt(rel[1], "%.4g").c_str(),
                 fmt(rel[2], "%.4g").c_str());
     auto nn = [](const std::optional<std::size_t>& v) { return v ? std::to_string(*v) : std::string("> 1006 partitions"); };
