@@ -48,10 +48,10 @@ foreach(src IN LISTS _sources)
     string(SUBSTRING "${_body}" 0 ${_at} _before)
     string(REGEX MATCHALL "\n" _nl2 "${_before}")
     list(LENGTH _nl2 _l2)
-    string(STRIP "${_inc}" _inc)
-    if(_at GREATER 0 OR NOT _inc MATCHES "^#")
+    if(_at GREATER 0)  # the match starts with the newline that ends the line before it
       math(EXPR _l2 "${_l2} + 1")
     endif()
+    string(STRIP "${_inc}" _inc)
     math(EXPR _line "${_first} + ${_l2}")
     message(FATAL_ERROR "${src}:${_line}: `${_inc}` comes after the file's first declaration; the unity "
                         "build (NNLENS_UNITY_BUILD) needs every #include in the leading block of the file: move it up")
