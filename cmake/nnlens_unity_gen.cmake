@@ -53,8 +53,10 @@ foreach(src IN LISTS _sources)
     endif()
     string(STRIP "${_inc}" _inc)
     math(EXPR _line "${_first} + ${_l2}")
-    message(FATAL_ERROR "${src}:${_line}: `${_inc}` comes after the file's first declaration; the unity "
-                        "build (NNLENS_UNITY_BUILD) needs every #include in the leading block of the file: move it up")
+    # the indented line is preformatted: CMake does not wrap it, so file:line stays one token for editors
+    message(FATAL_ERROR "unity file generator: an #include below a declaration\n"
+                        "  ${src}:${_line}: `${_inc}` comes after the file's first declaration\n"
+                        "the unity build (NNLENS_UNITY_BUILD) needs every #include in the leading block of the file: move it up")
   endif()
   # a conditional opened in the preamble must close there (the body goes inside a namespace)
   string(REGEX MATCHALL "(^|\n)[ \t]*#[ \t]*if" _ifs "${_pre}")
@@ -62,7 +64,8 @@ foreach(src IN LISTS _sources)
   list(LENGTH _ifs _nif)
   list(LENGTH _endifs _nendif)
   if(NOT _nif EQUAL _nendif)
-    message(FATAL_ERROR "${src}: an #if in the file's leading block of #includes closes after its first declaration; "
+    message(FATAL_ERROR "unity file generator: an unbalanced #if\n"
+                        "  ${src}: an #if in the file's leading block of #includes closes after its first declaration\n"
                         "the unity build (NNLENS_UNITY_BUILD) needs that block balanced")
   endif()
   string(APPEND _preambles "#line 1 \"${src}\"\n${_pre}\n")
