@@ -18,3 +18,7 @@
 #include "nnlens/coverage/lrp.hpp"
 #include "nnlens/coverage/neuron_coverage.hpp"
 #include "nnlens/coverage/surprise.hpp"
+
+#if defined(NNLENS_EXTERN_TEMPLATES)  // nnlens::precompiled: its forms are calls (nnlens/precompiled/forms.hpp)
+#include "nnlens/precompiled/coverage.hpp"
+#endif

@@ -9,3 +9,7 @@
 #include "nnlens/exactline/line.hpp"
 #include "nnlens/exactline/plane.hpp"
 #include "nnlens/exactline/svg.hpp"
+
+#if defined(NNLENS_EXTERN_TEMPLATES)  // nnlens::precompiled: its forms are calls (nnlens/precompiled/forms.hpp)
+#include "nnlens/precompiled/exactline.hpp"
+#endif

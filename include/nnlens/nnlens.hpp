@@ -30,3 +30,7 @@
 #include "nnlens/neusemslice.hpp"
 #include "nnlens/nnslicer.hpp"
 #include "nnlens/train.hpp"
+
+#if defined(NNLENS_EXTERN_TEMPLATES)  // nnlens::precompiled: its forms are calls (nnlens/precompiled/forms.hpp)
+#include "nnlens/precompiled.hpp"
+#endif

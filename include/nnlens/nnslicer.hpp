@@ -7,3 +7,7 @@
 #include "nnlens/nnslicer/nnslicer.hpp"
 #include "nnlens/nnslicer/profile.hpp"
 #include "nnlens/nnslicer/slice.hpp"
+
+#if defined(NNLENS_EXTERN_TEMPLATES)  // nnlens::precompiled: its forms are calls (nnlens/precompiled/forms.hpp)
+#include "nnlens/precompiled/nnslicer.hpp"
+#endif

@@ -172,9 +172,11 @@ void forward_chunks(const execution::parallel_policy& pol, const Net& net, std::
 /// Throws shape_error for a wrong input shape or weights that do not fit the network (naming the
 /// layer), value_error for NaN/Inf in the input, and value_error naming the layer when the output
 /// is not finite because of a NaN/Inf parameter (or "overflow" if the parameters are finite).
+/// The return type is spelled out: with `auto`, every caller would instantiate the body to learn it,
+/// and `extern template` (nnlens/precompiled/) could not keep the dynamic forms in one object.
 template <class Policy, class Net, class E>
   requires execution::is_execution_policy_v<Policy>
-auto forward(const Policy& policy, const Net& net, const E& xin) {
+xt::xarray<network_scalar_t<Net>> forward(const Policy& policy, const Net& net, const E& xin) {
   using T = network_scalar_t<Net>;
   const shape in = input_shape_of(net), out = output_shape_of(net);
   const std::size_t batch = detail::check_batch_input(xin, in, "forward");

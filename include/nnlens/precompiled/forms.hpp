@@ -1,0 +1,34 @@
+// nnlens/precompiled/forms.hpp -- the vocabulary of the precompiled forms (issue 19 item 3).
+//
+// nnlens stays header-only.  A program that links the small companion library `nnlens::precompiled`
+// (CMake; it defines NNLENS_EXTERN_TEMPLATES for its users) or defines NNLENS_EXTERN_TEMPLATES and
+// links libnnlens_precompiled itself sees, at the end of each technique's umbrella header, one
+// `extern template` declaration per common dynamic form: the analyses on a DynamicNetwork of float
+// or double, with execution::seq or execution::par, on xt::xarray inputs.  Its compiler then emits
+// a call instead of instantiating the dynamic network's visits once more; src/precompiled/*.cpp
+// instantiate each form once.  A call that matches no listed form (another container type, a
+// static Sequential, a thrust policy) is instantiated in the caller as before: nothing changes but
+// the compile time.
+//
+//   NNLENS_PRECOMPILED_EACH(X, KW)   X(KW, T, Policy) for T in {float, double} and Policy in
+//                                    {execution::sequenced_policy, execution::parallel_policy}
+//   NNLENS_PRECOMPILED_DECLARE(M)    M(extern template) when NNLENS_EXTERN_TEMPLATES is defined
+//
+// Each list (precompiled/network.hpp, exactline.hpp, nnslicer.hpp, coverage.hpp) is a macro M(KW)
+// that spells its forms once: `extern template` in a user's program, `template` (an explicit
+// instantiation definition) in its src/precompiled/*.cpp, so the two cannot drift apart.
+#pragma once
+
+#include "nnlens/core/execution.hpp"
+
+#define NNLENS_PRECOMPILED_EACH(X, KW)                                                                       \
+  X(KW, float, ::nnlens::execution::sequenced_policy)                                                        \
+  X(KW, float, ::nnlens::execution::parallel_policy)                                                         \
+  X(KW, double, ::nnlens::execution::sequenced_policy)                                                       \
+  X(KW, double, ::nnlens::execution::parallel_policy)
+
+#if defined(NNLENS_EXTERN_TEMPLATES)
+#define NNLENS_PRECOMPILED_DECLARE(M) M(extern template)
+#else
+#define NNLENS_PRECOMPILED_DECLARE(M)
+#endif

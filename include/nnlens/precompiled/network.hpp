@@ -1,0 +1,27 @@
+// nnlens/precompiled/network.hpp -- the precompiled forms of the network: batched forward on a
+// DynamicNetwork<T> and the float <-> double casts (see precompiled/forms.hpp).
+//
+//   forward(Policy, basic_dynamic_network<T>, xt::xarray<T>)   T: float, double; Policy: seq, par
+//                                                             (forward(net, X) picks seq: the same form)
+//   network_cast<double>(DynamicNetwork<float>), network_cast<float>(DynamicNetwork<double>)
+#pragma once
+
+#include "nnlens/network/cast.hpp"
+#include "nnlens/network/dynamic_network.hpp"
+#include "nnlens/network/forward.hpp"
+#include "nnlens/precompiled/forms.hpp"
+
+#define NNLENS_PRECOMPILED_FORWARD(KW, T, P)                                                                 \
+  KW xt::xarray<T> forward<P, basic_dynamic_network<T>, xt::xarray<T>>(const P&, const basic_dynamic_network<T>&, \
+                                                                       const xt::xarray<T>&);
+
+#define NNLENS_PRECOMPILED_NETWORK(KW)                                                                       \
+  NNLENS_PRECOMPILED_EACH(NNLENS_PRECOMPILED_FORWARD, KW)                                                     \
+  KW basic_dynamic_network<double> network_cast<double, basic_dynamic_network<float>>(                       \
+      const basic_dynamic_network<float>&);                                                                  \
+  KW basic_dynamic_network<float> network_cast<float, basic_dynamic_network<double>>(                        \
+      const basic_dynamic_network<double>&);
+
+namespace nnlens {
+NNLENS_PRECOMPILED_DECLARE(NNLENS_PRECOMPILED_NETWORK)
+}  // namespace nnlens

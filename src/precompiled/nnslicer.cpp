@@ -1,0 +1,8 @@
+// src/precompiled/nnslicer.cpp -- part of nnlens::precompiled: one explicit instantiation of each form
+// listed in nnlens/precompiled/nnslicer.hpp (which declares them `extern` first: this library is built with
+// NNLENS_EXTERN_TEMPLATES, like its users, so each of its objects instantiates only its own list).
+#include "nnlens/precompiled/nnslicer.hpp"
+
+namespace nnlens {
+NNLENS_PRECOMPILED_NNSLICER(template)
+}  // namespace nnlens
