@@ -26,6 +26,6 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < 16; ++i) labels[i] = xt::argmax(xt::view(logits, i))();
   auto c = nnlens::prepare_idc(nnlens::execution::par, net, X, labels, {.m = 2});
   nnlens::measure(net, X, c);
-  std::printf("%zu pieces, %zu slice layers, idc %.3f\n", line.pieces(), nnlens::slice_sizes(tab).size(), c.result());
+  std::printf("%zu pieces, %zu slice layers, idc %.3f\n", line.pieces(), nnlens::slice_sizes(tab).size(), c.result().percent);
   return 0;
 }

@@ -1,9 +1,9 @@
 # precompiled_symbols (ctest): the object of tests/precompiled/test_precompiled.cpp, compiled with
 # NNLENS_EXTERN_TEMPLATES, must call each precompiled form it uses (an undefined symbol: `nm` "U")
 # and never define one ("T"/"W"): otherwise an `extern template` no longer matches the call, and
-# the program instantiates the form again without a word.  LIB: libnnlens_precompiled.a, which
-# must define each of them.
-#   cmake -DNM=<nm> -DOBJ=<object> -DLIB=<archive> -P check_symbols.cmake
+# the program instantiates the form again without a word.  LIB: the archives (libnnlens_precompiled.a
+# and, with ONNX=ON, libnnlens_precompiled_onnx.a), which must define each of them.
+#   cmake -DNM=<nm> -DOBJ=<object> "-DLIB=<archive>[;<archive>]" [-DONNX=ON] -P check_symbols.cmake
 execute_process(COMMAND ${NM} -C ${OBJ} OUTPUT_VARIABLE obj RESULT_VARIABLE r1)
 execute_process(COMMAND ${NM} -C --defined-only ${LIB} OUTPUT_VARIABLE lib RESULT_VARIABLE r2)
 if(r1 OR r2)
@@ -22,6 +22,9 @@ set(forms
   "nnlens::prepare_idc<nnlens::execution::parallel_policy, nnlens::basic_dynamic_network<float>, "
   "nnlens::measure<nnlens::execution::sequenced_policy, nnlens::basic_dynamic_network<float>, nnlens::nc_criterion>"
   "nnlens::measure<nnlens::execution::parallel_policy, nnlens::basic_dynamic_network<float>, nnlens::idc>")
+if(ONNX)
+  list(APPEND forms "nnlens::io::detail::onnx_reader<float>::read(")
+endif()
 string(REPLACE "\n" ";" obj_lines "${obj}")
 set(bad "")
 foreach(f ${forms})

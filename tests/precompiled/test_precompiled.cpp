@@ -6,7 +6,11 @@
 // same rules, one in the library and one here, must agree.
 #include <doctest/doctest.h>
 
+#include <nnlens/io/nnet.hpp>
 #include <nnlens/nnlens.hpp>
+#if defined(NNLENS_EXTERN_TEMPLATES_ONNX)
+#include <nnlens/io/onnx.hpp>
+#endif
 
 #include <cmath>
 #include <random>
@@ -15,6 +19,8 @@
 #if !defined(NNLENS_EXTERN_TEMPLATES)
 #error "test_precompiled must be built with NNLENS_EXTERN_TEMPLATES (link nnlens::precompiled)"
 #endif
+
+#include "test_skip.hpp"
 
 using namespace nnlens;
 
@@ -137,3 +143,24 @@ TEST_CASE("precompiled coverage agrees with the static network") {
   nc_criterion n64(f.dyn64);
   CHECK(measure(execution::par, f.dyn64, T64, n64).covered == a.covered);
 }
+
+#if defined(NNLENS_EXTERN_TEMPLATES_ONNX)
+TEST_CASE("precompiled ONNX import: ACAS Xu 1_1 read by the library agrees with its .nnet (1e-5)") {
+  const auto models = nnlens_test::shared_dir() / "models";
+  const auto onnx_path = models / "vnncomp2021-acasxu" / "ACASXU_run2a_1_1_batch_2000.onnx";
+  const auto nnet_path = models / "acasxu-nnet" / "ACASXU_run2a_1_1_batch_2000.nnet";
+  if (!std::filesystem::exists(onnx_path) || !std::filesystem::exists(nnet_path)) NNLENS_SKIP("no ", onnx_path.string());
+  io::nnet_options raw;
+  raw.normalize_inputs = raw.clamp_inputs = raw.rescale_outputs = false;
+  const DynamicNetwork a = io::load_onnx(onnx_path.string());  // precompiled: onnx_reader<float>::read
+  const DynamicNetwork b = io::load_nnet<float>(nnet_path, raw).net;  // the header's .nnet reader
+  REQUIRE(a.input_shape().size() == 5);  // the file's input is [batch, 1, 1, 5]; the .nnet's [batch, 5]
+  std::vector<std::size_t> dims{32};
+  for (std::size_t d = 0; d < a.input_shape().rank; ++d) dims.push_back(a.input_shape()[d]);
+  xt::xarray<float> Xa = xt::xarray<float>::from_shape(dims), Xb = xt::xarray<float>::from_shape({32, 5});
+  std::mt19937_64 r(5);
+  std::uniform_real_distribution<double> u(-0.5, 0.5);
+  for (std::size_t i = 0; i < Xa.size(); ++i) Xa.data()[i] = Xb.data()[i] = float(u(r));
+  check_close(forward(a, Xa), forward(b, Xb), 1e-5);
+}
+#endif

@@ -57,19 +57,43 @@
 
 namespace nnlens::io {
 
+namespace detail {
+/// The importer's two entry points.  A class template over the network's scalar only so that
+/// nnlens::precompiled_onnx can hold their one instantiation (T = float, the DynamicNetwork ONNX
+/// gives): under NNLENS_EXTERN_TEMPLATES_ONNX a program compiles calls to them, not the importer.
+template <class T>
+struct onnx_reader {
+  static basic_dynamic_network<T> read(const std::string& path, onnx_info& info, const onnx_options& options);
+  static basic_dynamic_network<T> parse(const void* data, std::size_t size, const std::string& name, onnx_info& info,
+                                        const onnx_options& options);
+};
+template <class T>
+basic_dynamic_network<T> onnx_reader<T>::read(const std::string& path, onnx_info& info, const onnx_options& options) {
+  const onnx::ModelProto m = onnx_read_model(path);
+  onnx_importer imp(m, path, options);
+  return imp.run(info);
+}
+template <class T>
+basic_dynamic_network<T> onnx_reader<T>::parse(const void* data, std::size_t size, const std::string& name,
+                                               onnx_info& info, const onnx_options& options) {
+  const onnx::ModelProto m = onnx_parse_model(data, size, name);
+  onnx_importer imp(m, name, options);
+  return imp.run(info);
+}
+}  // namespace detail
+#if defined(NNLENS_EXTERN_TEMPLATES_ONNX)  // nnlens::precompiled_onnx (src/precompiled/onnx.cpp)
+extern template struct detail::onnx_reader<float>;
+#endif
+
 /// Reads an ONNX model; `info` receives what the file says about its input and output.
 inline DynamicNetwork import_onnx(const std::string& path, onnx_info& info, const onnx_options& options = {}) {
-  const onnx::ModelProto m = detail::onnx_read_model(path);
-  detail::onnx_importer imp(m, path, options);
-  return imp.run(info);
+  return detail::onnx_reader<float>::read(path, info, options);
 }
 
 /// Reads an ONNX model from memory (`name` appears in messages).
 inline DynamicNetwork parse_onnx(const void* data, std::size_t size, const std::string& name, onnx_info& info,
                                  const onnx_options& options = {}) {
-  const onnx::ModelProto m = detail::onnx_parse_model(data, size, name);
-  detail::onnx_importer imp(m, name, options);
-  return imp.run(info);
+  return detail::onnx_reader<float>::parse(data, size, name, info, options);
 }
 inline DynamicNetwork parse_onnx(const void* data, std::size_t size, const std::string& name = "<memory>") {
   onnx_info info;
