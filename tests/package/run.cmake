@@ -6,7 +6,10 @@ cmake_policy(SET CMP0057 NEW)  # IN_LIST
 #                 WORK/root; find_package against WORK/root/usr, and the packaged tool runs
 #   subdirectory  add_subdirectory(ROOT)
 #   fetchcontent  FetchContent from the git repository ROOT at its HEAD commit
-#   cmake -DMODE=.. -DBIN=<build> -DROOT=<source tree> -DSRC=<this folder> -DWORK=<scratch> [-DTHRUST=ON] [-DTOOL=ON] -P run.cmake
+# With PRECOMPILED=ON (the build has nnlens::precompiled), install and deb also build and run a
+# consumer of find_package(nnlens COMPONENTS precompiled) (deb: from the nnlens-precompiled package).
+#   cmake -DMODE=.. -DBIN=<build> -DROOT=<source tree> -DSRC=<this folder> -DWORK=<scratch> [-DTHRUST=ON] [-DTOOL=ON]
+#         [-DPRECOMPILED=ON] -P run.cmake
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 function(run what)
@@ -19,7 +22,7 @@ endfunction()
 set(args -DCMAKE_BUILD_TYPE=Release)
 if(MODE STREQUAL "install")
   run("install" ${CMAKE_COMMAND} --install ${BIN} --prefix ${WORK}/prefix)
-  list(APPEND args -DCMAKE_PREFIX_PATH=${WORK}/prefix -DNNLENS_THRUST=${THRUST})
+  list(APPEND args -DCMAKE_PREFIX_PATH=${WORK}/prefix -DNNLENS_THRUST=${THRUST} -DNNLENS_PRECOMPILED=${PRECOMPILED})
 elseif(MODE STREQUAL "deb")
   run("cpack" cpack -G DEB --config ${BIN}/CPackConfig.cmake -B ${WORK}/debs)
   file(GLOB debs ${WORK}/debs/*.deb)
@@ -50,7 +53,10 @@ elseif(MODE STREQUAL "deb")
       message(FATAL_ERROR "package (deb): the tool's package has no bash completion")
     endif()
   endif()
-  list(APPEND args -DCMAKE_PREFIX_PATH=${WORK}/root/usr -DNNLENS_THRUST=${THRUST})
+  if(PRECOMPILED AND NOT "Package: nnlens-precompiled" IN_LIST seen)
+    message(FATAL_ERROR "package (deb): no nnlens-precompiled package among ${debs}")
+  endif()
+  list(APPEND args -DCMAKE_PREFIX_PATH=${WORK}/root/usr -DNNLENS_THRUST=${THRUST} -DNNLENS_PRECOMPILED=${PRECOMPILED})
 elseif(MODE STREQUAL "subdirectory")
   list(APPEND args -DNNLENS_THRUST=OFF -DNNLENS_MODE=subdirectory -DNNLENS_SOURCE=${ROOT})
 elseif(MODE STREQUAL "fetchcontent")
@@ -71,6 +77,10 @@ run("consumer" ${WORK}/build/consumer)
 message(STATUS "${run_out}")
 if(THRUST AND (MODE STREQUAL "install" OR MODE STREQUAL "deb"))
   run("consumer_thrust" ${WORK}/build/consumer_thrust)
+  message(STATUS "${run_out}")
+endif()
+if(PRECOMPILED AND (MODE STREQUAL "install" OR MODE STREQUAL "deb"))
+  run("consumer_precompiled" ${WORK}/build/consumer_precompiled)
   message(STATUS "${run_out}")
 endif()
 message(STATUS "package (${MODE}): ok")

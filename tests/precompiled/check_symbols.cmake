@@ -10,15 +10,15 @@ if(r1 OR r2)
   message(FATAL_ERROR "precompiled_symbols: ${NM} failed on ${OBJ} or ${LIB}")
 endif()
 set(forms
-  "nnlens::forward<nnlens::execution::sequenced_policy, nnlens::basic_dynamic_network<float>, "
-  "nnlens::forward<nnlens::execution::parallel_policy, nnlens::basic_dynamic_network<double>, "
+  "nnlens::detail::forward_rows<nnlens::execution::sequenced_policy, nnlens::basic_dynamic_network<float> >"
+  "nnlens::detail::forward_rows<nnlens::execution::parallel_policy, nnlens::basic_dynamic_network<double> >"
   "nnlens::network_cast<double, nnlens::basic_dynamic_network<float> >"
   "nnlens::network_cast<float, nnlens::basic_dynamic_network<double> >"
   "nnlens::detail::line_impl<double, double, nnlens::basic_dynamic_network<double> >"
   "nnlens::detail::line_impl<float, double, nnlens::basic_dynamic_network<float> >"
-  "nnlens::profile_network<nnlens::execution::parallel_policy, nnlens::basic_dynamic_network<float>, "
-  "nnlens::profile_network<nnlens::execution::sequenced_policy, nnlens::basic_dynamic_network<float>, "
-  "nnlens::nnslicer<nnlens::execution::parallel_policy, nnlens::basic_dynamic_network<double>, "
+  "nnlens::detail::profile_rows<nnlens::execution::parallel_policy, nnlens::basic_dynamic_network<float> >"
+  "nnlens::detail::profile_rows<nnlens::execution::sequenced_policy, nnlens::basic_dynamic_network<float> >"
+  "nnlens::detail::nnslicer_rows<nnlens::execution::parallel_policy, nnlens::basic_dynamic_network<double> >"
   "nnlens::prepare_idc<nnlens::execution::parallel_policy, nnlens::basic_dynamic_network<float>, "
   "nnlens::measure<nnlens::execution::sequenced_policy, nnlens::basic_dynamic_network<float>, nnlens::nc_criterion>"
   "nnlens::measure<nnlens::execution::parallel_policy, nnlens::basic_dynamic_network<float>, nnlens::idc>")

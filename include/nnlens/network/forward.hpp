@@ -168,27 +168,23 @@ void forward_chunks(const execution::parallel_policy& pol, const Net& net, std::
 }
 }  // namespace detail
 
-/// Batched inference with checks: x is [batch, in...]; returns [batch, out...].
-/// Throws shape_error for a wrong input shape or weights that do not fit the network (naming the
-/// layer), value_error for NaN/Inf in the input, and value_error naming the layer when the output
-/// is not finite because of a NaN/Inf parameter (or "overflow" if the parameters are finite).
-/// The return type is spelled out: with `auto`, every caller would instantiate the body to learn it,
-/// and `extern template` (nnlens/precompiled/) could not keep the dynamic forms in one object.
-template <class Policy, class Net, class E>
-  requires execution::is_execution_policy_v<Policy>
-xt::xarray<network_scalar_t<Net>> forward(const Policy& policy, const Net& net, const E& xin) {
+namespace detail {
+/// forward() after its input checks: x holds `batch` row-major samples in T.  One instantiation per
+/// policy and network, whatever container the caller had: these are the forms nnlens::precompiled
+/// holds (nnlens/precompiled/network.hpp).
+template <class Policy, class Net>
+xt::xarray<network_scalar_t<Net>> forward_rows(const Policy& policy, const Net& net,
+                                               std::span<const network_scalar_t<Net>> x, std::size_t batch) {
   using T = network_scalar_t<Net>;
   const shape in = input_shape_of(net), out = output_shape_of(net);
-  const std::size_t batch = detail::check_batch_input(xin, in, "forward");
   check_shapes(net);
-  const auto& x = detail::row_major_input<T>(xin);  // xin itself, or a row-major copy in T
-  require_finite(std::span<const T>(x.data(), x.size()), in.size(), "forward: input");
+  require_finite(x, in.size(), "forward: input");
   xt::xarray<T> y = xt::xarray<T>::from_shape(out.with_batch(batch));
   if (batch == 0) return y;
   if constexpr (execution::is_host_parallel_policy_v<Policy>) {
-    detail::forward_chunks(policy, net, batch, x.data(), y.data());
+    forward_chunks(policy, net, batch, x.data(), y.data());
   } else {
-    auto& ws = detail::thread_workspace<T>();
+    auto& ws = thread_workspace<T>();
     const std::size_t need = inference_workspace_size(net, batch);
     if (ws.size() < need) ws.resize(need);
     forward_into(net, batch, x.data(), y.data(), std::span<T>(ws));
@@ -196,11 +192,25 @@ xt::xarray<network_scalar_t<Net>> forward(const Policy& policy, const Net& net, 
   for (std::size_t i = 0; i < y.size(); ++i) {
     if (!std::isfinite(y.data()[i])) {  // error path only: find the cause
       require_finite_parameters(net);
-      throw value_error(detail::concat("forward: output sample ", i / out.size(), " element ", i % out.size(),
-                                       " is not finite although inputs and parameters are (overflow)"));
+      throw value_error(concat("forward: output sample ", i / out.size(), " element ", i % out.size(),
+                               " is not finite although inputs and parameters are (overflow)"));
     }
   }
   return y;
+}
+}  // namespace detail
+
+/// Batched inference with checks: x is [batch, in...]; returns [batch, out...].
+/// Throws shape_error for a wrong input shape or weights that do not fit the network (naming the
+/// layer), value_error for NaN/Inf in the input, and value_error naming the layer when the output
+/// is not finite because of a NaN/Inf parameter (or "overflow" if the parameters are finite).
+template <class Policy, class Net, class E>
+  requires execution::is_execution_policy_v<Policy>
+xt::xarray<network_scalar_t<Net>> forward(const Policy& policy, const Net& net, const E& xin) {
+  using T = network_scalar_t<Net>;
+  const std::size_t batch = detail::check_batch_input(xin, input_shape_of(net), "forward");
+  const auto& x = detail::row_major_input<T>(xin);  // xin itself, or a row-major copy in T
+  return detail::forward_rows(policy, net, std::span<const T>(x.data(), x.size()), batch);
 }
 template <class Net, class E>
   requires(!execution::is_execution_policy_v<Net>)

@@ -305,15 +305,14 @@ std::vector<std::vector<std::vector<double>>> relative_activations(const Net& ne
 }
 
 /// The CONTRIB table of the criterion (samples X [n, input...], outputs cr) on net with profile p.
-template <class Policy, class Net, class E>
-  requires execution::is_execution_policy_v<Policy>
-contrib_table nnslicer(const Policy&, const Net& net, const profile& p, const E& X, const criterion& cr,
-                       const slice_options& o = {}) {
+namespace detail {
+/// nnslicer after its input checks: x holds n row-major samples in T.  One instantiation per policy
+/// and network, whatever container the caller had (the forms of nnlens/precompiled/nnslicer.hpp).
+template <class Policy, class Net>
+contrib_table nnslicer_rows(const Policy&, const Net& net, const profile& p, std::span<const network_scalar_t<Net>> x,
+                            std::size_t n, const criterion& cr, const slice_options& o) {
   using T = network_scalar_t<Net>;
-  check_shapes(net);
   const shape in = input_shape_of(net);
-  const std::size_t n = detail::check_batch_input(X, in, "nnslicer");
-  if (n == 0) throw data_error("nnslicer: the criterion has no samples");
   if (!(o.theta >= 0) || !std::isfinite(o.theta)) throw value_error(detail::concat("nnslicer: theta is ", o.theta, ", expected >= 0"));
   if (o.batch == 0) throw value_error("nnslicer: slice_options::batch is 0, expected at least 1 sample per forward pass");
   p.check_compatible(net);
@@ -324,8 +323,7 @@ contrib_table nnslicer(const Policy&, const Net& net, const profile& p, const E&
     for (std::size_t c : cr.outputs)
       if (c >= nout) throw value_error(detail::concat("nnslicer: output neuron (target class) ", c, " out of range: the network has ", nout, " outputs"));
   }
-  const xt::xarray<T> x = X;
-  require_finite(std::span<const T>(x.data(), x.size()), in.size(), "nnslicer: input");
+  require_finite(x, in.size(), "nnslicer: input");
   if constexpr (execution::is_host_parallel_policy_v<Policy>) {
     auto& pool = detail::default_pool();
     const std::size_t tasks = std::min(pool.size(), n);
@@ -345,6 +343,19 @@ contrib_table nnslicer(const Policy&, const Net& net, const profile& p, const E&
     eng.run(net, n, x.data(), cr, r);
     return r;
   }
+}
+}  // namespace detail
+
+template <class Policy, class Net, class E>
+  requires execution::is_execution_policy_v<Policy>
+contrib_table nnslicer(const Policy& pol, const Net& net, const profile& p, const E& X, const criterion& cr,
+                       const slice_options& o = {}) {
+  using T = network_scalar_t<Net>;
+  check_shapes(net);
+  const std::size_t n = detail::check_batch_input(X, input_shape_of(net), "nnslicer");
+  if (n == 0) throw data_error("nnslicer: the criterion has no samples");
+  const auto& x = detail::row_major_input<T>(X);  // X itself, or a row-major copy in T
+  return detail::nnslicer_rows(pol, net, p, std::span<const T>(x.data(), x.size()), n, cr, o);
 }
 template <class Net, class E>
   requires(!execution::is_execution_policy_v<Net>)

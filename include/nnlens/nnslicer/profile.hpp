@@ -137,16 +137,15 @@ struct profile_options {
 
 /// The profile of net over X ([N, input...]); with execution::par the batches run in parallel
 /// (one accumulator per task, merged).
-template <class Policy, class Net, class E>
-  requires execution::is_execution_policy_v<Policy>
-profile profile_network(const Policy&, const Net& net, const E& X, const profile_options& o = {}) {
+namespace detail {
+/// profile_network after its input checks: x holds n row-major samples in T.  One instantiation per
+/// policy and network, whatever container the caller had (the forms of nnlens/precompiled/nnslicer.hpp).
+template <class Policy, class Net>
+profile profile_rows(const Policy&, const Net& net, std::span<const network_scalar_t<Net>> x, std::size_t n,
+                     const profile_options& o) {
   using T = network_scalar_t<Net>;
-  check_shapes(net);
   const shape in = input_shape_of(net);
-  const std::size_t n = detail::check_batch_input(X, in, "profile_network");
-  if (n == 0) throw data_error("profile_network: the dataset is empty");
-  const xt::xarray<T> x = X;
-  require_finite(std::span<const T>(x.data(), x.size()), in.size(), "profile_network: input");
+  require_finite(x, in.size(), "profile_network: input");
   const std::size_t batch = std::max<std::size_t>(1, o.batch), chunks = (n + batch - 1) / batch;
   std::unique_ptr<progress_bar> bar;
   if (o.progress) bar = std::make_unique<progress_bar>("profile", n);
@@ -176,6 +175,18 @@ profile profile_network(const Policy&, const Net& net, const E& X, const profile
     if (bar) bar->finish();
     return acc.result();
   }
+}
+}  // namespace detail
+
+template <class Policy, class Net, class E>
+  requires execution::is_execution_policy_v<Policy>
+profile profile_network(const Policy& pol, const Net& net, const E& X, const profile_options& o = {}) {
+  using T = network_scalar_t<Net>;
+  check_shapes(net);
+  const std::size_t n = detail::check_batch_input(X, input_shape_of(net), "profile_network");
+  if (n == 0) throw data_error("profile_network: the dataset is empty");
+  const auto& x = detail::row_major_input<T>(X);  // X itself, or a row-major copy in T
+  return detail::profile_rows(pol, net, std::span<const T>(x.data(), x.size()), n, o);
 }
 template <class Net, class E>
   requires(!execution::is_execution_policy_v<Net>)

@@ -1,8 +1,10 @@
 // nnlens/precompiled/network.hpp -- the precompiled forms of the network: batched forward on a
 // DynamicNetwork<T> and the float <-> double casts (see precompiled/forms.hpp).
 //
-//   forward(Policy, basic_dynamic_network<T>, xt::xarray<T>)   T: float, double; Policy: seq, par
-//                                                             (forward(net, X) picks seq: the same form)
+//   forward(Policy, basic_dynamic_network<T>, X)   T: float, double; Policy: seq, par; X: any container
+//                                                 (forward(net, X) picks seq).  The form is
+//                                                 detail::forward_rows, which forward reaches after
+//                                                 its checks with the rows in T
 //   network_cast<double>(DynamicNetwork<float>), network_cast<float>(DynamicNetwork<double>)
 #pragma once
 
@@ -12,8 +14,8 @@
 #include "nnlens/precompiled/forms.hpp"
 
 #define NNLENS_PRECOMPILED_FORWARD(KW, T, P)                                                                 \
-  KW xt::xarray<T> forward<P, basic_dynamic_network<T>, xt::xarray<T>>(const P&, const basic_dynamic_network<T>&, \
-                                                                       const xt::xarray<T>&);
+  KW xt::xarray<T> detail::forward_rows<P, basic_dynamic_network<T>>(const P&, const basic_dynamic_network<T>&,   \
+                                                                     std::span<const T>, std::size_t);
 
 #define NNLENS_PRECOMPILED_NETWORK(KW)                                                                       \
   NNLENS_PRECOMPILED_EACH(NNLENS_PRECOMPILED_FORWARD, KW)                                                     \

@@ -1,8 +1,9 @@
 // nnlens/precompiled/nnslicer.hpp -- the precompiled forms of NNSlicer (see precompiled/forms.hpp).
 //
-//   profile_network(Policy, basic_dynamic_network<T>, xt::xarray<T> [, profile_options])
-//   nnslicer(Policy, basic_dynamic_network<T>, profile, xt::xarray<T>, criterion [, slice_options])
-//   T: float, double; Policy: seq, par (the forms without a policy run seq)
+//   profile_network(Policy, basic_dynamic_network<T>, X [, profile_options])
+//   nnslicer(Policy, basic_dynamic_network<T>, profile, X, criterion [, slice_options])
+//   T: float, double; Policy: seq, par (the forms without a policy run seq); X: any container.  The
+//   forms are detail::profile_rows and detail::nnslicer_rows, which both reach after their checks
 #pragma once
 
 #include "nnlens/nnslicer/nnslicer.hpp"
@@ -10,11 +11,11 @@
 #include "nnlens/precompiled/network.hpp"
 
 #define NNLENS_PRECOMPILED_NNSLICER_ONE(KW, T, P)                                                            \
-  KW profile profile_network<P, basic_dynamic_network<T>, xt::xarray<T>>(                                    \
-      const P&, const basic_dynamic_network<T>&, const xt::xarray<T>&, const profile_options&);              \
-  KW contrib_table nnslicer<P, basic_dynamic_network<T>, xt::xarray<T>>(                                     \
-      const P&, const basic_dynamic_network<T>&, const profile&, const xt::xarray<T>&, const criterion&,     \
-      const slice_options&);
+  KW profile detail::profile_rows<P, basic_dynamic_network<T>>(                                               \
+      const P&, const basic_dynamic_network<T>&, std::span<const T>, std::size_t, const profile_options&);   \
+  KW contrib_table detail::nnslicer_rows<P, basic_dynamic_network<T>>(                                       \
+      const P&, const basic_dynamic_network<T>&, const profile&, std::span<const T>, std::size_t,            \
+      const criterion&, const slice_options&);
 
 #define NNLENS_PRECOMPILED_NNSLICER(KW) NNLENS_PRECOMPILED_EACH(NNLENS_PRECOMPILED_NNSLICER_ONE, KW)
 
