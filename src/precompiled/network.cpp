@@ -5,4 +5,9 @@
 
 namespace nnlens {
 NNLENS_PRECOMPILED_NETWORK(template)
+
+/// The SIMD target this library was compiled for (precompiled/forms.hpp): a program built for
+/// another one refers to a `value` that is not here, and does not link.
+template <>
+const int detail::precompiled_target<kernels::simd::vec<float>, kernels::simd::vec<double>>::value = 1;
 }  // namespace nnlens
