@@ -304,7 +304,6 @@ std::vector<std::vector<std::vector<double>>> relative_activations(const Net& ne
   return r;
 }
 
-/// The CONTRIB table of the criterion (samples X [n, input...], outputs cr) on net with profile p.
 namespace detail {
 /// nnslicer after its input checks: x holds n row-major samples in T.  One instantiation per policy
 /// and network, whatever container the caller had (the forms of nnlens/precompiled/nnslicer.hpp).
@@ -346,6 +345,7 @@ contrib_table nnslicer_rows(const Policy&, const Net& net, const profile& p, std
 }
 }  // namespace detail
 
+/// The CONTRIB table of the criterion (samples X [n, input...], outputs cr) on net with profile p.
 template <class Policy, class Net, class E>
   requires execution::is_execution_policy_v<Policy>
 contrib_table nnslicer(const Policy& pol, const Net& net, const profile& p, const E& X, const criterion& cr,

@@ -135,8 +135,6 @@ struct profile_options {
   bool progress = false;
 };
 
-/// The profile of net over X ([N, input...]); with execution::par the batches run in parallel
-/// (one accumulator per task, merged).
 namespace detail {
 /// profile_network after its input checks: x holds n row-major samples in T.  One instantiation per
 /// policy and network, whatever container the caller had (the forms of nnlens/precompiled/nnslicer.hpp).
@@ -178,6 +176,8 @@ profile profile_rows(const Policy&, const Net& net, std::span<const network_scal
 }
 }  // namespace detail
 
+/// The profile of net over X ([N, input...]); with execution::par the batches run in parallel
+/// (one accumulator per task, merged).
 template <class Policy, class Net, class E>
   requires execution::is_execution_policy_v<Policy>
 profile profile_network(const Policy& pol, const Net& net, const E& X, const profile_options& o = {}) {

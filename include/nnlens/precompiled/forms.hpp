@@ -4,11 +4,12 @@
 // (CMake; it defines NNLENS_EXTERN_TEMPLATES for its users) or defines NNLENS_EXTERN_TEMPLATES and
 // links libnnlens_precompiled itself sees, at the end of each technique's umbrella header, one
 // `extern template` declaration per common dynamic form: the analyses on a DynamicNetwork of float
-// or double, with execution::seq or execution::par, on xt::xarray inputs.  Its compiler then emits
-// a call instead of instantiating the dynamic network's visits once more; src/precompiled/*.cpp
-// instantiate each form once.  A call that matches no listed form (another container type, a
-// static Sequential, a thrust policy) is instantiated in the caller as before: nothing changes but
-// the compile time.
+// or double, with execution::seq or execution::par (each analysis reaches its form after its input
+// checks, so any input container does).  Its compiler then emits a call instead of instantiating
+// the dynamic network's visits once more; src/precompiled/*.cpp instantiate each form once.  A call
+// that matches no listed form (a static Sequential, another scalar, a thrust policy) is
+// instantiated in the caller as before.  Results equal the header-only code's bit for bit when the
+// library and the program are compiled with the same flags (docs/getting-started.md).
 //
 //   NNLENS_PRECOMPILED_EACH(X, KW)   X(KW, T, Policy) for T in {float, double} and Policy in
 //                                    {execution::sequenced_policy, execution::parallel_policy}
@@ -27,13 +28,10 @@
   X(KW, double, ::nnlens::execution::sequenced_policy)                                                       \
   X(KW, double, ::nnlens::execution::parallel_policy)
 
-#if defined(NNLENS_EXTERN_TEMPLATES)
-#define NNLENS_PRECOMPILED_DECLARE(M) M(extern template)
-#else
+#if !defined(NNLENS_EXTERN_TEMPLATES)
 #define NNLENS_PRECOMPILED_DECLARE(M)
-#endif
-
-#if defined(NNLENS_EXTERN_TEMPLATES)
+#else
+#define NNLENS_PRECOMPILED_DECLARE(M) M(extern template)
 #include "nnlens/kernels/simd.hpp"
 
 namespace nnlens::detail {

@@ -3,7 +3,8 @@
 //   profile_network(Policy, basic_dynamic_network<T>, X [, profile_options])
 //   nnslicer(Policy, basic_dynamic_network<T>, profile, X, criterion [, slice_options])
 //   T: float, double; Policy: seq, par (the forms without a policy run seq); X: any container.  The
-//   forms are detail::profile_rows and detail::nnslicer_rows, which both reach after their checks
+//   forms are detail::profile_rows and detail::nnslicer_rows, which the two functions reach after
+//   their input checks
 #pragma once
 
 #include "nnlens/nnslicer/nnslicer.hpp"
