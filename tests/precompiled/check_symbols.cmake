@@ -1,7 +1,9 @@
 # precompiled_symbols (ctest): the object of tests/precompiled/test_precompiled.cpp, compiled with
 # NNLENS_EXTERN_TEMPLATES, must call each precompiled form it uses (an undefined symbol: `nm` "U")
 # and never define one ("T"/"W"): otherwise an `extern template` no longer matches the call, and
-# the program instantiates the form again without a word.  LIB: the archives (libnnlens_precompiled.a
+# the program instantiates the form again without a word.  Each pattern names the form itself, not
+# its thin public wrapper (at -O0 the wrapper, e.g. prepare_idc over an xarray, is a definition of
+# its own, which is fine: it calls the form).  LIB: the archives (libnnlens_precompiled.a
 # and, with ONNX=ON, libnnlens_precompiled_onnx.a), which must define each of them.
 #   cmake -DNM=<nm> -DOBJ=<object> "-DLIB=<archive>[;<archive>]" [-DONNX=ON] -P check_symbols.cmake
 execute_process(COMMAND ${NM} -C ${OBJ} OUTPUT_VARIABLE obj RESULT_VARIABLE r1)
@@ -19,7 +21,7 @@ set(forms
   "nnlens::detail::profile_rows<nnlens::execution::parallel_policy, nnlens::basic_dynamic_network<float> >"
   "nnlens::detail::profile_rows<nnlens::execution::sequenced_policy, nnlens::basic_dynamic_network<float> >"
   "nnlens::detail::nnslicer_rows<nnlens::execution::parallel_policy, nnlens::basic_dynamic_network<double> >"
-  "nnlens::prepare_idc<nnlens::execution::parallel_policy, nnlens::basic_dynamic_network<float>, "
+  "nnlens::prepare_idc<nnlens::execution::parallel_policy, nnlens::basic_dynamic_network<float>, std::vector<unsigned long"
   "nnlens::measure<nnlens::execution::sequenced_policy, nnlens::basic_dynamic_network<float>, nnlens::nc_criterion>"
   "nnlens::measure<nnlens::execution::parallel_policy, nnlens::basic_dynamic_network<float>, nnlens::idc>")
 if(ONNX)
