@@ -46,3 +46,31 @@ TEST_CASE("gemm with beta = 0 never reads C (NaN in C does not propagate)") {
   nnlens::kernels::gemm<float>(false, false, 64, 64, 8, A2.data(), 8, B2.data(), 64, 0.0f, C2.data(), 64);
   for (float v : C2) CHECK(v == 8.0f);
 }
+
+TEST_CASE_TEMPLATE("gemm's bias epilogue is the product followed by a bias pass, bit for bit", T, float, double) {
+  // Sizes cross every path: the packing-free M <= 2 rows, K over one k block (256), partial
+  // register tiles (M % 6, N % 32), K == 0, a transposed A (packed) and strided A and C.
+  std::mt19937 r(7);
+  std::uniform_real_distribution<double> u(-1, 1);
+  const std::array<std::array<std::size_t, 3>, 8> sizes{
+      {{1, 10, 784}, {2, 33, 17}, {256, 256, 784}, {13, 70, 300}, {7, 5, 0}, {6, 64, 256}, {97, 31, 257}, {3, 1, 9}}};
+  for (int ta = 0; ta < 2; ++ta)
+    for (auto [M, N, K] : sizes) {
+      const std::size_t lda = (ta ? M : K) + 3, ldc = N + 5;
+      std::vector<T> A((ta ? K : M) * lda + 1), B(K * N + 1), bias(N), C1(M * ldc, std::nan("")), C2(M * ldc, std::nan(""));
+      for (auto& x : A) x = T(u(r));
+      for (auto& x : B) x = T(u(r));
+      for (auto& x : bias) x = T(u(r));
+      nnlens::kernels::gemm<T>(ta, false, M, N, K, A.data(), lda, B.data(), N, T(0), C1.data(), ldc);
+      for (std::size_t i = 0; i < M; ++i)
+        for (std::size_t j = 0; j < N; ++j) C1[i * ldc + j] += bias[j];
+      nnlens::kernels::gemm<T>(ta, false, M, N, K, A.data(), lda, B.data(), N, T(0), C2.data(), ldc, bias.data());
+      std::size_t differ = 0;
+      for (std::size_t i = 0; i < M; ++i)
+        for (std::size_t j = 0; j < N; ++j) differ += C1[i * ldc + j] != C2[i * ldc + j];
+      CHECK_MESSAGE(differ == 0, "M ", M, " N ", N, " K ", K, " ta ", ta);
+      // the padding between rows of C is never written
+      for (std::size_t i = 0; i < M; ++i)
+        for (std::size_t j = N; j < ldc; ++j) CHECK(std::isnan(C2[i * ldc + j]));
+    }
+}

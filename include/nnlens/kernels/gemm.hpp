@@ -6,10 +6,10 @@
 // requires: buffers do not alias C.  beta == 0 means C is overwritten (never read, so NaN in an
 //           uninitialised C does not propagate).
 // ensures:  deterministic for a given build (summation order depends only on sizes).
-// Method: Goto-style blocking (KC x NC panels of B, MC x KC blocks of A, both packed into
-// thread-local buffers that grow once), an MR x NR register-tiled micro-kernel on xsimd
-// batches (kernels/simd.hpp), and a packing-free path for M == 1 (batch-1 inference), so the batch-1 path makes no
-// heap allocation at all.
+// Method: Goto-style blocking (KC x NC panels of B packed into a thread-local buffer that grows
+// once; MC x KC blocks of A, packed only when A is transposed: a row-major A is read in place),
+// an MR x NR register-tiled micro-kernel on xsimd batches (kernels/simd.hpp), and a packing-free
+// path for M <= 2 (batch-1 inference), so the batch-1 path makes no heap allocation at all.
 #pragma once
 
 #include <algorithm>
@@ -21,8 +21,13 @@
 #include "nnlens/kernels/simd.hpp"
 
 namespace nnlens::kernels {
+// The kernel itself lives in the SIMD target's namespace (kernels/simd.hpp's NNLENS_SIMD_NS), so
+// that copies compiled for several targets in one program (src/dispatch/) never share a symbol.
+// It calls nothing from std:: and allocates nothing: the scratch comes from gemm() below.
+inline namespace NNLENS_SIMD_NS {
+namespace gemm_impl {
 
-namespace detail {
+inline std::size_t min_(std::size_t a, std::size_t b) { return a < b ? a : b; }
 
 template <class T>
 struct gemm_blocking {
@@ -34,22 +39,13 @@ struct gemm_blocking {
   static constexpr std::size_t NC = NR * 64;
 };
 
-template <class T>
-T* aligned_buffer(std::vector<T>& v, std::size_t n) {
-  const std::size_t extra = 64 / sizeof(T) + 1;
-  if (v.size() < n + extra) v.resize(n + extra);
-  auto p = reinterpret_cast<std::uintptr_t>(v.data());
-  p = (p + 63) & ~std::uintptr_t(63);
-  return reinterpret_cast<T*>(p);
-}
-
 // Pack rows [i0, i0+mc) x cols [k0, k0+kc) of op(A) into MR-row panels: Ap[panel][k][MR].
 template <class T>
 void pack_a(bool ta, const T* A, std::size_t lda, std::size_t i0, std::size_t mc, std::size_t k0,
             std::size_t kc, T* Ap) {
   constexpr std::size_t MR = gemm_blocking<T>::MR;
   for (std::size_t ip = 0; ip < mc; ip += MR) {
-    const std::size_t mr = std::min(MR, mc - ip);
+    const std::size_t mr = min_(MR, mc - ip);
     for (std::size_t k = 0; k < kc; ++k) {
       T* dst = Ap + ip * kc + k * MR;
       for (std::size_t i = 0; i < mr; ++i) {
@@ -67,9 +63,16 @@ void pack_b(bool tb, const T* B, std::size_t ldb, std::size_t k0, std::size_t kc
             std::size_t nc, T* Bp) {
   constexpr std::size_t NR = gemm_blocking<T>::NR;
   for (std::size_t jp = 0; jp < nc; jp += NR) {
-    const std::size_t nr = std::min(NR, nc - jp);
+    const std::size_t nr = min_(NR, nc - jp);
     T* panel = Bp + jp * kc;
-    if (!tb) {
+    if (!tb && nr == NR && NR % simd::width<T> == 0) {  // whole panels: vector row copies
+      constexpr std::size_t W = simd::width<T>;
+      for (std::size_t k = 0; k < kc; ++k) {
+        const T* src = B + (k0 + k) * ldb + j0 + jp;
+        T* dst = panel + k * NR;
+        for (std::size_t j = 0; j < NR; j += W) simd::store(dst + j, simd::load(src + j));
+      }
+    } else if (!tb) {
       for (std::size_t k = 0; k < kc; ++k) {
         const T* src = B + (k0 + k) * ldb + j0 + jp;
         T* dst = panel + k * NR;
@@ -88,32 +91,49 @@ void pack_b(bool tb, const T* B, std::size_t ldb, std::size_t k0, std::size_t kc
   }
 }
 
+// C[0:mr, 0:nr] += a * Bp over kc steps, where a(i, k) = A[i * rs + k * cs]: a packed panel
+// (rs 1, cs MR) or op(A) read in place (rs lda, cs 1: a row-major A needs no packing, as in BLIS'
+// small-matrix kernels; its MR rows are MR sequential streams).  Rows i >= mr read row 0 and are
+// not stored.  Each C element is summed over k in order, whichever form A has.
 template <class T>
-inline void micro_kernel(std::size_t kc, const T* __restrict__ Ap, const T* __restrict__ Bp,
-                         T* C, std::size_t ldc, std::size_t mr, std::size_t nr) {
+inline void micro_kernel(std::size_t kc, const T* __restrict__ A, std::size_t rs, std::size_t cs,
+                         const T* __restrict__ Bp, T* C, std::size_t ldc, std::size_t mr, std::size_t nr,
+                         bool first, const T* bias) {
   using V = simd::vec<T>;
   constexpr std::size_t W = simd::width<T>;
-  constexpr std::size_t MR = gemm_blocking<T>::MR;
   const V z = simd::zero<T>();
   V c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z, c40 = z, c41 = z, c50 = z, c51 = z;
-  for (std::size_t k = 0; k < kc; ++k) {
+  const T* a0 = A;
+  const T* a1 = A + (mr > 1 ? rs : 0);
+  const T* a2 = A + (mr > 2 ? 2 * rs : 0);
+  const T* a3 = A + (mr > 3 ? 3 * rs : 0);
+  const T* a4 = A + (mr > 4 ? 4 * rs : 0);
+  const T* a5 = A + (mr > 5 ? 5 * rs : 0);
+  for (std::size_t k = 0, o = 0; k < kc; ++k, o += cs) {
     const V b0 = simd::load(Bp + k * 2 * W);
     const V b1 = simd::load(Bp + k * 2 * W + W);
-    const T* a = Ap + k * MR;
     V av;
-    av = simd::broadcast(a[0]); c00 += av * b0; c01 += av * b1;
-    av = simd::broadcast(a[1]); c10 += av * b0; c11 += av * b1;
-    av = simd::broadcast(a[2]); c20 += av * b0; c21 += av * b1;
-    av = simd::broadcast(a[3]); c30 += av * b0; c31 += av * b1;
-    av = simd::broadcast(a[4]); c40 += av * b0; c41 += av * b1;
-    av = simd::broadcast(a[5]); c50 += av * b0; c51 += av * b1;
+    av = simd::broadcast(a0[o]); c00 += av * b0; c01 += av * b1;
+    av = simd::broadcast(a1[o]); c10 += av * b0; c11 += av * b1;
+    av = simd::broadcast(a2[o]); c20 += av * b0; c21 += av * b1;
+    av = simd::broadcast(a3[o]); c30 += av * b0; c31 += av * b1;
+    av = simd::broadcast(a4[o]); c40 += av * b0; c41 += av * b1;
+    av = simd::broadcast(a5[o]); c50 += av * b0; c51 += av * b1;
   }
+  // C = (first ? +0 : C) + acc, then + bias[j] on the product's last k block: the arithmetic of
+  // zero-filling C, accumulating, and adding the bias in a pass of its own, without those passes.
   const V rows[6][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
   if (nr == 2 * W) {
     for (std::size_t i = 0; i < mr; ++i) {
       T* c = C + i * ldc;
-      simd::store(c, simd::load(c) + rows[i][0]);
-      simd::store(c + W, simd::load(c + W) + rows[i][1]);
+      V r0 = (first ? z : simd::load(c)) + rows[i][0];
+      V r1 = (first ? z : simd::load(c + W)) + rows[i][1];
+      if (bias) {
+        r0 = r0 + simd::load(bias);
+        r1 = r1 + simd::load(bias + W);
+      }
+      simd::store(c, r0);
+      simd::store(c + W, r1);
     }
   } else {
     alignas(64) T tmp[2 * W];
@@ -121,40 +141,49 @@ inline void micro_kernel(std::size_t kc, const T* __restrict__ Ap, const T* __re
       simd::store(tmp, rows[i][0]);
       simd::store(tmp + W, rows[i][1]);
       T* c = C + i * ldc;
-      for (std::size_t j = 0; j < nr; ++j) c[j] += tmp[j];
+      for (std::size_t j = 0; j < nr; ++j) {
+        T v = (first ? T(0) : c[j]) + tmp[j];
+        if (bias) v = v + bias[j];
+        c[j] = v;
+      }
     }
   }
 }
 
-}  // namespace detail
-
-/// C = beta*C + op(A) op(B).  See the header comment.
+/// Scratch that gemm_on needs, in elements (a multiple of 16, 64-byte aligned by the caller).
 template <class T>
-void gemm(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, const T* A, std::size_t lda,
-          const T* B, std::size_t ldb, T beta, T* C, std::size_t ldc) {
-  if constexpr (!std::is_floating_point_v<T>) {  // e.g. exact rationals (tests): the plain triple loop
-    for (std::size_t i = 0; i < M; ++i)
-      for (std::size_t j = 0; j < N; ++j) {
-        T acc = beta == T(0) ? T(0) : beta * C[i * ldc + j];
-        for (std::size_t k = 0; k < K; ++k) acc += (ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
-        C[i * ldc + j] = acc;
-      }
-    return;
-  } else {
-  using blk = detail::gemm_blocking<T>;
+std::size_t gemm_workspace(bool ta, std::size_t M, std::size_t N, std::size_t K) {
+  using blk = gemm_blocking<T>;
+  if (M == 0 || N == 0 || K == 0 || (M <= 2 && !ta)) return 0;
+  const std::size_t bp = blk::KC * ((min_(N, blk::NC) + blk::NR - 1) / blk::NR * blk::NR);
+  const std::size_t ap = ta ? blk::MC * blk::KC : 0;
+  return (bp + 15) / 16 * 16 + ap;
+}
+
+/// gemm() on the caller's scratch `work` (gemm_workspace elements, 64-byte aligned).
+template <class T>
+void gemm_on(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, const T* A, std::size_t lda,
+             const T* B, std::size_t ldb, T beta, T* C, std::size_t ldc, const T* bias, T* work) {
+  using blk = gemm_blocking<T>;
   if (M == 0 || N == 0) return;
-  // C = beta * C
+  const bool small = M <= 2 && !ta && K > 0;
+  // C = beta * C (the blocked path's first k block writes C without reading it when beta is 0)
   for (std::size_t i = 0; i < M; ++i) {
     T* c = C + i * ldc;
-    if (beta == T(0))
-      std::fill(c, c + N, T(0));
-    else if (beta != T(1))
+    if (beta == T(0) && (small || K == 0))
+      for (std::size_t j = 0; j < N; ++j) c[j] = T(0);
+    else if (beta != T(0) && beta != T(1))
       for (std::size_t j = 0; j < N; ++j) c[j] *= beta;
   }
-  if (K == 0) return;
+  if (K == 0) {
+    if (bias)
+      for (std::size_t i = 0; i < M; ++i)
+        for (std::size_t j = 0; j < N; ++j) C[i * ldc + j] += bias[j];
+    return;
+  }
 
   // Packing-free small-M paths (batch-1 inference, per-sample gradients).
-  if (M <= 2 && !ta) {
+  if (small) {
     for (std::size_t i = 0; i < M; ++i) {
       const T* a = A + i * lda;
       T* c = C + i * ldc;
@@ -163,33 +192,106 @@ void gemm(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, const T
       } else {
         for (std::size_t j = 0; j < N; ++j) c[j] += simd::dot(a, B + j * ldb, K);
       }
+      if (bias)
+        for (std::size_t j = 0; j < N; ++j) c[j] += bias[j];
     }
     return;
   }
 
-  thread_local std::vector<T> abuf, bbuf;
-  T* Ap = detail::aligned_buffer(abuf, blk::MC * blk::KC);
-  T* Bp = detail::aligned_buffer(bbuf, blk::KC * ((std::min(N, blk::NC) + blk::NR - 1) / blk::NR * blk::NR));
-
+  T* Bp = work;
+  T* Ap = ta ? work + (blk::KC * ((min_(N, blk::NC) + blk::NR - 1) / blk::NR * blk::NR) + 15) / 16 * 16 : nullptr;
   for (std::size_t j0 = 0; j0 < N; j0 += blk::NC) {
-    const std::size_t nc = std::min(blk::NC, N - j0);
+    const std::size_t nc = min_(blk::NC, N - j0);
     for (std::size_t k0 = 0; k0 < K; k0 += blk::KC) {
-      const std::size_t kc = std::min(blk::KC, K - k0);
-      detail::pack_b(tb, B, ldb, k0, kc, j0, nc, Bp);
+      const std::size_t kc = min_(blk::KC, K - k0);
+      pack_b(tb, B, ldb, k0, kc, j0, nc, Bp);
+      const bool first = k0 == 0 && beta == T(0);
+      const T* bj = bias && k0 + kc == K ? bias + j0 : nullptr;  // added on the last k block
       for (std::size_t i0 = 0; i0 < M; i0 += blk::MC) {
-        const std::size_t mc = std::min(blk::MC, M - i0);
-        detail::pack_a(ta, A, lda, i0, mc, k0, kc, Ap);
+        const std::size_t mc = min_(blk::MC, M - i0);
+        if (ta) pack_a(ta, A, lda, i0, mc, k0, kc, Ap);  // A^T: MR-row panels
         for (std::size_t jp = 0; jp < nc; jp += blk::NR) {
-          const std::size_t nr = std::min(blk::NR, nc - jp);
+          const std::size_t nr = min_(blk::NR, nc - jp);
           for (std::size_t ip = 0; ip < mc; ip += blk::MR) {
-            const std::size_t mr = std::min(blk::MR, mc - ip);
-            detail::micro_kernel(kc, Ap + ip * kc, Bp + jp * kc, C + (i0 + ip) * ldc + j0 + jp, ldc, mr, nr);
+            const std::size_t mr = min_(blk::MR, mc - ip);
+            T* c = C + (i0 + ip) * ldc + j0 + jp;
+            if (ta)
+              micro_kernel(kc, Ap + ip * kc, 1, blk::MR, Bp + jp * kc, c, ldc, mr, nr, first, bj ? bj + jp : bj);
+            else  // row-major A read in place
+              micro_kernel(kc, A + (i0 + ip) * lda + k0, lda, 1, Bp + jp * kc, c, ldc, mr, nr, first, bj ? bj + jp : bj);
           }
         }
       }
     }
   }
-  }  // floating point
+}
+}  // namespace gemm_impl
+}  // inline namespace NNLENS_SIMD_NS
+
+namespace dispatch {
+/// One SIMD target's GEMM (src/dispatch/, nnlens::dispatch: run-time dispatch, kernels/dispatch.hpp).
+template <class T>
+struct gemm_form {
+  std::size_t (*workspace)(bool, std::size_t, std::size_t, std::size_t);
+  void (*run)(bool, bool, std::size_t, std::size_t, std::size_t, const T*, std::size_t, const T*, std::size_t, T, T*,
+              std::size_t, const T*, T*);
+};
+/// Defined in nnlens::dispatch (src/dispatch/dispatch.cpp):
+/// - the best target's GEMM for this CPU among those it holds (AVX-512, AVX2+FMA), capped by the
+///   environment variable NNLENS_DISPATCH, or nullptr (then the program's own copy runs);
+/// - that target's name: "avx512bw", "avx2" or "none";
+/// - the named target's GEMM, or nullptr where this CPU lacks it (tests, comparisons).
+const gemm_form<float>* gemm_f32() noexcept;
+const gemm_form<double>* gemm_f64() noexcept;
+const char* target() noexcept;
+const gemm_form<float>* gemm_f32(const char* target) noexcept;
+const gemm_form<double>* gemm_f64(const char* target) noexcept;
+}  // namespace dispatch
+
+namespace gemm_buffers {
+template <class T>
+T* aligned_buffer(std::vector<T>& v, std::size_t n) {
+  const std::size_t extra = 64 / sizeof(T) + 1;
+  if (v.size() < n + extra) v.resize(n + extra);
+  auto p = reinterpret_cast<std::uintptr_t>(v.data());
+  p = (p + 63) & ~std::uintptr_t(63);
+  return reinterpret_cast<T*>(p);
+}
+}  // namespace gemm_buffers
+
+/// C = beta*C + op(A) op(B), then C[i, j] += bias[j] for every row when bias is given (a separate
+/// addition after the product, the same arithmetic as a pass of its own).  See the header comment.
+/// With NNLENS_RUNTIME_DISPATCH (link nnlens::dispatch), float and double run the best target's
+/// copy for this CPU.
+template <class T>
+void gemm(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, const T* A, std::size_t lda,
+          const T* B, std::size_t ldb, T beta, T* C, std::size_t ldc, const T* bias = nullptr) {
+  if constexpr (!std::is_floating_point_v<T>) {  // e.g. exact rationals (tests): the plain triple loop
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t j = 0; j < N; ++j) {
+        T acc = beta == T(0) ? T(0) : beta * C[i * ldc + j];
+        for (std::size_t k = 0; k < K; ++k) acc += (ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
+        C[i * ldc + j] = bias ? acc + bias[j] : acc;
+      }
+  } else {
+    thread_local std::vector<T> scratch;
+#if defined(NNLENS_RUNTIME_DISPATCH)
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      static const dispatch::gemm_form<T>* const form = [] {
+        if constexpr (std::is_same_v<T, float>) return dispatch::gemm_f32();
+        else return dispatch::gemm_f64();
+      }();
+      if (form) {
+        const std::size_t need = form->workspace(ta, M, N, K);
+        form->run(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias, need ? gemm_buffers::aligned_buffer(scratch, need) : nullptr);
+        return;
+      }
+    }
+#endif
+    const std::size_t need = gemm_impl::gemm_workspace<T>(ta, M, N, K);
+    gemm_impl::gemm_on<T>(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, bias,
+                       need ? gemm_buffers::aligned_buffer(scratch, need) : nullptr);
+  }
 }
 
 }  // namespace nnlens::kernels

@@ -42,7 +42,15 @@
 #include <xsimd/xsimd.hpp>
 #endif
 
+#if !defined(NNLENS_SIMD_NS)
+#define NNLENS_SIMD_NS native  // the program's own target (its compiler flags)
+#endif
+
 namespace nnlens::kernels::simd {
+// One namespace per SIMD target, so that copies of the kernels compiled for several targets in one
+// program (run-time dispatch: src/dispatch/) never share a symbol.  A translation unit that defines
+// NNLENS_SIMD_ARCH for a dispatch copy names it here too.
+inline namespace NNLENS_SIMD_NS {
 
 #if defined(NNLENS_NO_SIMD)
 template <class T>
@@ -158,4 +166,5 @@ inline void axpy(std::size_t n, T a, const T* x, T* y) {
   for (; i < n; ++i) y[i] += a * x[i];
 }
 
+}  // inline namespace NNLENS_SIMD_NS
 }  // namespace nnlens::kernels::simd

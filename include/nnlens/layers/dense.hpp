@@ -51,12 +51,7 @@ struct layer_traits<Dense<Out, T>> : layer_defaults {
   template <class Tx>
   static void forward(const L& l, const forward_args<Tx>& a) {
     const std::size_t I = a.in[0], O = a.out[0];
-    kernels::gemm<Tx>(false, false, a.batch, O, I, a.x, I, l.W.data(), O, Tx(0), a.y, O);
-    for (std::size_t n = 0; n < a.batch; ++n) {
-      Tx* y = a.y + n * O;
-      const Tx* bb = l.b.data();
-      for (std::size_t o = 0; o < O; ++o) y[o] += bb[o];
-    }
+    kernels::gemm<Tx>(false, false, a.batch, O, I, a.x, I, l.W.data(), O, Tx(0), a.y, O, l.b.data());
   }
 
   template <class Tx>

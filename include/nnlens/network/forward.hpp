@@ -189,7 +189,7 @@ xt::xarray<network_scalar_t<Net>> forward_rows(const Policy& policy, const Net& 
     if (ws.size() < need) ws.resize(need);
     forward_into(net, batch, x.data(), y.data(), std::span<T>(ws));
   }
-  for (std::size_t i = 0; i < y.size(); ++i) {
+  for (std::size_t i = detail::all_finite(y.data(), y.size()) ? y.size() : 0; i < y.size(); ++i) {
     if (!std::isfinite(y.data()[i])) {  // error path only: find the cause
       require_finite_parameters(net);
       throw value_error(concat("forward: output sample ", i / out.size(), " element ", i % out.size(),

@@ -1,0 +1,102 @@
+// nnlens::dispatch -- run-time choice of the GEMM's SIMD target (issue 18 item 1).
+//
+// For a program that must run on several x86-64 CPUs (a tool shipped as one binary, a cluster of
+// mixed nodes): build it for a baseline (no -march=native) and link nnlens::dispatch.  Its GEMM
+// (dense layers, im2col convolutions, backward passes) then runs the AVX-512 or the AVX2+FMA copy,
+// whichever is the best this CPU and its OS support; with neither, the program's own copy.  The
+// other kernels keep the program's compile-time target.  This file is compiled at the baseline.
+//
+// NNLENS_DISPATCH=avx512bw|avx2|off caps the choice (e.g. to compare targets); an unknown value is
+// reported on stderr once and ignored.  The CPU test is the compiler's __builtin_cpu_supports (it
+// checks that the OS saves the AVX/AVX-512 state; xsimd 8.1's available_architectures() does not,
+// and reads the AVX bit from the wrong cpuid leaf).
+#include "nnlens/kernels/gemm.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace nnlens::kernels::dispatch {
+namespace targets {
+extern const gemm_form<float> avx512bw_f32, avx2_f32;
+extern const gemm_form<double> avx512bw_f64, avx2_f64;
+}  // namespace targets
+
+namespace {
+enum class target_id { none, avx2, avx512bw };
+
+bool supported(target_id t) noexcept {
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  switch (t) {
+    case target_id::none: return true;
+    case target_id::avx2: return avx2;
+    case target_id::avx512bw:
+      return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
+  }
+#endif
+  return t == target_id::none;
+}
+
+target_id parse(const char* s, bool& ok) noexcept {
+  ok = true;
+  if (!std::strcmp(s, "avx512bw")) return target_id::avx512bw;
+  if (!std::strcmp(s, "avx2")) return target_id::avx2;
+  if (!std::strcmp(s, "off") || !std::strcmp(s, "none")) return target_id::none;
+  ok = false;
+  return target_id::avx512bw;
+}
+
+target_id best(target_id cap) noexcept {
+  for (target_id t : {target_id::avx512bw, target_id::avx2})
+    if (int(t) <= int(cap) && supported(t)) return t;
+  return target_id::none;
+}
+
+target_id chosen() noexcept {
+  static const target_id t = [] {
+    target_id cap = target_id::avx512bw;
+    if (const char* e = std::getenv("NNLENS_DISPATCH"); e && *e) {
+      bool ok = false;
+      cap = parse(e, ok);
+      if (!ok)
+        std::fprintf(stderr, "nnlens: NNLENS_DISPATCH=%s is not one of avx512bw, avx2, off; ignored\n", e);
+    }
+    return best(cap);
+  }();
+  return t;
+}
+
+template <class T>
+const gemm_form<T>* form_of(target_id t) noexcept {
+  if constexpr (std::is_same_v<T, float>)
+    return t == target_id::avx512bw ? &targets::avx512bw_f32 : t == target_id::avx2 ? &targets::avx2_f32 : nullptr;
+  else
+    return t == target_id::avx512bw ? &targets::avx512bw_f64 : t == target_id::avx2 ? &targets::avx2_f64 : nullptr;
+}
+}  // namespace
+
+const gemm_form<float>* gemm_f32() noexcept { return form_of<float>(chosen()); }
+const gemm_form<double>* gemm_f64() noexcept { return form_of<double>(chosen()); }
+
+const char* target() noexcept {
+  switch (chosen()) {
+    case target_id::avx512bw: return "avx512bw";
+    case target_id::avx2: return "avx2";
+    default: return "none";
+  }
+}
+
+const gemm_form<float>* gemm_f32(const char* name) noexcept {
+  bool ok = false;
+  const target_id t = parse(name, ok);
+  return ok && supported(t) ? form_of<float>(t) : nullptr;
+}
+const gemm_form<double>* gemm_f64(const char* name) noexcept {
+  bool ok = false;
+  const target_id t = parse(name, ok);
+  return ok && supported(t) ? form_of<double>(t) : nullptr;
+}
+}  // namespace nnlens::kernels::dispatch

@@ -1,0 +1,144 @@
+// nnlens::dispatch: run-time choice of the GEMM's SIMD target (issue 18 item 1).  This executable is
+// built for the x86-64 baseline (no -march=native: its own kernels are SSE2) and links
+// nnlens::dispatch.  ctest runs it twice: as it is, and with NNLENS_DISPATCH=avx2.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <nnlens/nnlens.hpp>
+
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+namespace kd = nnlens::kernels::dispatch;
+
+std::string expected_target() {
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
+  const char* cap = std::getenv("NNLENS_DISPATCH");
+  const std::string c = cap ? cap : "";
+  if (c == "off") return "none";
+  if (c == "avx2") return avx2 ? "avx2" : "none";
+  return avx512 ? "avx512bw" : avx2 ? "avx2" : "none";
+}
+
+template <class T>
+double max_error(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, const std::vector<T>& A,
+                 const std::vector<T>& B, const std::vector<T>& C0, const std::vector<T>& bias, const std::vector<T>& C,
+                 T beta) {
+  const std::size_t lda = ta ? M : K, ldb = tb ? K : N;
+  double err = 0;
+  for (std::size_t i = 0; i < M; ++i)
+    for (std::size_t j = 0; j < N; ++j) {
+      double s = double(beta) * double(C0[i * N + j]);
+      for (std::size_t k = 0; k < K; ++k)
+        s += double(ta ? A[k * lda + i] : A[i * lda + k]) * double(tb ? B[j * ldb + k] : B[k * ldb + j]);
+      s += double(bias[j]);
+      err = std::max(err, std::abs(s - double(C[i * N + j])));
+    }
+  return err;
+}
+
+const std::array<std::array<std::size_t, 3>, 7> sizes{
+    {{1, 7, 5}, {2, 33, 17}, {3, 1, 9}, {37, 71, 300}, {130, 257, 520}, {256, 256, 784}, {6, 32, 1}}};
+}  // namespace
+
+TEST_CASE("the dispatcher picks the best target this CPU has, capped by NNLENS_DISPATCH") {
+  CHECK(std::string(kd::target()) == expected_target());
+  if (std::string(kd::target()) == "none") {
+    CHECK(kd::gemm_f32() == nullptr);
+  } else {
+    CHECK(kd::gemm_f32() == kd::gemm_f32(kd::target()));
+    CHECK(kd::gemm_f64() == kd::gemm_f64(kd::target()));
+  }
+  CHECK(kd::gemm_f32("sse9") == nullptr);
+}
+
+TEST_CASE_TEMPLATE("kernels::gemm through the dispatcher matches the naive product", T, float, double) {
+  std::mt19937 r(3);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (auto [M, N, K] : sizes)
+        for (T beta : {T(0), T(0.5)}) {
+          std::vector<T> A(M * K), B(K * N), C(M * N), bias(N);
+          for (auto& x : A) x = T(u(r));
+          for (auto& x : B) x = T(u(r));
+          for (auto& x : C) x = T(u(r));
+          for (auto& x : bias) x = T(u(r));
+          const auto C0 = C;
+          nnlens::kernels::gemm<T>(ta, tb, M, N, K, A.data(), ta ? M : K, B.data(), tb ? K : N, beta, C.data(), N,
+                                   bias.data());
+          const double tol = std::is_same_v<T, float> ? 1e-4 * std::sqrt(double(K) + 1) : 1e-12 * double(K + 1);
+          CHECK_MESSAGE(max_error(ta, tb, M, N, K, A, B, C0, bias, C, beta) < tol, "M ", M, " N ", N, " K ", K);
+        }
+}
+
+TEST_CASE_TEMPLATE("the AVX2 and AVX-512 copies give the same bits (the same sums in the same order)", T, float, double) {
+  const kd::gemm_form<T>* a2;
+  const kd::gemm_form<T>* a5;
+  if constexpr (std::is_same_v<T, float>) {
+    a2 = kd::gemm_f32("avx2");
+    a5 = kd::gemm_f32("avx512bw");
+  } else {
+    a2 = kd::gemm_f64("avx2");
+    a5 = kd::gemm_f64("avx512bw");
+  }
+  if (!a2 || !a5) {
+    MESSAGE("this CPU lacks AVX2 or AVX-512: nothing to compare");
+    return;
+  }
+  std::mt19937 r(5);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int ta = 0; ta < 2; ++ta)
+    for (auto [M, N, K] : sizes) {
+      std::vector<T> A(M * K), B(K * N), bias(N), C2(M * N), C5(M * N);
+      for (auto& x : A) x = T(u(r));
+      for (auto& x : B) x = T(u(r));
+      for (auto& x : bias) x = T(u(r));
+      std::vector<T> w2(a2->workspace(ta, M, N, K) + 64), w5(a5->workspace(ta, M, N, K) + 64);
+      const auto aligned = [](std::vector<T>& w) {
+        auto p = reinterpret_cast<std::uintptr_t>(w.data());
+        return reinterpret_cast<T*>((p + 63) & ~std::uintptr_t(63));
+      };
+      a2->run(ta, false, M, N, K, A.data(), ta ? M : K, B.data(), N, T(0), C2.data(), N, bias.data(), aligned(w2));
+      a5->run(ta, false, M, N, K, A.data(), ta ? M : K, B.data(), N, T(0), C5.data(), N, bias.data(), aligned(w5));
+      CHECK_MESSAGE(std::memcmp(C2.data(), C5.data(), C2.size() * sizeof(T)) == 0, "M ", M, " N ", N, " K ", K);
+    }
+}
+
+TEST_CASE("a network's forward pass runs on the dispatched GEMM and matches a plain computation") {
+  using Net = nnlens::Sequential<nnlens::Input<20>, nnlens::Dense<16>, nnlens::ReLU, nnlens::Dense<3>>;
+  Net net;
+  nnlens::initialize(net, 11);
+  std::mt19937 r(9);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const std::size_t n = 64;
+  xt::xarray<float> x = xt::xarray<float>::from_shape({n, 20});
+  for (auto& v : x) v = u(r);
+  const auto y = nnlens::forward(nnlens::execution::seq, net, x);
+  const auto& d0 = std::get<0>(net.layers);
+  const auto& d1 = std::get<2>(net.layers);
+  double err = 0;
+  for (std::size_t s = 0; s < n; ++s) {
+    std::array<double, 16> h{};
+    for (std::size_t o = 0; o < 16; ++o) {
+      double a = d0.b(o);
+      for (std::size_t i = 0; i < 20; ++i) a += double(x(s, i)) * d0.W(i, o);
+      h[o] = std::max(a, 0.0);
+    }
+    for (std::size_t o = 0; o < 3; ++o) {
+      double a = d1.b(o);
+      for (std::size_t i = 0; i < 16; ++i) a += h[i] * d1.W(i, o);
+      err = std::max(err, std::abs(a - double(y(s, o))));
+    }
+  }
+  CHECK(err < 1e-5);
+}
