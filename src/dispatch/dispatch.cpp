@@ -2,7 +2,8 @@
 //
 // For a program that must run on several x86-64 CPUs (a tool shipped as one binary, a cluster of
 // mixed nodes): build it for a baseline (no -march=native) and link nnlens::dispatch.  Its GEMM
-// (dense layers, im2col convolutions, backward passes) then runs the AVX-512 or the AVX2+FMA copy,
+// (dense layers, im2col convolutions, backward passes) and the int8 GEMM of the quantised twins
+// (kernels/int8.hpp) then run the AVX-512 or the AVX2+FMA copy,
 // whichever is the best this CPU and its OS support; with neither, the program's own copy.  The
 // other kernels keep the program's compile-time target.  This file is compiled at the baseline.
 //
@@ -11,6 +12,7 @@
 // checks that the OS saves the AVX/AVX-512 state; xsimd 8.1's available_architectures() does not,
 // and reads the AVX bit from the wrong cpuid leaf).
 #include "nnlens/kernels/gemm.hpp"
+#include "nnlens/kernels/int8.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +22,7 @@ namespace nnlens::kernels::dispatch {
 namespace targets {
 extern const gemm_form<float> avx512bw_f32, avx2_f32;
 extern const gemm_form<double> avx512bw_f64, avx2_f64;
+extern const gemm_s8_form avx512bw_s8, avx2_s8;
 }  // namespace targets
 
 namespace {
@@ -80,6 +83,17 @@ const gemm_form<T>* form_of(target_id t) noexcept {
 
 const gemm_form<float>* gemm_f32() noexcept { return form_of<float>(chosen()); }
 const gemm_form<double>* gemm_f64() noexcept { return form_of<double>(chosen()); }
+
+const gemm_s8_form* gemm_s8() noexcept {
+  const target_id t = chosen();
+  return t == target_id::avx512bw ? &targets::avx512bw_s8 : t == target_id::avx2 ? &targets::avx2_s8 : nullptr;
+}
+const gemm_s8_form* gemm_s8(const char* name) noexcept {
+  bool ok = false;
+  const target_id t = parse(name, ok);
+  if (!ok || !supported(t)) return nullptr;
+  return t == target_id::avx512bw ? &targets::avx512bw_s8 : t == target_id::avx2 ? &targets::avx2_s8 : nullptr;
+}
 
 const char* target() noexcept {
   switch (chosen()) {

@@ -1,11 +1,14 @@
-// nnlens::dispatch -- the GEMM compiled for AVX2 with FMA: flags in CMakeLists.txt.  Namespace
+// nnlens::dispatch -- the float/double and int8 GEMMs compiled for AVX2 with FMA: flags in CMakeLists.txt.  Namespace
 // nnlens::kernels::avx2_fma (see gemm_avx512bw.cpp).
 #define NNLENS_SIMD_ARCH xsimd::fma3<xsimd::avx2>
 #define NNLENS_SIMD_NS avx2_fma
 #include "nnlens/kernels/gemm.hpp"
+#include "nnlens/kernels/int8.hpp"
 
 namespace nnlens::kernels::dispatch::targets {
 namespace impl = nnlens::kernels::avx2_fma::gemm_impl;
 extern const gemm_form<float> avx2_f32{&impl::gemm_workspace<float>, &impl::gemm_on<float>};
 extern const gemm_form<double> avx2_f64{&impl::gemm_workspace<double>, &impl::gemm_on<double>};
+namespace s8 = nnlens::kernels::avx2_fma::s8_impl;
+extern const gemm_s8_form avx2_s8{&s8::packed_size, &s8::pack_b, &s8::workspace, &s8::gemm_on};
 }  // namespace nnlens::kernels::dispatch::targets

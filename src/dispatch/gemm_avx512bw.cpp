@@ -1,12 +1,15 @@
-// nnlens::dispatch -- the GEMM compiled for AVX-512 (F, CD, DQ, BW): flags in CMakeLists.txt.
+// nnlens::dispatch -- the float/double and int8 GEMMs compiled for AVX-512 (F, CD, DQ, BW): flags in CMakeLists.txt.
 // Its kernel lives in namespace nnlens::kernels::avx512bw (kernels/simd.hpp's NNLENS_SIMD_NS), so it
 // shares no symbol with the program's own copy or with the other targets' copies.
 #define NNLENS_SIMD_ARCH xsimd::avx512bw
 #define NNLENS_SIMD_NS avx512bw
 #include "nnlens/kernels/gemm.hpp"
+#include "nnlens/kernels/int8.hpp"
 
 namespace nnlens::kernels::dispatch::targets {
 namespace impl = nnlens::kernels::avx512bw::gemm_impl;
 extern const gemm_form<float> avx512bw_f32{&impl::gemm_workspace<float>, &impl::gemm_on<float>};
 extern const gemm_form<double> avx512bw_f64{&impl::gemm_workspace<double>, &impl::gemm_on<double>};
+namespace s8 = nnlens::kernels::avx512bw::s8_impl;
+extern const gemm_s8_form avx512bw_s8{&s8::packed_size, &s8::pack_b, &s8::workspace, &s8::gemm_on};
 }  // namespace nnlens::kernels::dispatch::targets

@@ -1,10 +1,12 @@
-// nnlens::dispatch: run-time choice of the GEMM's SIMD target (issue 18 item 1).  This executable is
-// built for the x86-64 baseline (no -march=native: its own kernels are SSE2) and links
-// nnlens::dispatch.  ctest runs it twice: as it is, and with NNLENS_DISPATCH=avx2.
+// nnlens::dispatch: run-time choice of the SIMD target of the float/double GEMM and the int8 GEMM
+// (issue 18 item 1).  This executable is built for the x86-64 baseline (no -march=native: its own
+// kernels are SSE2) and links nnlens::dispatch.  ctest runs it twice: as it is, and with
+// NNLENS_DISPATCH=avx2.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
 #include <nnlens/nnlens.hpp>
+#include <nnlens/kernels/int8.hpp>
 
 #include <array>
 #include <cmath>
@@ -141,4 +143,29 @@ TEST_CASE("a network's forward pass runs on the dispatched GEMM and matches a pl
     }
   }
   CHECK(err < 1e-5);
+}
+
+TEST_CASE("the int8 GEMM through the dispatcher, and each target's copy, equal the portable kernel exactly") {
+  std::mt19937 r(13);
+  std::uniform_int_distribution<int> u(-128, 127);
+  const std::array<std::array<std::size_t, 3>, 6> s8sizes{{{1, 10, 784}, {4, 256, 256}, {7, 33, 9}, {13, 70, 3}, {256, 120, 400}, {5, 3, 17}}};
+  for (auto [M, N, K] : s8sizes) {
+    std::vector<std::int8_t> A(M * K), B(K * N);
+    for (auto& x : A) x = std::int8_t(u(r));
+    for (auto& x : B) x = std::int8_t(u(r));
+    std::vector<std::int32_t> want(M * N), got(M * N), got_packed(M * N);
+    nnlens::kernels::gemm_s8_portable(M, N, K, A.data(), K, B.data(), N, want.data(), N);
+    nnlens::kernels::gemm_s8(M, N, K, A.data(), K, B.data(), N, got.data(), N);
+    CHECK_MESSAGE(got == want, "M ", M, " N ", N, " K ", K);
+    const auto packed = nnlens::kernels::pack_b_s8(K, N, B.data(), N);  // in the chosen target's form
+    nnlens::kernels::gemm_s8(M, N, K, A.data(), K, B.data(), N, got_packed.data(), N, packed.empty() ? nullptr : packed.data());
+    CHECK_MESSAGE(got_packed == want, "packed, M ", M, " N ", N, " K ", K);
+    for (const char* t : {"avx2", "avx512bw"}) {
+      const kd::gemm_s8_form* f = kd::gemm_s8(t);
+      if (!f) continue;
+      std::vector<std::int32_t> work(f->workspace(M, N, K, false) + 1), c(M * N);
+      f->run(M, N, K, A.data(), K, B.data(), N, c.data(), N, nullptr, work.data());
+      CHECK_MESSAGE(c == want, t, " M ", M, " N ", N, " K ", K);
+    }
+  }
 }

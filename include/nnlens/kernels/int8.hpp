@@ -40,8 +40,12 @@
 #include "nnlens/kernels/window.hpp"
 
 namespace nnlens::kernels {
+// The int8 GEMM lives in the SIMD target's namespace (kernels/simd.hpp's NNLENS_SIMD_NS), like
+// gemm.hpp's, so that nnlens::dispatch can hold a copy per target; it calls nothing from std::.
+inline namespace NNLENS_SIMD_NS {
 
-namespace detail {
+
+namespace s8_impl {
 /// c[j] += a * b[j] for j in [0, n): the vectorisable inner loop.
 inline void axpy_s8(std::size_t n, std::int32_t a, const std::int8_t* __restrict__ b, std::int32_t* __restrict__ c) {
   for (std::size_t j = 0; j < n; ++j) c[j] += a * std::int32_t(b[j]);
@@ -57,34 +61,34 @@ inline void axpy4_s8(std::size_t n, std::int32_t a0, std::int32_t a1, std::int32
     c3[j] += a3 * v;
   }
 }
-}  // namespace detail
+}  // namespace s8_impl
 
 /// The portable kernel (any target): C[M,N] = A[M,K] B[K,N], C overwritten.
 inline void gemm_s8_portable(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* A, std::size_t lda,
                              const std::int8_t* B, std::size_t ldb, std::int32_t* C, std::size_t ldc) {
   constexpr std::size_t NB = 512;  // columns of C kept hot while k runs
   for (std::size_t j0 = 0; j0 < N; j0 += NB) {
-    const std::size_t nb = std::min(NB, N - j0);
+    const std::size_t nb = N - j0 < NB ? N - j0 : NB;
     std::size_t i = 0;
     for (; i + 4 <= M; i += 4) {
       std::int32_t* c0 = C + i * ldc + j0;
       std::int32_t* c1 = c0 + ldc;
       std::int32_t* c2 = c1 + ldc;
       std::int32_t* c3 = c2 + ldc;
-      std::fill_n(c0, nb, 0), std::fill_n(c1, nb, 0), std::fill_n(c2, nb, 0), std::fill_n(c3, nb, 0);
+      for (std::size_t j = 0; j < nb; ++j) c0[j] = c1[j] = c2[j] = c3[j] = 0;
       const std::int8_t* a = A + i * lda;
       for (std::size_t k = 0; k < K; ++k) {
         const std::int32_t a0 = a[k], a1 = a[lda + k], a2 = a[2 * lda + k], a3 = a[3 * lda + k];
         if ((a0 | a1 | a2 | a3) == 0) continue;  // pruned
-        detail::axpy4_s8(nb, a0, a1, a2, a3, B + k * ldb + j0, c0, c1, c2, c3);
+        s8_impl::axpy4_s8(nb, a0, a1, a2, a3, B + k * ldb + j0, c0, c1, c2, c3);
       }
     }
     for (; i < M; ++i) {
       std::int32_t* c = C + i * ldc + j0;
-      std::fill_n(c, nb, 0);
+      for (std::size_t j = 0; j < nb; ++j) c[j] = 0;
       const std::int8_t* a = A + i * lda;
       for (std::size_t k = 0; k < K; ++k)
-        if (a[k] != 0) detail::axpy_s8(nb, a[k], B + k * ldb + j0, c);
+        if (a[k] != 0) s8_impl::axpy_s8(nb, a[k], B + k * ldb + j0, c);
     }
   }
 }
@@ -98,17 +102,11 @@ inline void gemm_s8_portable(std::size_t M, std::size_t N, std::size_t K, const 
 #endif
 
 #if !defined(NNLENS_NO_SIMD)
-namespace detail {
+namespace s8_impl {
 /// The int8 kernels' vectors: int32 lanes, each holding a pair of int16 (two k of one row or column).
 inline constexpr bool s8_vectors = simd::vector_of<std::int32_t>;
 using s8v = simd::vec<std::int32_t>;
 inline constexpr std::size_t s8_lanes = simd::width<std::int32_t>;
-
-/// Thread-local packing buffers (grow once).
-inline std::vector<std::int32_t>& s8_buffer(int which) {
-  thread_local std::vector<std::int32_t> b[2];
-  return b[which];
-}
 
 /// acc + lo(b) lo(a) + hi(b) hi(a) per lane (lo, hi: the lane's two int16).  xsimd 8.1 has no
 /// such operation, so x86 gets its one instruction here (vpmaddwd, or vpdpwssd with AVX-VNNI /
@@ -184,70 +182,73 @@ inline void pack_b_s8_into(std::size_t K, std::size_t Np, const std::int8_t* B, 
     }
   }
 }
-}  // namespace detail
+}  // namespace s8_impl
 #else
-namespace detail {
+namespace s8_impl {
 inline constexpr bool s8_vectors = false;
 }
 #endif
 
-/// B [K, N] in the packed form gemm_s8 uses (pass it as `packed_b` to skip packing per call, e.g.
-/// for constant weights).  Empty where gemm_s8 does not pack (no vectors of int32, N below one
-/// vector, or K < 2).
-inline std::vector<std::int32_t> pack_b_s8(std::size_t K, std::size_t N, const std::int8_t* B, std::size_t ldb) {
-  std::vector<std::int32_t> r;
+namespace s8_impl {
+/// Elements of gemm_on's packed B for [K, N] (0 where it does not pack: no vectors of int32, N
+/// below one vector, or K < 2).
+inline std::size_t packed_size(std::size_t K, std::size_t N) {
 #if !defined(NNLENS_NO_SIMD)
-  if constexpr (detail::s8_vectors) {
-    if (N >= detail::s8_lanes && K >= 2) {
-      r.resize((K + 1) / 2 * detail::s8_packed_cols(N));
-      detail::pack_b_s8_into(K, detail::s8_packed_cols(N), B, ldb, r.data());
-    }
-    return r;
-  }
+  if constexpr (s8_vectors)
+    if (N >= s8_lanes && K >= 2) return (K + 1) / 2 * s8_packed_cols(N);
 #endif
-  (void)K, (void)N, (void)B, (void)ldb;
-  return r;
+  (void)K, (void)N;
+  return 0;
+}
+/// B [K, N] packed into out[packed_size(K, N)].
+inline void pack_b(std::size_t K, std::size_t N, const std::int8_t* B, std::size_t ldb, std::int32_t* out) {
+#if !defined(NNLENS_NO_SIMD)
+  if constexpr (s8_vectors)
+    if (N >= s8_lanes && K >= 2) return pack_b_s8_into(K, s8_packed_cols(N), B, ldb, out);
+#endif
+  (void)K, (void)N, (void)B, (void)ldb, (void)out;
+}
+/// Scratch of gemm_on, in int32 (the packed A, and B unless packed_b is given).
+inline std::size_t workspace(std::size_t M, std::size_t N, std::size_t K, bool packed) {
+  const std::size_t pb = packed_size(K, N);
+  return pb == 0 ? 0 : M * ((K + 1) / 2) + (packed ? 0 : pb);
 }
 
 /// C[M,N] = A[M,K] B[K,N], int8 operands, int32 result (overwritten).  With vectors of int32 (xsimd):
 /// both operands are packed as int16 pairs along k, and register tiles of 4 rows x 2 vectors (then
-/// 1 vector) of columns multiply-add pairs (detail::madd_pairs); the last columns (fewer than a
-/// vector) run as plain loops.  Otherwise gemm_s8_portable.  Exact either way (the same integers).
-/// packed_b: pack_b_s8(K, N, B, ldb), or nullptr to pack here.
-inline void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* A, std::size_t lda,
+/// 1 vector) of columns multiply-add pairs (madd_pairs); the last columns (fewer than a vector) run
+/// as plain loops.  Otherwise gemm_s8_portable.  Exact either way (the same integers).
+/// packed_b: pack_b's result, or nullptr to pack into `work` (workspace(M, N, K, packed_b) int32).
+inline void gemm_on(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* A, std::size_t lda,
                     const std::int8_t* B, std::size_t ldb, std::int32_t* C, std::size_t ldc,
-                    const std::int32_t* packed_b = nullptr) {
+                    const std::int32_t* packed_b, std::int32_t* work) {
 #if !defined(NNLENS_NO_SIMD)
-  if constexpr (detail::s8_vectors) {
-    constexpr std::size_t L = detail::s8_lanes;
+  if constexpr (s8_vectors) {
+    constexpr std::size_t L = s8_lanes;
     if (N < L || K < 2) return gemm_s8_portable(M, N, K, A, lda, B, ldb, C, ldc);
-    const std::size_t Kp = (K + 1) / 2, Np = detail::s8_packed_cols(N);
-    auto& apv = detail::s8_buffer(0);
-    if (apv.size() < M * Kp) apv.resize(M * Kp);
-    std::int32_t* ap = apv.data();
+    const std::size_t Kp = (K + 1) / 2, Np = s8_packed_cols(N);
+    std::int32_t* ap = work;
     for (std::size_t i = 0; i < M; ++i) {
       const std::int8_t* a = A + i * lda;
       std::int32_t* d = ap + i * Kp;
-      for (std::size_t kp = 0; kp < K / 2; ++kp) d[kp] = detail::s8_pair(a[2 * kp], a[2 * kp + 1]);
-      if (K % 2) d[K / 2] = detail::s8_pair(a[K - 1], 0);
+      for (std::size_t kp = 0; kp < K / 2; ++kp) d[kp] = s8_pair(a[2 * kp], a[2 * kp + 1]);
+      if (K % 2) d[K / 2] = s8_pair(a[K - 1], 0);
     }
     const std::int32_t* bp = packed_b;
     if (!bp) {
-      auto& bpv = detail::s8_buffer(1);
-      if (bpv.size() < Kp * Np) bpv.resize(Kp * Np);
-      detail::pack_b_s8_into(K, Np, B, ldb, bpv.data());
-      bp = bpv.data();
+      pack_b_s8_into(K, Np, B, ldb, work + M * Kp);
+      bp = work + M * Kp;
     }
     std::size_t j = 0;
     for (; j + 2 * L <= Np; j += 2 * L) {  // a strip of B stays in L1 across the rows
       std::size_t i = 0;
-      for (; i + 4 <= M; i += 4) detail::s8_tile<4, 2>(Kp, ap + i * Kp, Kp, bp + j, Np, C + i * ldc + j, ldc);
-      for (; i < M; ++i) detail::s8_tile<1, 2>(Kp, ap + i * Kp, Kp, bp + j, Np, C + i * ldc + j, ldc);
+      for (; i + 4 <= M; i += 4) s8_tile<4, 2>(Kp, ap + i * Kp, Kp, bp + j, Np, C + i * ldc + j, ldc);
+      for (; i < M; ++i) s8_tile<1, 2>(Kp, ap + i * Kp, Kp, bp + j, Np, C + i * ldc + j, ldc);
     }
     if (j < Np) {  // one vector of columns
       std::size_t i = 0;
-      for (; i + 4 <= M; i += 4) detail::s8_tile<4, 1>(Kp, ap + i * Kp, Kp, bp + j, Np, C + i * ldc + j, ldc);
-      for (; i < M; ++i) detail::s8_tile<1, 1>(Kp, ap + i * Kp, Kp, bp + j, Np, C + i * ldc + j, ldc);
+      for (; i + 4 <= M; i += 4) s8_tile<4, 1>(Kp, ap + i * Kp, Kp, bp + j, Np, C + i * ldc + j, ldc);
+      for (; i < M; ++i) s8_tile<1, 1>(Kp, ap + i * Kp, Kp, bp + j, Np, C + i * ldc + j, ldc);
     }
     if (Np < N) {  // the last columns, fewer than a vector
       for (std::size_t r = 0; r < M; ++r) {
@@ -263,8 +264,71 @@ inline void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8
     return;
   }
 #endif
-  (void)packed_b;
+  (void)packed_b, (void)work;
   gemm_s8_portable(M, N, K, A, lda, B, ldb, C, ldc);
+}
+}  // namespace s8_impl
+}  // inline namespace NNLENS_SIMD_NS
+
+namespace dispatch {
+/// One SIMD target's int8 GEMM (src/dispatch/; see gemm.hpp's gemm_form).  Its packed B is its
+/// own: pack_b_s8 and gemm_s8 both go through the same choice.
+struct gemm_s8_form {
+  std::size_t (*packed_size)(std::size_t, std::size_t);
+  void (*pack_b)(std::size_t, std::size_t, const std::int8_t*, std::size_t, std::int32_t*);
+  std::size_t (*workspace)(std::size_t, std::size_t, std::size_t, bool);
+  void (*run)(std::size_t, std::size_t, std::size_t, const std::int8_t*, std::size_t, const std::int8_t*, std::size_t,
+              std::int32_t*, std::size_t, const std::int32_t*, std::int32_t*);
+};
+/// Defined in nnlens::dispatch: the chosen target's int8 GEMM (as gemm_f32()), or the named one.
+const gemm_s8_form* gemm_s8() noexcept;
+const gemm_s8_form* gemm_s8(const char* target) noexcept;
+}  // namespace dispatch
+
+namespace s8_dispatch {
+#if defined(NNLENS_RUNTIME_DISPATCH)
+inline const dispatch::gemm_s8_form* form() {
+  static const dispatch::gemm_s8_form* const f = dispatch::gemm_s8();
+  return f;
+}
+#endif
+inline std::int32_t* scratch(std::size_t n) {
+  thread_local std::vector<std::int32_t> b;
+  if (b.size() < n) b.resize(n);
+  return b.data();
+}
+}  // namespace s8_dispatch
+
+/// B [K, N] in the packed form gemm_s8 uses (pass it as `packed_b` to skip packing per call, e.g.
+/// for constant weights).  Empty where gemm_s8 does not pack (no vectors of int32, N below one
+/// vector, or K < 2).
+inline std::vector<std::int32_t> pack_b_s8(std::size_t K, std::size_t N, const std::int8_t* B, std::size_t ldb) {
+#if defined(NNLENS_RUNTIME_DISPATCH)
+  if (const auto* f = s8_dispatch::form()) {
+    std::vector<std::int32_t> r(f->packed_size(K, N));
+    if (!r.empty()) f->pack_b(K, N, B, ldb, r.data());
+    return r;
+  }
+#endif
+  std::vector<std::int32_t> r(s8_impl::packed_size(K, N));
+  if (!r.empty()) s8_impl::pack_b(K, N, B, ldb, r.data());
+  return r;
+}
+
+/// C[M,N] = A[M,K] B[K,N], int8 operands, int32 result (overwritten): s8_impl::gemm_on on a
+/// thread-local scratch (grows once), or with NNLENS_RUNTIME_DISPATCH the chosen target's copy.
+/// packed_b: pack_b_s8(K, N, B, ldb), or nullptr to pack here.
+inline void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* A, std::size_t lda,
+                    const std::int8_t* B, std::size_t ldb, std::int32_t* C, std::size_t ldc,
+                    const std::int32_t* packed_b = nullptr) {
+#if defined(NNLENS_RUNTIME_DISPATCH)
+  if (const auto* f = s8_dispatch::form()) {
+    const std::size_t need = f->workspace(M, N, K, packed_b != nullptr);
+    return f->run(M, N, K, A, lda, B, ldb, C, ldc, packed_b, need ? s8_dispatch::scratch(need) : nullptr);
+  }
+#endif
+  const std::size_t need = s8_impl::workspace(M, N, K, packed_b != nullptr);
+  s8_impl::gemm_on(M, N, K, A, lda, B, ldb, C, ldc, packed_b, need ? s8_dispatch::scratch(need) : nullptr);
 }
 
 /// Max pooling on int8 codes of one sample, [C, H, W] -> [C, OH, OW] (the padding never wins, as
