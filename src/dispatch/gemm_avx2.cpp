@@ -10,5 +10,6 @@ namespace impl = nnlens::kernels::avx2_fma::gemm_impl;
 extern const gemm_form<float> avx2_f32{&impl::gemm_workspace<float>, &impl::gemm_on<float>};
 extern const gemm_form<double> avx2_f64{&impl::gemm_workspace<double>, &impl::gemm_on<double>};
 namespace s8 = nnlens::kernels::avx2_fma::s8_impl;
-extern const gemm_s8_form avx2_s8{&s8::packed_size, &s8::pack_b, &s8::workspace, &s8::gemm_on};
+extern const gemm_s8_form avx2_s8{&s8::packed_size, &s8::pack_b, &s8::workspace, &s8::gemm_on,
+                                    &s8::quantize<float>, &s8::requantize, &s8::requantize_row};
 }  // namespace nnlens::kernels::dispatch::targets

@@ -169,3 +169,41 @@ TEST_CASE("the int8 GEMM through the dispatcher, and each target's copy, equal t
     }
   }
 }
+
+TEST_CASE("the int8 quantisation loops of each target agree: AVX2 and AVX-512 exactly, the program's own within one code") {
+  // Both dispatch copies fuse (acc + bias) * mult with the rounding constant's addition where the
+  // compiler does (FMA); this baseline program has no FMA, so a product that lands within an ulp
+  // of a rounding tie may round to the neighbouring code here.
+  std::mt19937 r(17);
+  std::uniform_real_distribution<float> u(-40, 40);
+  std::uniform_int_distribution<int> ua(-200000, 200000);
+  const std::size_t n = 1000;
+  std::vector<float> x(n), mult(n);
+  std::vector<std::int32_t> acc(n), bias(n);
+  for (auto& v : x) v = u(r);
+  for (auto& v : acc) v = ua(r);
+  for (auto& v : bias) v = ua(r) / 100;
+  for (auto& v : mult) v = std::abs(u(r)) * 1e-4f + 1e-5f;
+  x[0] = 2.5f, x[1] = -2.5f, x[2] = 1e9f, x[3] = -1e9f;  // ties and saturation
+  std::vector<std::int8_t> own_q(n), own_r(n), own_rr(n);
+  nnlens::kernels::s8_impl::quantize(x.data(), n, 0.25f, 3, own_q.data());
+  nnlens::kernels::s8_impl::requantize(acc.data(), n, 17, 3e-4f, -5, own_r.data());
+  nnlens::kernels::s8_impl::requantize_row(acc.data(), n, bias.data(), mult.data(), 2, own_rr.data());
+  std::vector<std::vector<std::int8_t>> per_target;
+  for (const char* t : {"avx2", "avx512bw"}) {
+    const kd::gemm_s8_form* f = kd::gemm_s8(t);
+    if (!f) continue;
+    std::vector<std::int8_t> q(n), rq(n), rr(n);
+    f->quantize(x.data(), n, 0.25f, 3, q.data());
+    f->requantize(acc.data(), n, 17, 3e-4f, -5, rq.data());
+    f->requantize_row(acc.data(), n, bias.data(), mult.data(), 2, rr.data());
+    CHECK(q == own_q);  // a division: no fused operation anywhere
+    std::size_t far = 0;
+    for (std::size_t i = 0; i < n; ++i) far += std::abs(rq[i] - own_r[i]) > 1 || std::abs(rr[i] - own_rr[i]) > 1;
+    CHECK_MESSAGE(far == 0, t);
+    q.insert(q.end(), rq.begin(), rq.end());
+    q.insert(q.end(), rr.begin(), rr.end());
+    per_target.push_back(q);
+  }
+  if (per_target.size() == 2) CHECK(per_target[0] == per_target[1]);
+}

@@ -271,14 +271,17 @@ inline void gemm_on(std::size_t M, std::size_t N, std::size_t K, const std::int8
 }  // inline namespace NNLENS_SIMD_NS
 
 namespace dispatch {
-/// One SIMD target's int8 GEMM (src/dispatch/; see gemm.hpp's gemm_form).  Its packed B is its
-/// own: pack_b_s8 and gemm_s8 both go through the same choice.
+/// One SIMD target's int8 GEMM and float quantisation loops (src/dispatch/; see gemm.hpp's
+/// gemm_form).  Its packed B is its own: pack_b_s8 and gemm_s8 both go through the same choice.
 struct gemm_s8_form {
   std::size_t (*packed_size)(std::size_t, std::size_t);
   void (*pack_b)(std::size_t, std::size_t, const std::int8_t*, std::size_t, std::int32_t*);
   std::size_t (*workspace)(std::size_t, std::size_t, std::size_t, bool);
   void (*run)(std::size_t, std::size_t, std::size_t, const std::int8_t*, std::size_t, const std::int8_t*, std::size_t,
               std::int32_t*, std::size_t, const std::int32_t*, std::int32_t*);
+  void (*quantize)(const float*, std::size_t, float, std::int32_t, std::int8_t*);
+  void (*requantize)(const std::int32_t*, std::size_t, std::int32_t, float, std::int32_t, std::int8_t*);
+  void (*requantize_row)(const std::int32_t*, std::size_t, const std::int32_t*, const float*, std::int32_t, std::int8_t*);
 };
 /// Defined in nnlens::dispatch: the chosen target's int8 GEMM (as gemm_f32()), or the named one.
 const gemm_s8_form* gemm_s8() noexcept;
@@ -376,6 +379,10 @@ inline std::int32_t round_saturate(double v, std::int32_t lo, std::int32_t hi) {
   return std::int32_t(r);
 }
 
+// The element-wise int8 loops live in the SIMD target's namespace too (nnlens::dispatch holds a
+// copy per target of the float ones); kernels::round_half_away etc. name the program's own.
+inline namespace NNLENS_SIMD_NS {
+
 /// round(v) half away from zero, in float: the nearest integer by the 1.5 * 2^23 trick (ties to
 /// even; exact for |v| < 2^22), then ties moved away from zero (v - n is exact).  Larger |v| give a
 /// value of the same sign and about the same size, which every caller saturates.  Branch-free,
@@ -404,40 +411,71 @@ inline std::int8_t quantize_one(float v, float scale, std::int32_t zp) {
 // 256-bit vectors, but does vectorise float -> int32 and int32 -> int8.
 inline constexpr std::size_t s8_block = 256;
 
+namespace s8_impl {
 /// q[i] = clamp(round(x[i] / scale) + zp, -128, 127).
 template <class T>
-void quantize_s8(const T* __restrict__ x, std::size_t n, float scale, std::int32_t zp, std::int8_t* __restrict__ q) {
+void quantize(const T* __restrict__ x, std::size_t n, float scale, std::int32_t zp, std::int8_t* __restrict__ q) {
   const float z = float(zp);
   alignas(64) std::int32_t t[s8_block];
   for (std::size_t i0 = 0; i0 < n; i0 += s8_block) {
-    const std::size_t m = std::min(s8_block, n - i0);
+    const std::size_t m = n - i0 < s8_block ? n - i0 : s8_block;
     for (std::size_t i = 0; i < m; ++i) t[i] = saturate_s8(float(x[i0 + i]) / scale, z);
     for (std::size_t i = 0; i < m; ++i) q[i0 + i] = std::int8_t(t[i]);
   }
 }
 
 /// Requantise int32 accumulators: q[i] = clamp(round((acc[i] + bias) * mult) + zp, -128, 127).
-inline void requantize_s8(const std::int32_t* __restrict__ acc, std::size_t n, std::int32_t bias, float mult,
-                          std::int32_t zp, std::int8_t* __restrict__ q) {
+inline void requantize(const std::int32_t* __restrict__ acc, std::size_t n, std::int32_t bias, float mult,
+                       std::int32_t zp, std::int8_t* __restrict__ q) {
   const float z = float(zp);
   alignas(64) std::int32_t t[s8_block];
   for (std::size_t i0 = 0; i0 < n; i0 += s8_block) {
-    const std::size_t m = std::min(s8_block, n - i0);
+    const std::size_t m = n - i0 < s8_block ? n - i0 : s8_block;
     for (std::size_t i = 0; i < m; ++i) t[i] = saturate_s8(float(std::int64_t(acc[i0 + i]) + bias) * mult, z);
     for (std::size_t i = 0; i < m; ++i) q[i0 + i] = std::int8_t(t[i]);
   }
 }
 /// The same with one bias and multiplier per element of a row (Dense: per output unit).
-inline void requantize_row_s8(const std::int32_t* __restrict__ acc, std::size_t n, const std::int32_t* __restrict__ bias,
-                              const float* __restrict__ mult, std::int32_t zp, std::int8_t* __restrict__ q) {
+inline void requantize_row(const std::int32_t* __restrict__ acc, std::size_t n, const std::int32_t* __restrict__ bias,
+                          const float* __restrict__ mult, std::int32_t zp, std::int8_t* __restrict__ q) {
   const float z = float(zp);
   alignas(64) std::int32_t t[s8_block];
   for (std::size_t i0 = 0; i0 < n; i0 += s8_block) {
-    const std::size_t m = std::min(s8_block, n - i0);
+    const std::size_t m = n - i0 < s8_block ? n - i0 : s8_block;
     for (std::size_t i = 0; i < m; ++i)
       t[i] = saturate_s8(float(std::int64_t(acc[i0 + i]) + bias[i0 + i]) * mult[i0 + i], z);
     for (std::size_t i = 0; i < m; ++i) q[i0 + i] = std::int8_t(t[i]);
   }
+}
+}  // namespace s8_impl
+}  // inline namespace NNLENS_SIMD_NS
+
+/// q[i] = clamp(round(x[i] / scale) + zp, -128, 127) (float arithmetic; with NNLENS_RUNTIME_DISPATCH,
+/// float input runs the chosen target's copy, like gemm_s8).
+template <class T>
+void quantize_s8(const T* __restrict__ x, std::size_t n, float scale, std::int32_t zp, std::int8_t* __restrict__ q) {
+#if defined(NNLENS_RUNTIME_DISPATCH)
+  if constexpr (std::is_same_v<T, float>)
+    if (const auto* f = s8_dispatch::form()) return f->quantize(x, n, scale, zp, q);
+#endif
+  s8_impl::quantize(x, n, scale, zp, q);
+}
+
+/// Requantise int32 accumulators: q[i] = clamp(round((acc[i] + bias) * mult) + zp, -128, 127).
+inline void requantize_s8(const std::int32_t* __restrict__ acc, std::size_t n, std::int32_t bias, float mult,
+                          std::int32_t zp, std::int8_t* __restrict__ q) {
+#if defined(NNLENS_RUNTIME_DISPATCH)
+  if (const auto* f = s8_dispatch::form()) return f->requantize(acc, n, bias, mult, zp, q);
+#endif
+  s8_impl::requantize(acc, n, bias, mult, zp, q);
+}
+/// The same with one bias and multiplier per element of a row (Dense: per output unit).
+inline void requantize_row_s8(const std::int32_t* __restrict__ acc, std::size_t n, const std::int32_t* __restrict__ bias,
+                              const float* __restrict__ mult, std::int32_t zp, std::int8_t* __restrict__ q) {
+#if defined(NNLENS_RUNTIME_DISPATCH)
+  if (const auto* f = s8_dispatch::form()) return f->requantize_row(acc, n, bias, mult, zp, q);
+#endif
+  s8_impl::requantize_row(acc, n, bias, mult, zp, q);
 }
 
 /// x[i] = (q[i] - zp) * scale.
