@@ -37,7 +37,8 @@ bool supported(target_id t) noexcept {
     case target_id::avx2: return avx2;
     case target_id::avx512bw:
       return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
-             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl");
   }
 #endif
   return t == target_id::none;

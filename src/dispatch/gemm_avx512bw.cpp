@@ -1,4 +1,4 @@
-// nnlens::dispatch -- the float/double and int8 GEMMs compiled for AVX-512 (F, CD, DQ, BW): flags in CMakeLists.txt.
+// nnlens::dispatch -- the float/double and int8 GEMMs compiled for AVX-512 (F, CD, DQ, BW, VL): flags in CMakeLists.txt.
 // Its kernel lives in namespace nnlens::kernels::avx512bw (kernels/simd.hpp's NNLENS_SIMD_NS), so it
 // shares no symbol with the program's own copy or with the other targets' copies.
 #define NNLENS_SIMD_ARCH xsimd::avx512bw
