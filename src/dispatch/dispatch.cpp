@@ -73,28 +73,32 @@ target_id chosen() noexcept {
   return t;
 }
 
-template <class T>
-const gemm_form<T>* form_of(target_id t) noexcept {
-  if constexpr (std::is_same_v<T, float>)
-    return t == target_id::avx512bw ? &targets::avx512bw_f32 : t == target_id::avx2 ? &targets::avx2_f32 : nullptr;
-  else
-    return t == target_id::avx512bw ? &targets::avx512bw_f64 : t == target_id::avx2 ? &targets::avx2_f64 : nullptr;
+/// Each target's kernels, in one place: none, avx2, avx512bw (target_id's order).
+struct forms {
+  const gemm_form<float>* f32;
+  const gemm_form<double>* f64;
+  const gemm_s8_form* s8;
+};
+const forms& forms_of(target_id t) noexcept {
+  static const forms table[] = {{nullptr, nullptr, nullptr},
+                                {&targets::avx2_f32, &targets::avx2_f64, &targets::avx2_s8},
+                                {&targets::avx512bw_f32, &targets::avx512bw_f64, &targets::avx512bw_s8}};
+  return table[int(t)];
+}
+/// The named target's kernels where this CPU has it, else none's.
+const forms& named(const char* name) noexcept {
+  bool ok = false;
+  const target_id t = parse(name, ok);
+  return forms_of(ok && supported(t) ? t : target_id::none);
 }
 }  // namespace
 
-const gemm_form<float>* gemm_f32() noexcept { return form_of<float>(chosen()); }
-const gemm_form<double>* gemm_f64() noexcept { return form_of<double>(chosen()); }
-
-const gemm_s8_form* gemm_s8() noexcept {
-  const target_id t = chosen();
-  return t == target_id::avx512bw ? &targets::avx512bw_s8 : t == target_id::avx2 ? &targets::avx2_s8 : nullptr;
-}
-const gemm_s8_form* gemm_s8(const char* name) noexcept {
-  bool ok = false;
-  const target_id t = parse(name, ok);
-  if (!ok || !supported(t)) return nullptr;
-  return t == target_id::avx512bw ? &targets::avx512bw_s8 : t == target_id::avx2 ? &targets::avx2_s8 : nullptr;
-}
+const gemm_form<float>* gemm_f32() noexcept { return forms_of(chosen()).f32; }
+const gemm_form<double>* gemm_f64() noexcept { return forms_of(chosen()).f64; }
+const gemm_s8_form* gemm_s8() noexcept { return forms_of(chosen()).s8; }
+const gemm_form<float>* gemm_f32(const char* name) noexcept { return named(name).f32; }
+const gemm_form<double>* gemm_f64(const char* name) noexcept { return named(name).f64; }
+const gemm_s8_form* gemm_s8(const char* name) noexcept { return named(name).s8; }
 
 const char* target() noexcept {
   switch (chosen()) {
@@ -102,16 +106,5 @@ const char* target() noexcept {
     case target_id::avx2: return "avx2";
     default: return "none";
   }
-}
-
-const gemm_form<float>* gemm_f32(const char* name) noexcept {
-  bool ok = false;
-  const target_id t = parse(name, ok);
-  return ok && supported(t) ? form_of<float>(t) : nullptr;
-}
-const gemm_form<double>* gemm_f64(const char* name) noexcept {
-  bool ok = false;
-  const target_id t = parse(name, ok);
-  return ok && supported(t) ? form_of<double>(t) : nullptr;
 }
 }  // namespace nnlens::kernels::dispatch

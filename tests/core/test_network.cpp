@@ -111,6 +111,22 @@ TEST_CASE("forward rejects bad input with a clear error") {
   CHECK(forward(net, empty).shape()[0] == 0);
 }
 
+TEST_CASE("require_finite finds the first bad value past its fast blocks (4096 values each)") {
+  std::vector<float> v(3 * 4096 + 7, 1.0f);
+  CHECK_NOTHROW(require_finite(std::span<const float>(v), 5, "x"));
+  v[4096] = -INFINITY;  // the first value of the second block
+  v[9000] = std::nanf("");
+  CHECK_THROWS_WITH_AS(require_finite(std::span<const float>(v), 5, "x"),
+                       doctest::Contains("x: Inf at sample 819, element 1"), value_error);
+  v[4096] = 1.0f;
+  CHECK_THROWS_WITH_AS(require_finite(std::span<const float>(v), 5, "x"),
+                       doctest::Contains("x: NaN at sample 1800, element 0"), value_error);
+  v[9000] = 1.0f;
+  v.back() = INFINITY;  // in the last, partial block
+  CHECK_THROWS_WITH_AS(require_finite(std::span<const float>(v), 0, "x"),
+                       doctest::Contains("Inf at sample 0, element 12294"), value_error);
+}
+
 TEST_CASE("NaN/Inf weights are reported with the layer") {
   MLP net;
   initialize(net, 1);

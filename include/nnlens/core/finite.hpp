@@ -11,7 +11,6 @@
 
 namespace nnlens {
 
-/// Throws value_error naming `what`, the sample and the element of the first non-finite value.
 namespace detail {
 /// True if p[0, n) holds no NaN and no Inf.  Branch-free, so that it vectorises: x - x is 0 for a
 /// finite x and NaN for Inf or NaN (a loop that stops at the first bad value does not vectorise).
@@ -23,6 +22,7 @@ bool all_finite(const T* p, std::size_t n) {
 }
 }  // namespace detail
 
+/// Throws value_error naming `what`, the sample and the element of the first non-finite value.
 template <class T>
 void require_finite(std::span<const T> v, std::size_t per_sample, const std::string& what) {
   constexpr std::size_t block = 4096;  // scanned fast; a block with a bad value is searched below

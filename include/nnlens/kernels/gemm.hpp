@@ -151,8 +151,9 @@ inline void micro_kernel(std::size_t kc, const T* __restrict__ A, std::size_t rs
 }
 
 /// The packing-free path for M <= 2 rows of a row-major A (batch-1 inference, per-sample
-/// gradients), on C already scaled by beta.  A function of its own: inside gemm_on, the blocked
-/// path's registers crowded its k loop (a stack reload per k, 0.83-0.87x the batch-1 MLP).
+/// gradients), on C already scaled by beta.  Its register tile replaces one simd::axpy per k: with
+/// the bias epilogue in gemm_on, the axpy loop reloaded a register from the stack at every k
+/// (0.83-0.87x the batch-1 MLP).
 template <class T>
 void small_rows(bool tb, std::size_t M, std::size_t N, std::size_t K, const T* A, std::size_t lda, const T* B,
                 std::size_t ldb, T* C, std::size_t ldc, const T* bias) {
@@ -194,14 +195,19 @@ void small_rows(bool tb, std::size_t M, std::size_t N, std::size_t K, const T* A
   }
 }
 
-/// Scratch that gemm_on needs, in elements (a multiple of 16, 64-byte aligned by the caller).
+/// Elements of the packed B panel, rounded up to 16 (64 bytes for float): A's panel follows it.
+template <class T>
+std::size_t packed_b_elements(std::size_t N) {
+  using blk = gemm_blocking<T>;
+  return (blk::KC * ((min_(N, blk::NC) + blk::NR - 1) / blk::NR * blk::NR) + 15) / 16 * 16;
+}
+
+/// Scratch that gemm_on needs, in elements (64-byte aligned by the caller).
 template <class T>
 std::size_t gemm_workspace(bool ta, std::size_t M, std::size_t N, std::size_t K) {
   using blk = gemm_blocking<T>;
   if (M == 0 || N == 0 || K == 0 || (M <= 2 && !ta)) return 0;
-  const std::size_t bp = blk::KC * ((min_(N, blk::NC) + blk::NR - 1) / blk::NR * blk::NR);
-  const std::size_t ap = ta ? blk::MC * blk::KC : 0;
-  return (bp + 15) / 16 * 16 + ap;
+  return packed_b_elements<T>(N) + (ta ? blk::MC * blk::KC : 0);
 }
 
 /// gemm() on the caller's scratch `work` (gemm_workspace elements, 64-byte aligned).
@@ -229,7 +235,7 @@ void gemm_on(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, cons
   if (small) return small_rows(tb, M, N, K, A, lda, B, ldb, C, ldc, bias);
 
   T* Bp = work;
-  T* Ap = ta ? work + (blk::KC * ((min_(N, blk::NC) + blk::NR - 1) / blk::NR * blk::NR) + 15) / 16 * 16 : nullptr;
+  T* Ap = ta ? work + packed_b_elements<T>(N) : nullptr;
   for (std::size_t j0 = 0; j0 < N; j0 += blk::NC) {
     const std::size_t nc = min_(blk::NC, N - j0);
     for (std::size_t k0 = 0; k0 < K; k0 += blk::KC) {
@@ -259,7 +265,7 @@ void gemm_on(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, cons
 }  // inline namespace NNLENS_SIMD_NS
 
 namespace dispatch {
-/// One SIMD target's GEMM (src/dispatch/, nnlens::dispatch: run-time dispatch, kernels/dispatch.hpp).
+/// One SIMD target's GEMM (src/dispatch/: nnlens::dispatch, the run-time choice of target).
 template <class T>
 struct gemm_form {
   std::size_t (*workspace)(bool, std::size_t, std::size_t, std::size_t);
