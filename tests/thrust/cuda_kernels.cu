@@ -20,7 +20,7 @@ void instantiate_all() {
   T* yp = thrust::raw_pointer_cast(y.data());
   tk::window_dims d;
   tk::dense<T>(2, 4, 8, xp, wp, bp, yp);
-  tk::conv2d<T>(1, d, xp, wp, bp, yp);
+  tk::conv2d_gemm<T, 4>(1, d, xp, wp, bp, yp);
   tk::conv2d_gemm<T, 16>(1, d, xp, wp, bp, yp);
   tk::max_pool2d<T>(1, d, xp, yp);
   tk::avg_pool2d<T>(1, d, xp, yp);

@@ -9,9 +9,8 @@
 // (nnlens/exactline/line.hpp).  Algorithm: all segments of a pass at once, layer by layer.  The
 // points of every segment are rows of one device batch sorted by (segment, t), holding the ratio t
 // (R = double) and the tensor before the next layer (in S).  The layers are read by their pwl_rule
-// forms, as the host reads them (exactline/line.hpp): an affine layer maps all rows (a Dense-like
-// weight layer with thrust_kernels::line::dense_padded, any other with its kernels of
-// thrust/network.hpp); an element-wise layer (pwl_rule<L>::knots: ReLU, LeakyReLU, HardTanh,
+// forms, as the host reads them (exactline/line.hpp): an affine layer maps all rows with its
+// kernels of thrust/network.hpp; an element-wise layer (pwl_rule<L>::knots: ReLU, LeakyReLU, HardTanh,
 // Clamp) splits where a unit crosses a knot; a max window (pwl_rule<L>::breaks of a max-pooling
 // window, core/properties.hpp: MaxPool2D) splits by the envelope walk, fused with an adjacent
 // element-wise max(x, c) (pwl_rule<L>::max_floor) as the host does with fuse_max_pool.  At a split

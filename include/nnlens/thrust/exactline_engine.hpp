@@ -61,13 +61,12 @@ idx inner_nodes(const L& l, shape in) {
 
 /// Checks every layer of a network (already in scalar T) and uploads its parameters, one entry per
 /// node in graph order (a composite's entry is empty): what the engine's forward passes read.
-/// Dense-like layers get padded weights (full tiles only: thrust_kernels::line::dense_padded).
 template <class T>
 struct uploader {
   std::deque<thrust_params<T>>& params;
 
   template <class L>
-  void node(const L& l, shape in, shape out, const layer_site& where) {
+  void node(const L& l, shape in, shape, const layer_site& where) {
     if constexpr (!PiecewiseLinearLayer<L>) {
       throw logic_error(concat("exact_lines: ", where.str(), " (", layer_traits<L>::name,
                                ") is not piecewise-linear; ExactLine needs every layer piecewise-linear: run it on "
@@ -97,18 +96,7 @@ struct uploader {
         throw logic_error(concat("exact_lines (thrust): ", where.str(), " (", layer_traits<L>::name,
                                  ") has no thrust ExactLine rule; run exact_lines with execution::seq"));
       }
-      thrust_params<T>& p = params.emplace_back();
-      if constexpr (thrust_dense_like<L>) {
-        const idx I = in.size(), O = out.size(), Op = (O + 7) / 8 * 8;
-        std::vector<T> w(I * Op, T(0)), bias(Op, T(0));
-        for (idx a = 0; a < I; ++a)
-          for (idx o = 0; o < O; ++o) w[a * Op + o] = l.W.data()[a * O + o];
-        for (idx o = 0; o < O; ++o) bias[o] = l.b.data()[o];
-        p.W.assign(w.begin(), w.end());
-        p.b.assign(bias.begin(), bias.end());
-      } else {
-        thrust_layer<L>::upload(l, p, in);
-      }
+      thrust_layer<L>::upload(l, params.emplace_back(), in);
     }
   }
 };
@@ -352,13 +340,7 @@ class engine {
   /// Node k's forward pass on n rows (not a composite).
   template <class L>
   void forward_node(const L& l, idx k, shape in, shape out, idx n, const S* x, S* y) const {
-    const thrust_params<S>& p = (*params_)[k];
-    if constexpr (thrust_dense_like<L>) {
-      const idx I = in.size(), O = out.size(), Op = (O + 7) / 8 * 8;
-      tk::dense_padded<S>(n, I, O, Op, x, ::thrust::raw_pointer_cast(p.W.data()), ::thrust::raw_pointer_cast(p.b.data()), y);
-    } else {
-      thrust_layer<L>::forward(l, p, in, out, n, x, y);
-    }
+    thrust_layer<L>::forward(l, (*params_)[k], in, out, n, x, y);
   }
 
   /// Composite l's forward pass on n rows: its branches from x, each placed into y by the join

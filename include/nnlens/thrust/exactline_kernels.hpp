@@ -5,7 +5,6 @@
 // t[r] (the ratio, R = double) and v[r * d .. r * d + d) (the tensor before the next layer).  A
 // "pair" r is rows r and r + 1 of the same segment (a piece).
 //
-//   dense_padded(N, I, O, Op, x, Wp, bp, y)   Dense on weights padded to a multiple of 8 outputs
 //   knot_proposer<T, R>{d, knots, nk}    an element-wise op's rule (pwl_rule<L>::knots, any op):
 //                                        local ratios s in (0, 1) where a unit of the piece crosses
 //                                        a knot strictly (exactline::knot_breaks), at most
@@ -149,46 +148,6 @@ NNLENS_HD void sort_small(R* x, idx n) {
     x[end] = t;
     sift_down(x, 0, end);
   }
-}
-
-/// y[n, O] = x[n, I] W + b for ExactLine's many narrow rows: tiles of 8 rows x 8 outputs on weights
-/// padded to Op = O rounded up to 8 (Wp [I][Op], bp [Op], zeros past O), so every tile runs the
-/// fixed-trip inner loop; rows past N read the last row and are not stored.  Sums in input order.
-template <class T>
-struct dense_pad_tile {
-  static constexpr idx MB = 8, NB = 8;
-  const T* x;
-  const T* Wp;
-  const T* bp;
-  T* y;
-  idx N, I, O, Op, oblocks;
-  NNLENS_HD void operator()(idx t) const {
-    const idx n0 = (t / oblocks) * MB, o0 = (t % oblocks) * NB;
-    const idx mn = min_(MB, N - n0), mo = min_(NB, O - o0);
-    const T* xr[MB];
-    for (idx m = 0; m < MB; ++m) xr[m] = x + (n0 + (m < mn ? m : mn - 1)) * I;
-    T acc[MB][NB];
-    for (idx m = 0; m < MB; ++m)
-      for (idx k = 0; k < NB; ++k) acc[m][k] = T(0);
-    for (idx i = 0; i < I; ++i) {
-      T w[NB];  // in registers: loaded once for the MB rows
-      for (idx k = 0; k < NB; ++k) w[k] = Wp[i * Op + o0 + k];
-      for (idx m = 0; m < MB; ++m) {
-        const T xv = xr[m][i];
-        NNLENS_THRUST_SIMD
-        for (idx k = 0; k < NB; ++k) acc[m][k] += xv * w[k];
-      }
-    }
-    for (idx m = 0; m < mn; ++m)
-      for (idx k = 0; k < mo; ++k) y[(n0 + m) * O + o0 + k] = acc[m][k] + bp[o0 + k];
-  }
-};
-
-template <class T>
-void dense_padded(idx N, idx I, idx O, idx Op, const T* x, const T* Wp, const T* bp, T* y) {
-  using F = dense_pad_tile<T>;
-  const idx ob = Op / F::NB, nb = (N + F::MB - 1) / F::MB;
-  launch(nb * ob, F{x, Wp, bp, y, N, I, O, Op, ob});
 }
 
 /// cnt[r] = number of candidates of pair r (0 across segments and for the last row).

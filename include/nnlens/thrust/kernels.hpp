@@ -9,11 +9,11 @@
 //           (tests/thrust/cuda_kernels.cu).  Summation order per output is fixed (input index
 //           order), so results do not depend on the number of threads.
 //
-//   dense(n, I, O, x, W, b, y)          y[n,O] = x[n,I] W[I,O] + b   (tiles of 4 samples x 16 outputs)
-//   conv2d(n, dims, x, W, b, y)         NCHW, W [O, C/groups, kh, kw]; one work item per output row
-//                                       of 4 channels
-//   conv2d_gemm<T, NB>(n, dims, x, Wt, b, y)  the same as an implicit GEMM (4 pixels x NB channels
-//                                       per work item) on conv_transpose_weights<NB>(W)
+//   dense(n, I, O, x, Wp, bp, y)        y[n,O] = x[n,I] W[I,O] + b on dense_pad_weights' copy (W's
+//                                       rows padded to dense_padded_out(O)); tiles of 8 samples x 8 outputs
+//   conv2d_gemm<T, NB>(n, dims, x, Wt, b, y)  NCHW, W [O, C/groups, kh, kw], any geometry, as an
+//                                       implicit GEMM (4 pixels x NB channels per work item) on
+//                                       conv_transpose_weights<NB>(W)
 //   max_pool2d(n, dims, x, y)           padding never wins (max over the window inside the input)
 //   avg_pool2d(n, dims, x, y)           the sum over the window inside the input (row by row) over
 //                                       the divisor of dims.count_pad (AvgPool2D's, as the host)
@@ -78,124 +78,58 @@ using pool_span = kernels::window_axis;
 NNLENS_HD inline pool_span pool_rows(const window_dims& d, idx oh) { return kernels::pool_axis(oh, d.sh, d.pt, d.pb, d.kh, d.H, d.count_pad); }
 NNLENS_HD inline pool_span pool_cols(const window_dims& d, idx ow) { return kernels::pool_axis(ow, d.sw, d.pl, d.pr, d.kw, d.W, d.count_pad); }
 
+/// Width of dense()'s padded weight rows: O rounded up to a whole tile of outputs.
+NNLENS_HD constexpr idx dense_padded_out(idx O) { return (O + 7) / 8 * 8; }
+
+/// y[n, O] = x[n, I] W + b: tiles of 8 rows x 8 outputs on weights padded to Op =
+/// dense_padded_out(O) (Wp [I][Op], bp [Op], zeros past O), so every tile runs the fixed-trip inner
+/// loop; rows past N read the last row and are not stored.  Sums in input order, as the host.
 template <class T>
 struct dense_tile {
-  static constexpr idx MB = 4, NB = 16;
+  static constexpr idx MB = 8, NB = 8;
   const T* x;
-  const T* W;
-  const T* b;
+  const T* Wp;
+  const T* bp;
   T* y;
-  idx N, I, O, oblocks;
+  idx N, I, O, Op, oblocks;
   NNLENS_HD void operator()(idx t) const {
     const idx n0 = (t / oblocks) * MB, o0 = (t % oblocks) * NB;
     const idx mn = min_(MB, N - n0), mo = min_(NB, O - o0);
+    const T* xr[MB];
+    for (idx m = 0; m < MB; ++m) xr[m] = x + (n0 + (m < mn ? m : mn - 1)) * I;
     T acc[MB][NB];
     for (idx m = 0; m < MB; ++m)
       for (idx k = 0; k < NB; ++k) acc[m][k] = T(0);
-    if (mn == MB && mo == NB) {  // full tile: fixed trip counts (registers / vector lanes)
-      for (idx i = 0; i < I; ++i) {
-        const T* w = W + i * O + o0;
-        for (idx m = 0; m < MB; ++m) {
-          const T xv = x[(n0 + m) * I + i];
-          NNLENS_THRUST_SIMD
-          for (idx k = 0; k < NB; ++k) acc[m][k] += xv * w[k];
-        }
-      }
-    } else {
-      for (idx i = 0; i < I; ++i) {
-        const T* w = W + i * O + o0;
-        for (idx m = 0; m < mn; ++m) {
-          const T xv = x[(n0 + m) * I + i];
-          for (idx k = 0; k < mo; ++k) acc[m][k] += xv * w[k];
-        }
+    for (idx i = 0; i < I; ++i) {
+      T w[NB];  // in registers: loaded once for the MB rows
+      for (idx k = 0; k < NB; ++k) w[k] = Wp[i * Op + o0 + k];
+      for (idx m = 0; m < MB; ++m) {
+        const T xv = xr[m][i];
+        NNLENS_THRUST_SIMD
+        for (idx k = 0; k < NB; ++k) acc[m][k] += xv * w[k];
       }
     }
     for (idx m = 0; m < mn; ++m)
-      for (idx k = 0; k < mo; ++k) y[(n0 + m) * O + o0 + k] = acc[m][k] + b[o0 + k];
+      for (idx k = 0; k < mo; ++k) y[(n0 + m) * O + o0 + k] = acc[m][k] + bp[o0 + k];
   }
 };
 
 template <class T>
-void dense(idx N, idx I, idx O, const T* x, const T* W, const T* b, T* y) {
+void dense(idx N, idx I, idx O, const T* x, const T* Wp, const T* bp, T* y) {
   using F = dense_tile<T>;
-  const idx ob = (O + F::NB - 1) / F::NB, nb = (N + F::MB - 1) / F::MB;
-  launch(nb * ob, F{x, W, b, y, N, I, O, ob});
+  const idx Op = dense_padded_out(O), ob = Op / F::NB, nb = (N + F::MB - 1) / F::MB;
+  launch(nb * ob, F{x, Wp, bp, y, N, I, O, Op, ob});
 }
 
-/// Output rows (sample n, row oh) of up to OB = 4 channels of one group, in chunks of 32 columns:
-/// each input row segment is loaded once for the 4 channels.
-template <class T>
-struct conv_rows {
-  static constexpr idx CW = 32, OB = 4;
-  const T* x;
-  const T* W;
-  const T* b;
-  T* y;
-  window_dims d;
-  idx oblocks;  // channel blocks per group
-  NNLENS_HD void operator()(idx t) const {
-    const idx oh = t % d.OH, nb = t / d.OH, blk = nb % (oblocks * d.groups), n = nb / (oblocks * d.groups);
-    const idx Cg = d.C / d.groups, Og = d.O / d.groups, g = blk / oblocks;
-    const idx o0 = g * Og + (blk % oblocks) * OB, mo = min_(OB, g * Og + Og - o0), c0 = g * Cg;
-    const idx ksz = d.kh * d.kw;
-    for (idx ow0 = 0; ow0 < d.OW; ow0 += CW) {
-      const idx cw = min_(CW, d.OW - ow0);
-      T acc[OB][CW];
-      for (idx m = 0; m < OB; ++m)
-        for (idx k = 0; k < CW; ++k) acc[m][k] = T(0);
-      for (idx c = 0; c < Cg; ++c) {
-        const T* xp = x + (n * d.C + c0 + c) * d.H * d.W;
-        const T* wp = W + (o0 * Cg + c) * ksz;  // channel o0 + m: wp + m * Cg * ksz
-        for (idx i = 0; i < d.kh; ++i) {
-          const sidx r = sidx(oh * d.sh + i * d.dh) - sidx(d.pt);
-          if (r < 0 || r >= sidx(d.H)) continue;
-          const T* xr = xp + idx(r) * d.W;
-          for (idx j = 0; j < d.kw; ++j) {
-            const sidx off = sidx(j * d.dw) - sidx(d.pl);  // input column = ow * sw + off
-            // columns ow0 + k inside the input: 0 <= (ow0 + k) * sw + off < W
-            sidx lo = 0, hi = sidx(cw);
-            if (off < 0) {
-              const sidx first = (-off + sidx(d.sw) - 1) / sidx(d.sw) - sidx(ow0);
-              if (first > lo) lo = first;
-            }
-            const sidx lim = sidx(d.W) - off;  // (ow0 + k) * sw < lim
-            if (lim <= 0) continue;
-            const sidx last = (lim + sidx(d.sw) - 1) / sidx(d.sw) - sidx(ow0);
-            if (last < hi) hi = last;
-            const idx wi = i * d.kw + j, wstep = Cg * ksz;
-            if (mo == OB && d.sw == 1) {
-              const T w0 = wp[wi], w1 = wp[wi + wstep], w2 = wp[wi + 2 * wstep], w3 = wp[wi + 3 * wstep];
-              const T* xs = xr + ow0 + off;
-              NNLENS_THRUST_SIMD
-              for (sidx k = lo; k < hi; ++k) {
-                const T v = xs[k];
-                acc[0][k] += w0 * v;
-                acc[1][k] += w1 * v;
-                acc[2][k] += w2 * v;
-                acc[3][k] += w3 * v;
-              }
-            } else {
-              for (idx m = 0; m < mo; ++m) {
-                const T w = wp[wi + m * wstep];
-                for (sidx k = lo; k < hi; ++k) acc[m][k] += w * xr[sidx((ow0 + idx(k)) * d.sw) + off];
-              }
-            }
-          }
-        }
-      }
-      for (idx m = 0; m < mo; ++m) {
-        T* yr = y + ((n * d.O + o0 + m) * d.OH + oh) * d.OW;
-        for (idx k = 0; k < cw; ++k) yr[ow0 + k] = acc[m][k] + b[o0 + m];
-      }
-    }
-  }
-};
-
-template <class T>
-void conv2d(idx N, const window_dims& d, const T* x, const T* W, const T* b, T* y) {
-  using F = conv_rows<T>;
-  const idx ob = (d.O / d.groups + F::OB - 1) / F::OB;
-  launch(N * d.groups * ob * d.OH, F{x, W, b, y, d, ob});
+/// Host: W [I, O] and b [O] with zero outputs up to dense_padded_out(O): what dense() reads.
+template <class T, class V>
+void dense_pad_weights(idx I, idx O, const T* W, const T* b, V& Wp, V& bp) {
+  const idx Op = dense_padded_out(O);
+  Wp.assign(I * Op, T(0));
+  bp.assign(Op, T(0));
+  for (idx i = 0; i < I; ++i)
+    for (idx o = 0; o < O; ++o) Wp[i * Op + o] = W[i * O + o];
+  for (idx o = 0; o < O; ++o) bp[o] = b[o];
 }
 
 /// Width of the transposed, zero-padded weight rows conv2d_gemm reads: Og rounded up to NB.

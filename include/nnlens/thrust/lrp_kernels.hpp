@@ -20,9 +20,8 @@
 //     zplus       a = sum_i z+_ik: += z_jk / a * R_k where z_jk > 0 and a > 0
 //     alpha_beta  a = b+_k + sum z+, b = b-_k + sum z-: += alpha z_jk / a * R_k (z_jk > 0, a > 0)
 //                 or beta z_jk / b * R_k (z_jk < 0, b < 0)
-//   Dense: one work item per 16 inputs of a sample (the weights transposed, [O, I], so the 16
-//   lanes read consecutive weights); Conv2D: one per input plane (sample, channel), scattering its
-//   group's outputs into the plane it owns.  fn may be null unless alpha_beta, bs unless epsilon
+//   One work item per input plane (sample, channel), scattering its group's outputs into the
+//   plane it owns (a Dense is the 1 x 1 convolution of its I inputs: W transposed, [O, I]).  fn may be null unless alpha_beta, bs unless epsilon
 //   with bias_redistribution.  A BatchNorm folded into the layer (osc, osh per output channel,
 //   null otherwise): z_jk = x_j osc_k w_jk and b'_k = osc_k b_k + osh_k, as the host folds it.
 // Max pooling: one work item per plane; each output with R_k != 0 hands R_k / ties to the inputs
@@ -31,8 +30,7 @@
 //
 //   lrp_start(n, O, z, cls, R)              R = one_hot(c) z_c per sample (c = cls[n], or the
 //                                           first maximum of z when cls is null)
-//   lrp_dense_factors / lrp_dense_gather    Dense: Wt [O, I] (the layer's W [I, O] transposed)
-//   lrp_conv_factors / lrp_conv_gather      Conv2D: W [O, C/groups, kh, kw], any geometry
+//   lrp_conv_factors / lrp_conv_gather      W [O, C/groups, kh, kw], any geometry (Dense: 1 x 1)
 //   lrp_max_pool(n, dims, x, R, R_in)       MaxPool2D, any geometry (padding never wins)
 //   lrp_avg_pool(n, dims, x, z, R, R_in, p) AvgPool2D, any geometry (dims.count_pad: its divisor)
 //   lrp_scale_shift(n, E, per, x, z, R, R_in, w, b, p)  an element-wise affine op (ElementwiseAffine:
@@ -100,96 +98,7 @@ NNLENS_HD inline void lrp_store(double* fp, double* fn, double* bs, idx t, doubl
   if (bs) bs[t] = s;
 }
 
-/// R_out [n, O] -> per-output values; x [n, I], z [n, O], Wt [O, I].
-template <class T>
-struct lrp_dense_factor {
-  const T* x;
-  const T* W;
-  const T* b;
-  const T* z;
-  const double* R;
-  double *fp, *fn, *bs;
-  idx I, O;
-  lrp_params p;
-  const double *osc, *osh;  // a folded BatchNorm's scale and shift per output (null: none)
-  NNLENS_HD void operator()(idx t) const {
-    const idx n = t / O, k = t % O;
-    const double sc = osc ? osc[k] : 1.0, bk = osc ? sc * double(b[k]) + osh[k] : double(b[k]);
-    double zp = 0, zn = 0;
-    if (p.rule != 0 && R[t] != 0) {
-      if (p.rule == 2) zp = bk > 0 ? bk : 0.0, zn = bk < 0 ? bk : 0.0;
-      const T* xs = x + n * I;
-      const T* w = W + k * I;
-      for (idx j = 0; j < I; ++j) {
-        const double zj = double(xs[j]) * sc * double(w[j]);
-        zp += zj > 0 ? zj : 0.0;  // as the host: the product rounded, then added
-        zn += zj < 0 ? zj : 0.0;
-      }
-    }
-    double a, c, e;
-    lrp_coefficients(p, R[t], double(z[t]), bk, zp, zn, I, a, c, e);
-    lrp_store(fp, fn, bs, t, a, c, e);
-  }
-};
-
-/// R of 16 consecutive inputs of a sample: per output k with R_k != 0 (in order), each lane adds
-/// the host's term for its input.
-template <class T>
-struct lrp_dense_gather_op {
-  static constexpr idx JB = 16;
-  const T* x;
-  const T* Wt;
-  const double *R, *fa, *fb, *sh;
-  double* Rin;
-  idx I, O, jblocks;
-  lrp_params p;
-  const double* osc;  // a folded BatchNorm's scale per output (null: none)
-  NNLENS_HD void operator()(idx t) const {
-    const idx n = t / jblocks, j0 = (t % jblocks) * JB, mj = min_(JB, I - j0);
-    double xv[JB], acc[JB];
-    for (idx q = 0; q < JB; ++q) xv[q] = q < mj ? double(x[n * I + j0 + q]) : 0.0, acc[q] = 0;
-    for (idx k = 0; k < O; ++k) {
-      const idx nk = n * O + k;
-      const double rk = R[nk];
-      if (rk == 0) continue;
-      const T* w = Wt + k * I + j0;
-      const double a = fa[nk], sc = osc ? osc[k] : 1.0;  // x * 1.0 == x: the same terms unfolded
-      if (p.rule == 0) {
-        NNLENS_THRUST_SIMD
-        for (idx q = 0; q < mj; ++q) {
-          const double z = xv[q] * sc * double(w[q]);
-          acc[q] += z * a;
-        }
-        if (sh) {
-          const double s = sh[nk];
-          for (idx q = 0; q < mj; ++q) acc[q] += s;
-        }
-      } else {
-        const double b = fb ? fb[nk] : 0.0;
-        NNLENS_THRUST_SIMD
-        for (idx q = 0; q < mj; ++q) lrp_add(p, acc[q], xv[q] * sc * double(w[q]), rk, a, b);
-      }
-    }
-    for (idx q = 0; q < mj; ++q) Rin[n * I + j0 + q] = acc[q];
-  }
-};
-
-template <class T>
-void lrp_dense_factors(idx N, idx I, idx O, const T* x, const T* W, const T* b, const T* z, const double* R, double* fp,
-                       double* fn, double* bs, const lrp_params& p, const double* osc = nullptr,
-                       const double* osh = nullptr) {
-  launch(N * O, lrp_dense_factor<T>{x, W, b, z, R, fp, fn, bs, I, O, p, osc, osh});
-}
-
-template <class T>
-void lrp_dense_gather(idx N, idx I, idx O, const T* x, const T* Wt, const double* R, const double* fa, const double* fb,
-                      const double* sh, double* Rin, const lrp_params& p, const double* osc = nullptr) {
-  using F = lrp_dense_gather_op<T>;
-  const idx jb = (I + F::JB - 1) / F::JB;
-  launch(N * jb, F{x, Wt, R, fa, fb, sh, Rin, I, O, jb, p, osc});
-}
-
-/// Conv2D factors: one work item per output (n, o, oh, ow); taps walked as the host walks them.
+/// Factors: one work item per output (n, o, oh, ow); taps walked as the host walks them.
 template <class T>
 struct lrp_conv_factor {
   const T* x;
@@ -243,7 +152,7 @@ struct lrp_conv_factor {
   }
 };
 
-/// Conv2D relevance of one input plane (sample n, channel c): the outputs of its group with a
+/// Relevance of one input plane (sample n, channel c): the outputs of its group with a
 /// non-zero factor, in output order (as the host), scattered into the plane this item owns.
 template <class T>
 struct lrp_conv_plane {

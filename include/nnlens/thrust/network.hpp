@@ -79,7 +79,7 @@ struct thrust_params {
   ::thrust::device_vector<T> W, b;
   ::thrust::device_vector<T> center;  // an element-wise affine op: W = scale, b = shift, center (or empty)
   ::thrust::device_vector<double> lrp_w, lrp_b;  // its LRP weights and biases (thrust/relevance.hpp)
-  bool gemm = false;  // Conv2D: W holds the transposed weights of thrust_kernels::conv2d_gemm
+  bool gemm = false;  // Conv2D: W transposed for conv2d_gemm<T, 16> (else <T, 4>)
 };
 
 /// Per-layer thrust kernels: upload(l, params, in) and forward(l, params, in, out, batch, x, y).
@@ -102,19 +102,20 @@ template <class L>
 struct thrust_layer<L> {
   using T = typename L::scalar_type;
   static constexpr bool supported = true;
-  static void upload(const L& l, thrust_params<T>& p, shape) {
-    p.W.assign(l.W.data(), l.W.data() + l.W.size());
-    p.b.assign(l.b.data(), l.b.data() + l.b.size());
+  static void upload(const L& l, thrust_params<T>& p, shape in) {  // padded: thrust_kernels::dense_pad_weights
+    std::vector<T> w, b;
+    thrust_kernels::dense_pad_weights(in.size(), l.b.size(), l.W.data(), l.b.data(), w, b);
+    p.W.assign(w.begin(), w.end());
+    p.b.assign(b.begin(), b.end());
   }
   static void forward(const L&, const thrust_params<T>& p, shape in, shape out, std::size_t batch, const T* x, T* y) {
-    thrust_kernels::dense<T>(batch, in[0], out[0], x, ::thrust::raw_pointer_cast(p.W.data()),
+    thrust_kernels::dense<T>(batch, in.size(), out.size(), x, ::thrust::raw_pointer_cast(p.W.data()),
                              ::thrust::raw_pointer_cast(p.b.data()), y);
   }
 };
 
-/// Convolutions with at least 16 output channels per group run as an implicit GEMM on transposed
-/// weights (thrust_kernels::conv2d_gemm: 16 channels per loaded input value); narrower ones by
-/// output rows of 4 channels (thrust_kernels::conv2d).
+/// A convolution runs as an implicit GEMM on transposed weights (thrust_kernels::conv2d_gemm):
+/// 16 output channels per loaded input value, or 4 when a group has fewer than 16.
 template <class L>
   requires thrust_conv_like<L>
 struct thrust_layer<L> {
@@ -126,17 +127,15 @@ struct thrust_layer<L> {
   }
   static void upload(const L& l, thrust_params<T>& p, shape) {
     const conv_geometry g = layer_traits<L>::geometry_of(&l);
-    const std::size_t O = l.W.shape(0);
-    p.gemm = O / g.groups >= gemm_min_out;
-    if (p.gemm) {
-      thrust_kernels::window_dims d;
-      d.O = O, d.groups = g.groups, d.C = l.W.shape(1) * g.groups, d.kh = l.W.shape(2), d.kw = l.W.shape(3);
-      std::vector<T> wt;
+    thrust_kernels::window_dims d;
+    d.O = l.W.shape(0), d.groups = g.groups, d.C = l.W.shape(1) * g.groups, d.kh = l.W.shape(2), d.kw = l.W.shape(3);
+    p.gemm = d.O / g.groups >= gemm_min_out;
+    std::vector<T> wt;
+    if (p.gemm)
       thrust_kernels::conv_transpose_weights<16>(d, l.W.data(), wt);
-      p.W.assign(wt.begin(), wt.end());
-    } else {
-      p.W.assign(l.W.data(), l.W.data() + l.W.size());
-    }
+    else
+      thrust_kernels::conv_transpose_weights<4>(d, l.W.data(), wt);
+    p.W.assign(wt.begin(), wt.end());
     p.b.assign(l.b.data(), l.b.data() + l.b.size());
   }
   static void forward(const L& l, const thrust_params<T>& p, shape in, shape out, std::size_t batch, const T* x, T* y) {
@@ -146,7 +145,7 @@ struct thrust_layer<L> {
     if (p.gemm)
       thrust_kernels::conv2d_gemm<T, 16>(batch, d, x, W, b, y);
     else
-      thrust_kernels::conv2d<T>(batch, d, x, W, b, y);
+      thrust_kernels::conv2d_gemm<T, 4>(batch, d, x, W, b, y);
   }
 };
 

@@ -75,42 +75,32 @@ struct thrust_lrp_scratch {
   const double *fold_scale = nullptr, *fold_shift = nullptr;  // a BatchNorm folded into this layer (per channel)
 };
 
+/// A weight layer (Dense, Conv2D): the affine rules with W as the host keeps a convolution's,
+/// [O, C/groups, kh, kw]; a Dense is the 1 x 1 convolution of its inputs (W transposed: [O, I]).
 template <class L>
-  requires thrust_dense_like<L>
+  requires(thrust_dense_like<L> || thrust_conv_like<L>)
 struct thrust_lrp_layer<L> {
   using T = typename L::scalar_type;
   static constexpr bool supported = true, passthrough = false;
-  static void upload(const L& l, thrust_params<T>& p, shape) {  // W transposed: [O, I]
-    const std::size_t I = l.W.shape(0), O = l.W.shape(1);
-    std::vector<T> wt(I * O);
-    for (std::size_t j = 0; j < I; ++j)
-      for (std::size_t k = 0; k < O; ++k) wt[k * I + j] = l.W.data()[j * O + k];
-    p.W.assign(wt.begin(), wt.end());
-    p.b.assign(l.b.data(), l.b.data() + l.b.size());
-  }
-  static void backward(const L&, const thrust_params<T>& p, shape in, shape out, std::size_t nb, const T* x,
-                       const T* z, const double* r_out, double* r_in, const thrust_lrp_scratch& s,
-                       const thrust_kernels::lrp_params& rule) {
-    const T* W = ::thrust::raw_pointer_cast(p.W.data());
-    const T* b = ::thrust::raw_pointer_cast(p.b.data());
-    const std::size_t I = in.size(), O = out.size();
-    thrust_kernels::lrp_dense_factors<T>(nb, I, O, x, W, b, z, r_out, s.fp, s.fn, s.bs, rule, s.fold_scale, s.fold_shift);
-    thrust_kernels::lrp_dense_gather<T>(nb, I, O, x, W, r_out, s.fp, s.fn, s.bs, r_in, rule, s.fold_scale);
-  }
-};
-
-template <class L>
-  requires thrust_conv_like<L>
-struct thrust_lrp_layer<L> {
-  using T = typename L::scalar_type;
-  static constexpr bool supported = true, passthrough = false;
-  static void upload(const L& l, thrust_params<T>& p, shape) {  // W as the host keeps it: [O, C/groups, kh, kw]
-    p.W.assign(l.W.data(), l.W.data() + l.W.size());
+  static void upload(const L& l, thrust_params<T>& p, shape) {
+    if constexpr (thrust_conv_like<L>) {
+      p.W.assign(l.W.data(), l.W.data() + l.W.size());
+    } else {
+      const std::size_t I = l.W.shape(0), O = l.W.shape(1);
+      std::vector<T> wt(I * O);
+      for (std::size_t j = 0; j < I; ++j)
+        for (std::size_t k = 0; k < O; ++k) wt[k * I + j] = l.W.data()[j * O + k];
+      p.W.assign(wt.begin(), wt.end());
+    }
     p.b.assign(l.b.data(), l.b.data() + l.b.size());
   }
   static void backward(const L& l, const thrust_params<T>& p, shape in, shape out, std::size_t nb, const T* x, const T* z,
                        const double* r_out, double* r_in, const thrust_lrp_scratch& s, const thrust_kernels::lrp_params& rule) {
-    const auto d = thrust_layer<L>::dims(l, in, out);
+    thrust_kernels::window_dims d;  // a Dense: C = I inputs and O outputs of 1 x 1
+    if constexpr (thrust_conv_like<L>)
+      d = thrust_layer<L>::dims(l, in, out);
+    else
+      d.C = in.size(), d.H = d.W = 1, d.O = out.size(), d.OH = d.OW = 1;
     const T* W = ::thrust::raw_pointer_cast(p.W.data());
     const T* b = ::thrust::raw_pointer_cast(p.b.data());
     thrust_kernels::lrp_conv_factors<T>(nb, d, x, W, b, z, r_out, s.fp, s.fn, s.bs, rule, s.fold_scale, s.fold_shift);
