@@ -151,42 +151,50 @@ inline void micro_kernel(std::size_t kc, const T* __restrict__ A, std::size_t rs
 }
 
 /// The packing-free path for M <= 2 rows of a row-major A (batch-1 inference, per-sample
-/// gradients), on C already scaled by beta.  Its register tile replaces one simd::axpy per k: with
-/// the bias epilogue in gemm_on, the axpy loop reloaded a register from the stack at every k
-/// (0.83-0.87x the batch-1 MLP).
+/// gradients), on C already scaled by beta.  It sums as the blocked path does, so a row of batch 1
+/// rounds as that row of a batch, at any K (tests/core/test_gemm.cpp, "batch 1"): per block of KC
+/// k's, each C element's products from zero in k order, in vectors, then added to C.  Groups of 8
+/// vectors of C stay in registers over a block (one simd::axpy per k reloaded a register from the
+/// stack at every k: 0.83-0.87x the batch-1 MLP), then single vectors, then the last columns
+/// (fewer than a vector) on a zero-padded copy of theirs, packed once per block.
 template <class T>
 void small_rows(bool tb, std::size_t M, std::size_t N, std::size_t K, const T* A, std::size_t lda, const T* B,
                 std::size_t ldb, T* C, std::size_t ldc, const T* bias) {
+  using V = simd::vec<T>;
+  constexpr std::size_t W = simd::width<T>, NV = 8, KC = gemm_blocking<T>::KC;
   for (std::size_t i = 0; i < M; ++i) {
     const T* a = A + i * lda;
     T* c = C + i * ldc;
     if (!tb) {
-      // c[j] += a[k] * B[k, j] for k in order: NV vectors of c stay in registers over all of k
-      // (the same sums as one axpy per k, without a load and a store of c per k)
-      using V = simd::vec<T>;
-      constexpr std::size_t W = simd::width<T>, NV = 8;
-      std::size_t j0 = 0;
-      for (; j0 + NV * W <= N; j0 += NV * W) {
-        V acc[NV];
-        for (std::size_t v = 0; v < NV; ++v) acc[v] = simd::load(c + j0 + v * W);
-        for (std::size_t k = 0; k < K; ++k) {
-          const V av = simd::broadcast(a[k]);
-          const T* b = B + k * ldb + j0;
-          for (std::size_t v = 0; v < NV; ++v) acc[v] = acc[v] + av * simd::load(b + v * W);
+      for (std::size_t k0 = 0; k0 < K; k0 += KC) {
+        const std::size_t k1 = min_(K, k0 + KC);
+        std::size_t j0 = 0;
+        for (; j0 + NV * W <= N; j0 += NV * W) {
+          V acc[NV];
+          for (std::size_t v = 0; v < NV; ++v) acc[v] = simd::zero<T>();
+          for (std::size_t k = k0; k < k1; ++k) {
+            const V av = simd::broadcast(a[k]);
+            const T* b = B + k * ldb + j0;
+            for (std::size_t v = 0; v < NV; ++v) acc[v] = acc[v] + av * simd::load(b + v * W);
+          }
+          for (std::size_t v = 0; v < NV; ++v) simd::store(c + j0 + v * W, simd::load(c + j0 + v * W) + acc[v]);
         }
-        for (std::size_t v = 0; v < NV; ++v) simd::store(c + j0 + v * W, acc[v]);
-      }
-      for (; j0 + W <= N; j0 += W) {
-        V acc = simd::load(c + j0);
-        for (std::size_t k = 0; k < K; ++k) acc = acc + simd::broadcast(a[k]) * simd::load(B + k * ldb + j0);
-        simd::store(c + j0, acc);
-      }
-      if (j0 < N)  // the last columns, fewer than a vector: simd::axpy's own tail loop, k by k
-        for (std::size_t k = 0; k < K; ++k) {
-          const T ak = a[k];
-          const T* b = B + k * ldb;
-          for (std::size_t j = j0; j < N; ++j) c[j] += ak * b[j];
+        for (; j0 + W <= N; j0 += W) {
+          V acc = simd::zero<T>();
+          for (std::size_t k = k0; k < k1; ++k) acc = acc + simd::broadcast(a[k]) * simd::load(B + k * ldb + j0);
+          simd::store(c + j0, simd::load(c + j0) + acc);
         }
+        if (j0 < N) {  // packed first: a vector load right after narrow stores to its place stalls
+          alignas(64) T bp[KC * W], t[W];
+          const std::size_t r = N - j0;
+          for (std::size_t k = k0; k < k1; ++k)
+            for (std::size_t j = 0; j < W; ++j) bp[(k - k0) * W + j] = j < r ? B[k * ldb + j0 + j] : T(0);
+          V acc = simd::zero<T>();
+          for (std::size_t k = k0; k < k1; ++k) acc = acc + simd::broadcast(a[k]) * simd::load(bp + (k - k0) * W);
+          simd::store(t, acc);
+          for (std::size_t j = 0; j < r; ++j) c[j0 + j] = c[j0 + j] + t[j];
+        }
+      }
     } else {
       for (std::size_t j = 0; j < N; ++j) c[j] += simd::dot(a, B + j * ldb, K);
     }

@@ -74,3 +74,33 @@ TEST_CASE_TEMPLATE("gemm's bias epilogue is the product followed by a bias pass,
         for (std::size_t j = N; j < ldc; ++j) CHECK(std::isnan(C2[i * ldc + j]));
     }
 }
+
+TEST_CASE_TEMPLATE("a row of batch 1 rounds as that row of batch N (the M <= 2 path sums as the blocked one)", T, float,
+                   double) {
+  // Batch composition must not change a sample's result (DFlare's lockstep driver asks a box for
+  // many seeds at once, the sequential one for one): rows 1 and 2 at a time against a batch of 13,
+  // bias on, every kind of column tail (groups of 8 vectors, single vectors, fewer columns than a
+  // vector) and K over one k block (256).  g++'s tuning for AMD Zen 2+ / Alder Lake / Sapphire
+  // Rapids leaves single-chain multiply-adds unfused: the project builds with
+  // --param=avoid-fma-max-bits=0 (CMakeLists.txt, docs/dev/toolchain.md).
+  std::mt19937 r(11);
+  std::uniform_real_distribution<double> u(-1, 1);
+  const std::array<std::array<std::size_t, 2>, 11> sizes{
+      {{16, 36}, {3, 16}, {8, 16}, {10, 84}, {120, 400}, {5, 7}, {64, 36}, {128, 300}, {64, 600}, {300, 513}, {1, 1000}}};
+  for (auto [N, K] : sizes) {
+    const std::size_t M = 13;
+    std::vector<T> A(M * K), B(K * N), bias(N), C(M * N), c1(2 * N);
+    for (auto& x : A) x = T(u(r));
+    for (auto& x : B) x = T(u(r));
+    for (auto& x : bias) x = T(u(r));
+    nnlens::kernels::gemm<T>(false, false, M, N, K, A.data(), K, B.data(), N, T(0), C.data(), N, bias.data());
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i + 1 < M; ++i) {
+      nnlens::kernels::gemm<T>(false, false, 1, N, K, A.data() + i * K, K, B.data(), N, T(0), c1.data(), N, bias.data());
+      for (std::size_t j = 0; j < N; ++j) differ += c1[j] != C[i * N + j];
+      nnlens::kernels::gemm<T>(false, false, 2, N, K, A.data() + i * K, K, B.data(), N, T(0), c1.data(), N, bias.data());
+      for (std::size_t j = 0; j < 2 * N; ++j) differ += c1[j] != C[i * N + j];
+    }
+    CHECK_MESSAGE(differ == 0, "N ", N, " K ", K);
+  }
+}
