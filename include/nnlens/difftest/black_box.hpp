@@ -94,43 +94,63 @@ bool ends_with_softmax(const Net& net) {
   return yes;
 }
 
+/// What wrap() checks and keeps of a network as a box (every backend's wrap): its sizes, and the
+/// normalization per input channel.
+struct box_layout {
+  std::size_t input_size = 0, classes = 0, per_channel = 1;  // per_channel: inputs per channel
+  std::vector<float> mean, stddev;                            // one per channel
+  bool plain = true, softmaxed = false;                       // identity normalization; ends in a distribution
+};
+
 template <class Net>
-black_box wrap_shared(std::shared_ptr<const Net> net, std::string name, normalization norm) {
-  using T = network_scalar_t<Net>;
-  check_shapes(*net);
-  const shape in = input_shape_of(*net), out = output_shape_of(*net);
-  const std::size_t isz = in.size(), classes = out.size(), channels = in.rank ? in[0] : 1;
-  if (isz == 0 || classes == 0) throw shape_error(nnlens::detail::concat("wrap '", name, "': the network has an empty input or output"));
+box_layout box_layout_of(const Net& net, const std::string& name, const normalization& norm) {
+  using nnlens::detail::concat;
+  check_shapes(net);
+  const shape in = input_shape_of(net);
+  box_layout b;
+  b.input_size = in.size(), b.classes = output_shape_of(net).size();
+  const std::size_t channels = in.rank ? in[0] : 1, ch = std::max<std::size_t>(1, channels);
+  if (b.input_size == 0 || b.classes == 0) throw shape_error(concat("wrap '", name, "': the network has an empty input or output"));
   for (const auto* v : {&norm.mean, &norm.stddev})
     if (v->size() > 1 && v->size() != channels)
-      throw shape_error(nnlens::detail::concat("wrap '", name, "': normalization has ", v->size(), " values for ", channels, " channels"));
+      throw shape_error(concat("wrap '", name, "': normalization has ", v->size(), " values for ", channels, " channels"));
   for (float s : norm.stddev)
-    if (!(s != 0.f) || !std::isfinite(s)) throw value_error(nnlens::detail::concat("wrap '", name, "': normalization stddev ", s));
-  const bool softmaxed = ends_with_softmax(*net), plain = norm.is_identity();
+    if (!(s != 0.f) || !std::isfinite(s)) throw value_error(concat("wrap '", name, "': normalization stddev ", s));
+  b.per_channel = std::max<std::size_t>(1, b.input_size / ch);
+  b.mean.assign(ch, 0.f), b.stddev.assign(ch, 1.f);
+  for (std::size_t c = 0; c < ch; ++c) {
+    if (!norm.mean.empty()) b.mean[c] = norm.mean[norm.mean.size() == 1 ? 0 : c];
+    if (!norm.stddev.empty()) b.stddev[c] = norm.stddev[norm.stddev.size() == 1 ? 0 : c];
+  }
+  b.plain = norm.is_identity(), b.softmaxed = ends_with_softmax(net);
+  return b;
+}
+
+template <class Net>
+black_box wrap_shared(std::shared_ptr<const Net> net, std::string name, const normalization& norm) {
+  using T = network_scalar_t<Net>;
+  const box_layout L = box_layout_of(*net, name, norm);
   black_box b;
-  b.input_size = isz;
-  b.classes = classes;
+  b.input_size = L.input_size;
+  b.classes = L.classes;
   b.name = name;
-  b.predict = [net = std::move(net), norm = std::move(norm), isz, classes, channels, softmaxed, plain,
-               name](std::span<const float> x, std::size_t n, std::span<float> probs) {
+  b.predict = [net = std::move(net), L, name](std::span<const float> x, std::size_t n, std::span<float> probs) {
     thread_local std::vector<T> xin, y, ws;
+    const std::size_t isz = L.input_size, classes = L.classes;
     xin.resize(n * isz);
     y.resize(n * classes);
-    const std::size_t per_channel = isz / std::max<std::size_t>(1, channels);
-    if (plain) {
+    if (L.plain) {
       std::copy_n(x.data(), n * isz, xin.data());
     } else {
       for (std::size_t i = 0; i < n * isz; ++i) {
-        const std::size_t c = (i % isz) / std::max<std::size_t>(1, per_channel);
-        const float m = norm.mean.empty() ? 0.f : norm.mean[norm.mean.size() == 1 ? 0 : c];
-        const float s = norm.stddev.empty() ? 1.f : norm.stddev[norm.stddev.size() == 1 ? 0 : c];
-        xin[i] = T((x[i] - m) / s);
+        const std::size_t c = (i % isz) / L.per_channel;
+        xin[i] = T((x[i] - L.mean[c]) / L.stddev[c]);
       }
     }
     const std::size_t need = inference_workspace_size(*net, n);
     if (ws.size() < need) ws.resize(need);
     forward_into(*net, n, xin.data(), y.data(), std::span<T>(ws));
-    if (!softmaxed) softmax_rows(std::span<T>(y), classes);
+    if (!L.softmaxed) softmax_rows(std::span<T>(y), classes);
     for (std::size_t i = 0; i < n * classes; ++i) {
       if (!std::isfinite(y[i]))
         throw value_error(nnlens::detail::concat("black box '", name, "': output of sample ", i / classes, " is not finite"));

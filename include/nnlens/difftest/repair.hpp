@@ -139,19 +139,22 @@ inline Dense<dyn> repair_dense(std::size_t in, std::size_t out, std::mt19937_64&
 
 }  // namespace detail
 
-/// Trains h on the pairs' 2 * size() samples (see the header comment).
-inline repair_model train_repair(const repair_pairs& pairs, const repair_options& o = {}) {
+/// Trains h on the pairs' 2 * size() samples (see the header comment).  A template (Net: always
+/// DynamicNetwork) only so that a program including this header without calling it does not
+/// instantiate the trainer (about 3 s of every compile of <nnlens/nnlens.hpp>).
+template <class Net = DynamicNetwork>
+repair_model train_repair(const repair_pairs& pairs, const repair_options& o = {}) {
   const std::size_t c = pairs.classes, n = pairs.size();
   if (n == 0 || c == 0) throw data_error("train_repair: no (seed, trigger) pairs to train on");
   if (o.epochs == 0 || o.batch_size == 0) throw value_error("train_repair: epochs and batch_size must be positive");
   std::mt19937_64 rng(o.seed);
   repair_model m;
   m.classes = c;
-  m.net = DynamicNetwork(shape(c));
+  Net net{shape(c)};
   if (o.hidden) {
-    m.net.add(detail::repair_dense(c, o.hidden, rng)).add(ReLU{}).add(detail::repair_dense(o.hidden, c, rng));
+    net.add(detail::repair_dense(c, o.hidden, rng)).add(ReLU{}).add(detail::repair_dense(o.hidden, c, rng));
   } else {
-    m.net.add(detail::repair_dense(c, c, rng));
+    net.add(detail::repair_dense(c, c, rng));
   }
   xt::xtensor<float, 2> x = xt::zeros<float>({2 * n, c});
   std::vector<std::uint32_t> y(2 * n);
@@ -159,11 +162,12 @@ inline repair_model train_repair(const repair_pairs& pairs, const repair_options
   std::copy(pairs.g_trigger.begin(), pairs.g_trigger.end(), x.data() + n * c);
   std::copy(pairs.f_seed.begin(), pairs.f_seed.end(), y.begin());
   std::copy(pairs.f_trigger.begin(), pairs.f_trigger.end(), y.begin() + std::ptrdiff_t(n));
-  train::adam opt(m.net, {.lr = o.lr, .weight_decay = o.weight_decay});
-  const auto rep = train::fit(execution::seq, m.net, opt, x, y,
+  train::adam opt(net, {.lr = o.lr, .weight_decay = o.weight_decay});
+  const auto rep = train::fit(execution::seq, net, opt, x, y,
                               {.epochs = o.epochs, .batch_size = std::min(o.batch_size, 2 * n), .seed = o.seed});
   if (!rep.epochs.empty()) m.train_loss = rep.epochs.back().loss, m.train_accuracy = rep.epochs.back().accuracy;
-  m.h = wrap(DynamicNetwork(m.net), "drepair");
+  m.h = wrap(Net(net), "drepair");
+  m.net = std::move(net);
   return m;
 }
 
@@ -239,8 +243,9 @@ inline repair_metrics mean(std::span<const repair_metrics> ms) {
 
 /// The paper's protocol: the pairs shuffled (seed) and split into `folds` folds by pair; for each
 /// fold, h is trained on the others and evaluated on it.  Returns one metrics per fold.
-inline std::vector<repair_metrics> cross_validate_repair(const repair_pairs& pairs, std::size_t folds = 5,
-                                                         std::uint64_t seed = 0, repair_options o = {}) {
+template <class Net = DynamicNetwork>  // a template for train_repair's reason
+std::vector<repair_metrics> cross_validate_repair(const repair_pairs& pairs, std::size_t folds = 5, std::uint64_t seed = 0,
+                                                  repair_options o = {}) {
   const std::size_t n = pairs.size();
   if (folds < 2 || folds > n)
     throw value_error(nnlens::detail::concat("cross_validate_repair: ", folds, " folds for ", n, " pairs"));
@@ -255,7 +260,7 @@ inline std::vector<repair_metrics> cross_validate_repair(const repair_pairs& pai
     trainset.insert(trainset.end(), order.begin(), order.begin() + std::ptrdiff_t(a));
     trainset.insert(trainset.end(), order.begin() + std::ptrdiff_t(b), order.end());
     o.seed = seed * 1000 + k;
-    const repair_model h = train_repair(pairs.subset(trainset), o);
+    const repair_model h = train_repair<Net>(pairs.subset(trainset), o);
     out.push_back(evaluate_repair(h, pairs.subset(test)));
   }
   return out;

@@ -72,10 +72,9 @@ struct thrust_normalize_op {
 template <class Net>
 struct thrust_box_state {
   using T = network_scalar_t<Net>;
-  thrust_box_state(std::shared_ptr<const Net> n, const execution::thrust_policy& p, std::vector<float> m,
-                   std::vector<float> s)
-      : net(std::move(n)), dnet(*net), pass(std::max<std::size_t>(1, p.batch)), mean(m.begin(), m.end()),
-        stddev(s.begin(), s.end()) {}
+  thrust_box_state(std::shared_ptr<const Net> n, const execution::thrust_policy& p, const box_layout& l)
+      : net(std::move(n)), dnet(*net), pass(std::max<std::size_t>(1, p.batch)), mean(l.mean.begin(), l.mean.end()),
+        stddev(l.stddev.begin(), l.stddev.end()) {}
 
   std::shared_ptr<const Net> net;
   device_network<Net> dnet;
@@ -90,24 +89,10 @@ template <class Net>
 black_box wrap_thrust(const execution::thrust_policy& policy, std::shared_ptr<const Net> net, std::string name,
                       const normalization& norm) {
   using T = network_scalar_t<Net>;
-  using nnlens::detail::concat;
-  check_shapes(*net);
-  const shape in = input_shape_of(*net), out = output_shape_of(*net);
-  const std::size_t isz = in.size(), classes = out.size(), channels = in.rank ? in[0] : 1;
-  if (isz == 0 || classes == 0) throw shape_error(concat("wrap '", name, "': the network has an empty input or output"));
-  for (const auto* v : {&norm.mean, &norm.stddev})
-    if (v->size() > 1 && v->size() != channels)
-      throw shape_error(concat("wrap '", name, "': normalization has ", v->size(), " values for ", channels, " channels"));
-  for (float s : norm.stddev)
-    if (!(s != 0.f) || !std::isfinite(s)) throw value_error(concat("wrap '", name, "': normalization stddev ", s));
-  const std::size_t ch = std::max<std::size_t>(1, channels), per_channel = std::max<std::size_t>(1, isz / ch);
-  std::vector<float> mean(ch, 0.f), stddev(ch, 1.f);
-  for (std::size_t c = 0; c < ch; ++c) {
-    if (!norm.mean.empty()) mean[c] = norm.mean[norm.mean.size() == 1 ? 0 : c];
-    if (!norm.stddev.empty()) stddev[c] = norm.stddev[norm.stddev.size() == 1 ? 0 : c];
-  }
-  const bool softmaxed = ends_with_softmax(*net);
-  auto st = std::make_shared<thrust_box_state<Net>>(std::move(net), policy, std::move(mean), std::move(stddev));
+  const box_layout L = box_layout_of(*net, name, norm);  // the host wrap's checks and layout
+  const std::size_t isz = L.input_size, classes = L.classes, per_channel = L.per_channel;
+  const bool softmaxed = L.softmaxed;
+  auto st = std::make_shared<thrust_box_state<Net>>(std::move(net), policy, L);
   black_box b;
   b.input_size = isz;
   b.classes = classes;
