@@ -55,7 +55,9 @@ TEST_CASE_TEMPLATE("gemm's bias epilogue is the product followed by a bias pass,
   const std::array<std::array<std::size_t, 3>, 8> sizes{
       {{1, 10, 784}, {2, 33, 17}, {256, 256, 784}, {13, 70, 300}, {7, 5, 0}, {6, 64, 256}, {97, 31, 257}, {3, 1, 9}}};
   for (int ta = 0; ta < 2; ++ta)
-    for (auto [M, N, K] : sizes) {
+    for (const auto& mnk : sizes) {
+      // not a structured binding: clang 14's lambdas (doctest's CHECK_MESSAGE) cannot capture one
+      const std::size_t M = mnk[0], N = mnk[1], K = mnk[2];
       const std::size_t lda = (ta ? M : K) + 3, ldc = N + 5;
       std::vector<T> A((ta ? K : M) * lda + 1), B(K * N + 1), bias(N), C1(M * ldc, std::nan("")), C2(M * ldc, std::nan(""));
       for (auto& x : A) x = T(u(r));
@@ -87,7 +89,8 @@ TEST_CASE_TEMPLATE("a row of batch 1 rounds as that row of batch N (the M <= 2 p
   std::uniform_real_distribution<double> u(-1, 1);
   const std::array<std::array<std::size_t, 2>, 11> sizes{
       {{16, 36}, {3, 16}, {8, 16}, {10, 84}, {120, 400}, {5, 7}, {64, 36}, {128, 300}, {64, 600}, {300, 513}, {1, 1000}}};
-  for (auto [N, K] : sizes) {
+  for (const auto& nk : sizes) {
+    const std::size_t N = nk[0], K = nk[1];  // not a structured binding (clang 14, as above)
     const std::size_t M = 13;
     std::vector<T> A(M * K), B(K * N), bias(N), C(M * N), c1(2 * N);
     for (auto& x : A) x = T(u(r));
