@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "../kernels/gemm_reference.hpp"
+
 namespace {
 namespace kd = nnlens::kernels::dispatch;
 
@@ -32,22 +34,6 @@ std::string expected_target() {
   return avx512 ? "avx512bw" : avx2 ? "avx2" : "none";
 }
 
-template <class T>
-double max_error(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, const std::vector<T>& A,
-                 const std::vector<T>& B, const std::vector<T>& C0, const std::vector<T>& bias, const std::vector<T>& C,
-                 T beta) {
-  const std::size_t lda = ta ? M : K, ldb = tb ? K : N;
-  double err = 0;
-  for (std::size_t i = 0; i < M; ++i)
-    for (std::size_t j = 0; j < N; ++j) {
-      double s = double(beta) * double(C0[i * N + j]);
-      for (std::size_t k = 0; k < K; ++k)
-        s += double(ta ? A[k * lda + i] : A[i * lda + k]) * double(tb ? B[j * ldb + k] : B[k * ldb + j]);
-      s += double(bias[j]);
-      err = std::max(err, std::abs(s - double(C[i * N + j])));
-    }
-  return err;
-}
 
 const std::array<std::array<std::size_t, 3>, 7> sizes{
     {{1, 7, 5}, {2, 33, 17}, {3, 1, 9}, {37, 71, 300}, {130, 257, 520}, {256, 256, 784}, {6, 32, 1}}};
@@ -80,7 +66,9 @@ TEST_CASE_TEMPLATE("kernels::gemm through the dispatcher matches the naive produ
           nnlens::kernels::gemm<T>(ta, tb, M, N, K, A.data(), ta ? M : K, B.data(), tb ? K : N, beta, C.data(), N,
                                    bias.data());
           const double tol = std::is_same_v<T, float> ? 1e-4 * std::sqrt(double(K) + 1) : 1e-12 * double(K + 1);
-          CHECK_MESSAGE(max_error(ta, tb, M, N, K, A, B, C0, bias, C, beta) < tol, "M ", M, " N ", N, " K ", K);
+          const double err =
+              nnlens_test::gemm_max_error(ta, tb, M, N, K, A.data(), B.data(), C0.data(), beta, bias.data(), C.data());
+          CHECK_MESSAGE(err < tol, "M ", M, " N ", N, " K ", K);
         }
 }
 

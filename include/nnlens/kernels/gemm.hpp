@@ -152,11 +152,11 @@ inline void micro_kernel(std::size_t kc, const T* __restrict__ A, std::size_t rs
 
 /// The packing-free path for M <= 2 rows of a row-major A (batch-1 inference, per-sample
 /// gradients), on C already scaled by beta.  It sums as the blocked path does, so a row of batch 1
-/// rounds as that row of a batch, at any K (tests/core/test_gemm.cpp, "batch 1"): per block of KC
-/// k's, each C element's products from zero in k order, in vectors, then added to C.  Groups of 8
-/// vectors of C stay in registers over a block (one simd::axpy per k reloaded a register from the
-/// stack at every k: 0.83-0.87x the batch-1 MLP), then single vectors, then the last columns
-/// (fewer than a vector) on a zero-padded copy of theirs, packed once per block.
+/// rounds as that row of a batch, at any K (tests/kernels/test_gemm.cpp, "a row of batch 1"): per
+/// block of KC k's, each C element's products from zero in k order, in vectors, then added to C.
+/// Groups of 8 vectors of C stay in registers over a block (one simd::axpy per k reloaded a
+/// register from the stack at every k: 0.83-0.87x the batch-1 MLP), then single vectors, then the
+/// last columns (fewer than a vector) on a zero-padded copy of theirs, packed once per block.
 template <class T>
 void small_rows(bool tb, std::size_t M, std::size_t N, std::size_t K, const T* A, std::size_t lda, const T* B,
                 std::size_t ldb, T* C, std::size_t ldc, const T* bias) {

@@ -102,6 +102,12 @@ template <class L>
 struct thrust_layer<L> {
   using T = typename L::scalar_type;
   static constexpr bool supported = true;
+  /// Its window as the kernels read it: the 1 x 1 convolution of its inputs (LRP's kernels).
+  static thrust_kernels::window_dims dims(const L&, shape in, shape out) {
+    thrust_kernels::window_dims d;
+    d.C = in.size(), d.H = d.W = 1, d.O = out.size(), d.OH = d.OW = 1;
+    return d;
+  }
   static void upload(const L& l, thrust_params<T>& p, shape in) {  // padded: thrust_kernels::dense_pad_weights
     std::vector<T> w, b;
     thrust_kernels::dense_pad_weights(in.size(), l.b.size(), l.W.data(), l.b.data(), w, b);

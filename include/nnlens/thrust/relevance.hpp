@@ -96,11 +96,7 @@ struct thrust_lrp_layer<L> {
   }
   static void backward(const L& l, const thrust_params<T>& p, shape in, shape out, std::size_t nb, const T* x, const T* z,
                        const double* r_out, double* r_in, const thrust_lrp_scratch& s, const thrust_kernels::lrp_params& rule) {
-    thrust_kernels::window_dims d;  // a Dense: C = I inputs and O outputs of 1 x 1
-    if constexpr (thrust_conv_like<L>)
-      d = thrust_layer<L>::dims(l, in, out);
-    else
-      d.C = in.size(), d.H = d.W = 1, d.O = out.size(), d.OH = d.OW = 1;
+    const auto d = thrust_layer<L>::dims(l, in, out);  // a Dense: its 1 x 1 convolution
     const T* W = ::thrust::raw_pointer_cast(p.W.data());
     const T* b = ::thrust::raw_pointer_cast(p.b.data());
     thrust_kernels::lrp_conv_factors<T>(nb, d, x, W, b, z, r_out, s.fp, s.fn, s.bs, rule, s.fold_scale, s.fold_shift);
