@@ -1,9 +1,10 @@
 // tests/tool/coverage/precision_layout.cpp -- `nnlens coverage` with --precision and --layout
 // (issue 16 items 1-2).
 //
-//  * The LeNet-5 fixture, trained on its 5 inputs labelled with its own predictions: IDC, NC, KMNC,
+//  * The LeNet-5 fixture, trained on its 5 inputs labelled with its own predictions: IDC, NC,
 //    NBC, SNAC, TKNC and LSC at f64 agree with f32 (each coverage within 1e-9 points: the same
-//    neurons are covered; IDC's cluster centroids within 1e-5 relative); the JSON states "precision";
+//    neurons are covered; IDC's cluster centroids within 1e-5 relative), KMNC within 3 of its
+//    1000 sections per neuron (a value on a section boundary may round to either side); the JSON states "precision";
 //    a state file prepared at f32 is refused at f64 with a message naming the precision.
 //  * The synthetic NHWC model: the same criteria on NHWC rows and on the rows transposed by hand to
 //    NCHW with --layout nchw give the same JSON (times aside).
@@ -44,9 +45,20 @@ TEST_CASE("coverage: the LeNet-5 fixture at f64 agrees with f32") {
     CAPTURE(c);
     const json& x = a.at("criteria").at(c);
     const json& y = b.at("criteria").at(c);
+    CHECK(x.at("total") == y.at("total"));
+    if (c == "kmnc") {
+      // KMNC cuts each neuron's range into k = 1000 sections: a value whose f32 and f64 forms
+      // (about 1e-6 apart, relative) fall on two sides of a boundary covers another section.
+      // With ~1,200 values, about one such value is expected: the -O1 build of the tool covered
+      // 1958 sections at f64 against 1959 at f32, the -O3 build the same number at both.
+      const auto cx = x.at("covered").get<long>(), cy = y.at("covered").get<long>();
+      CHECK(std::abs(cx - cy) <= 3);
+      CHECK(std::abs(x.at("coverage").get<double>() - y.at("coverage").get<double>()) <=
+            3.0 / x.at("total").get<double>() * 100.0 + 1e-9);
+      continue;
+    }
     CHECK(near(x.at("coverage").get<double>(), y.at("coverage").get<double>(), 1e-9));
     CHECK(x.at("covered") == y.at("covered"));
-    CHECK(x.at("total") == y.at("total"));
   }
   const json& ia = a.at("criteria").at("idc");
   const json& ib = b.at("criteria").at("idc");
