@@ -1,11 +1,13 @@
 # nnlens_unity_build(target [BATCH n]): compiles a test executable's sources as "unity" translation
-# units of up to n sources each (default 4), generated at build time by cmake/nnlens_unity_gen.cmake.
+# units of up to n sources each (default 12), generated at build time by cmake/nnlens_unity_gen.cmake.
 #
 # Why (issue 19): a test object's time is mostly parsing nnlens and xtensor and instantiating the
 # same templates (the dynamic network's visits, the analyses, doctest) that its neighbours
 # instantiate too.  Measured on test_layers (7 sources, -O1, g++ 12): 185 s of compiler time as 7
-# objects, 92 s as one unity file (docs/benchmarks.md, "The suite on a fresh clone").  Batches keep
-# each unity file's memory and wall time bounded, so two jobs still find work.
+# objects, 92 s as one unity file (docs/benchmarks.md, "The suite on a fresh clone").  And on
+# test_slicing (9 sources, -O0; stop 30): 94.1 s as 3 unity files, 63.2 s as one (1.9 GB).  So
+# the default batch (12) makes one file of each test executable today; the build has about 40
+# objects beside them, so two jobs still find work.
 #
 # Each source's body goes into a namespace of its own (see nnlens_unity_gen.cmake), so test files
 # need not give their helpers distinct names; they must keep every #include in their leading block.
@@ -24,7 +26,7 @@ function(nnlens_unity_build target)
   endif()
   cmake_parse_arguments(PARSE_ARGV 1 _u "" "BATCH" "")
   if(NOT _u_BATCH)
-    set(_u_BATCH 4)
+    set(_u_BATCH 12)
   endif()
   get_target_property(_all ${target} SOURCES)
   set(_unity)
