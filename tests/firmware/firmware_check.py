@@ -12,7 +12,7 @@ attempted; every weight array must be in .rodata (flash).  Prints a table of fla
 inference, and writes them to OUT/firmware.json.
 
 usage: firmware_check.py --tool BIN --src ROOT --out DIR [--cxx arm-none-eabi-g++]
-         [--qemu qemu-system-arm] [--count 20] [--tol 1e-5] [--demo-data FASHION_MNIST_DIR]
+         [--qemu qemu-system-arm] [--count 20] [--tol 3e-5] [--demo-data FASHION_MNIST_DIR]
          --model NAME=PATH[@lo:hi,lo:hi,...][%f64] ...   (ranges per input element, default 0:1;
                                                     %f64: a double network, run in software on the M4)
 --demo-data trains the demo's LeNet-5 for one epoch (`nnlens demo`) and checks its .nnlw too;
@@ -147,7 +147,11 @@ def main():
     p.add_argument("--cxx", default="arm-none-eabi-g++")
     p.add_argument("--qemu", default="qemu-system-arm")
     p.add_argument("--count", type=int, default=20)
-    p.add_argument("--tol", type=float, default=1e-5)
+    # f32: two compilations of the same sums, the firmware's (arm-none-eabi-g++ -Os fuses multiply-adds)
+    # and the host tool's (at -O1 in ./scripts/test's tree: unfused).  Measured (stop 30), the worst of
+    # the 45 ACAS Xu nets: 1.35e-5 (acasxu_3_3; 8.1e-6 the next) against the -O1 tool, under 1e-5
+    # against the -O3 tool (the default was 1e-5 until then).  f64 stays at 1e-12 (below).
+    p.add_argument("--tol", type=float, default=3e-5)
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="models checked at a time")
     p.add_argument("--model", action="append", default=[])
     p.add_argument("--make-model", action="append", default=[],
