@@ -1,7 +1,9 @@
 // The policy of calls that name none (core/execution.hpp: default_dispatch).  In the plain build
-// it is execution::seq.  In the *_thrust builds (NNLENS_DEFAULT_POLICY_THRUST, nnlens/thrust/all.hpp
-// first) every such call on a network with thrust kernels runs on execution::thrust, which this
-// file proves with the device pass counter, and networks without thrust kernels stay on the host.
+// it is execution::seq.  Built with NNLENS_DEFAULT_POLICY_THRUST (nnlens/thrust/all.hpp first) and
+// run as test_core_thrust (NNLENS_DEFAULT_POLICY unset or "thrust"), every such call on a network
+// with thrust kernels runs on execution::thrust, which this file proves with the device pass
+// counter, and networks without thrust kernels stay on the host; run as test_core
+// (NNLENS_DEFAULT_POLICY=seq), the same binary keeps every call on the host.
 #include <doctest/doctest.h>
 
 #include <nnlens/nnlens.hpp>
@@ -24,7 +26,7 @@ xt::xarray<float> inputs(std::vector<std::size_t> shp, std::uint64_t seed) {
 }
 
 #if defined(NNLENS_DEFAULT_POLICY_THRUST)
-constexpr bool thrust_default = true;
+const bool thrust_default = execution::default_is_thrust();
 std::size_t passes() { return thrust_device_passes(); }
 #else
 constexpr bool thrust_default = false;

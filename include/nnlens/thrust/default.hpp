@@ -1,7 +1,8 @@
 // nnlens/thrust/default.hpp -- the thrust policy as the default of calls that name no policy
-// (the `*_thrust` test executables: the analyses' own test suites on the thrust backend).
+// (the analyses' own test suites on the thrust backend: test_<suite>_thrust).
 //
-//   g++ -DNNLENS_DEFAULT_POLICY_THRUST -include nnlens/thrust/default.hpp -include nnlens/thrust/all.hpp ...
+//   g++ -DNNLENS_DEFAULT_POLICY_THRUST -include nnlens/thrust/all.hpp ...
+//   NNLENS_DEFAULT_POLICY=seq ./program       the same program with the host as its default
 //
 // requires: NNLENS_DEFAULT_POLICY_THRUST defined, and this header seen before any call that names
 //           no policy is instantiated (a forced include, first), in every TU of the program.
@@ -13,11 +14,19 @@
 //           Calls on black boxes (DFlare, DiffChaser: Net = void) get execution::thrust.  An
 //           analysis without a thrust overload still runs on the host (its generic overload takes
 //           any policy); the result has the type of the host call.
+//           Both branches are compiled in, so the environment variable NNLENS_DEFAULT_POLICY
+//           ("thrust", the default, or "seq"; read once, at the first such call) picks one when the
+//           program runs: the test suites build once and run twice, as test_<suite> (seq) and
+//           test_<suite>_thrust.  Another value throws value_error naming it.
 #pragma once
 
+#include <cstdlib>
+#include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
+#include "nnlens/core/error.hpp"
 #include "nnlens/core/execution.hpp"
 #include "nnlens/network/visit.hpp"
 #include "nnlens/thrust/network.hpp"
@@ -53,12 +62,24 @@ bool thrust_supported(const Net& net) {
 
 #if defined(NNLENS_DEFAULT_POLICY_THRUST)
 namespace execution {
+/// Whether calls that name no policy go to execution::thrust: the environment variable
+/// NNLENS_DEFAULT_POLICY, read once ("thrust" or unset: true; "seq": false).
+inline bool default_is_thrust() {
+  static const bool thrust_default = [] {
+    const char* e = std::getenv("NNLENS_DEFAULT_POLICY");
+    const std::string_view v = e ? e : "";
+    if (v.empty() || v == "thrust") return true;
+    if (v == "seq") return false;
+    throw value_error("NNLENS_DEFAULT_POLICY is '" + std::string(v) + "': expected 'thrust' or 'seq'");
+  }();
+  return thrust_default;
+}
 template <class Net>
 struct default_dispatch<Net, std::enable_if_t<nnlens::detail::thrust_supported_type<Net>()>> {
   template <class F>
   static decltype(auto) run(const Net* net, F&& f) {
     using R = decltype(f(seq));
-    if (thrust_supported(*net)) return R(f(thrust));
+    if (default_is_thrust() && thrust_supported(*net)) return R(f(thrust));
     return R(f(seq));
   }
 };
@@ -66,7 +87,9 @@ template <>
 struct default_dispatch<void> {
   template <class F>
   static decltype(auto) run(const void*, F&& f) {
-    return std::forward<F>(f)(thrust);
+    using R = decltype(f(seq));
+    if (default_is_thrust()) return R(f(thrust));
+    return R(f(seq));
   }
 };
 }  // namespace execution
