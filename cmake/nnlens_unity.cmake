@@ -1,5 +1,7 @@
-# nnlens_unity_build(target [BATCH n]): compiles a test executable's sources as "unity" translation
-# units of up to n sources each (default 12), generated at build time by cmake/nnlens_unity_gen.cmake.
+# nnlens_unity_build(target [BATCH n] [PROGRAMS]): compiles a test executable's sources as "unity"
+# translation units of up to n sources each (default 12), generated at build time by
+# cmake/nnlens_unity_gen.cmake.  PROGRAMS: the sources are whole programs, each with its main
+# (examples/CMakeLists.txt, NNLENS_EXAMPLES_ONE_PROGRAM; see nnlens_unity_gen.cmake).
 #
 # Why (issue 19): a test object's time is mostly parsing nnlens and xtensor and instantiating the
 # same templates (the dynamic network's visits, the analyses, doctest) that its neighbours
@@ -24,7 +26,7 @@ function(nnlens_unity_build target)
   if(NOT NNLENS_UNITY_BUILD)
     return()
   endif()
-  cmake_parse_arguments(PARSE_ARGV 1 _u "" "BATCH" "")
+  cmake_parse_arguments(PARSE_ARGV 1 _u "PROGRAMS" "BATCH" "")
   if(NOT _u_BATCH)
     set(_u_BATCH 12)
   endif()
@@ -66,8 +68,12 @@ function(nnlens_unity_build target)
     endforeach()
     set(_out ${CMAKE_CURRENT_BINARY_DIR}/unity/${target}_${k}.cpp)
     string(REPLACE ";" "|" _arg "${_batch}")
+    set(_programs)
+    if(_u_PROGRAMS)
+      set(_programs -DPROGRAMS=1)
+    endif()
     add_custom_command(OUTPUT ${_out}
-      COMMAND ${CMAKE_COMMAND} -DOUT=${_out} "-DSOURCES=${_arg}" -P ${_nnlens_unity_gen}
+      COMMAND ${CMAKE_COMMAND} -DOUT=${_out} "-DSOURCES=${_arg}" ${_programs} -P ${_nnlens_unity_gen}
       DEPENDS ${_batch} ${_nnlens_unity_gen}
       COMMENT "Unity source ${target}_${k}.cpp (${_batch})" VERBATIM)
     list(APPEND _generated ${_out})
