@@ -9,6 +9,7 @@
 #include <nnlens/nnlens.hpp>
 
 #include <random>
+#include <string>
 #include <type_traits>
 
 using namespace nnlens;
@@ -35,6 +36,9 @@ std::size_t passes() { return 0; }
 }  // namespace
 
 TEST_CASE("with_default_policy hands the callable the build's default policy") {
+  // tests/CMakeLists.txt fails test_core_thrust on "seq" here and test_core on "thrust", so a run
+  // registered with the wrong NNLENS_DEFAULT_POLICY cannot pass unnoticed
+  MESSAGE("the default policy of this run: " << std::string(thrust_default ? "thrust" : "seq"));
   Small net;
   const bool seq = execution::with_default_policy(net, [](const auto& pol) {
     return std::is_same_v<std::decay_t<decltype(pol)>, execution::sequenced_policy>;
