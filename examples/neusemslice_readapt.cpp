@@ -17,7 +17,8 @@
 // The MLP is trained with demo::train_with_recipe (12 epochs, seed 1) and cached in --cache
 // (mlp-fashion-mnist-e12-s1.nnlw) the first time; LeNet-5 is read from
 // --weights FILE when it exists, else <cache>/lenet5-fashion-mnist-e12-s1.nnlw (the file `nnlens demo`
-// writes; trained here and saved there if missing; --quick: a 2-epoch lenet5-...-e2-s1.nnlw).
+// writes; trained here and saved there if missing; --quick: the examples' quick LeNet-5,
+// <cache>/lenet5-fashion-mnist-quick-e2-n10000.nnlw, 2 epochs on the first 10,000 images).
 // --quick: LeNet-5 only, 200 adversarial samples, 2 epochs, one seed, semslice on 2,000 images.
 //
 // Self-checks (exit status 1 on failure): NSS's frozen parameters are bit-identical to the
@@ -182,8 +183,12 @@ int main(int argc, char** argv) try {
   if (models.find("lenet5") != std::string::npos) {
     LeNet5 net;
     const fs::path w = c.str("weights", "");
-    get_model(net, !w.empty() && fs::exists(w) ? w : cache / (quick ? "lenet5-fashion-mnist-e2-s1.nnlw" : "lenet5-fashion-mnist-e12-s1.nnlw"),
-              train, quick ? 2 : 12);
+    if (!w.empty() && fs::exists(w))
+      get_model(net, w, train, 12);
+    else if (quick)  // the examples' quick LeNet-5 (2 epochs on the first 10,000 images), shared with the NNSlicer studies
+      get_model(net, cache / demo::quick_lenet5_file, demo::first_samples(train, demo::quick_lenet5_images), 2);
+    else
+      get_model(net, cache / "lenet5-fashion-mnist-e12-s1.nnlw", train, 12);
     std::printf("LeNet-5: test accuracy %.2f%%\n", 100 * train::evaluate(execution::par, net, test.images, test.labels).accuracy);
     study("LeNet5-FMNIST", net, train, test, c, quick);
   }

@@ -247,7 +247,7 @@ int main(int argc, char** argv) try {
     } else if (m == "lenet5") {
       demo::LeNet5 net;
       fs::path w = c.str("weights", (cache / "lenet5-fashion-mnist-e12-s1.nnlw").string());
-      if (quick && !fs::exists(w)) w = cache / "lenet5-fashion-mnist-quick-e2-n10000.nnlw";  // never write a quick model there
+      if (quick && !fs::exists(w)) w = cache / demo::quick_lenet5_file;  // never write a quick model there
       load_or_train(net, "LeNet-5", w, fashion, quick);
       study_args b = a;
       b.p = c.real("p", 0.05);

@@ -571,7 +571,7 @@ int main(int argc, char** argv) try {
   if (model == "lenet5") {
     demo::LeNet5 net;
     fs::path w = a.str("weights", (cache / "lenet5-fashion-mnist-e12-s1.nnlw").string());
-    if (!fs::exists(w) && quick) w = cache / "lenet5-fashion-mnist-quick-e2-n10000.nnlw";
+    if (!fs::exists(w) && quick) w = cache / demo::quick_lenet5_file;
     load_or_train(net, "LeNet-5", w, trn, quick);
     ok = study("LeNet-5", net, trn, tst, args, sw);
   } else {

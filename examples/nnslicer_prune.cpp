@@ -15,8 +15,10 @@
 // fine-tuning (SGD lr 0.01, momentum 0.9, batch 64) on up to 10k training images of the target
 // classes, the pruned weights held at 0 by a parameter mask.
 //
-//   nnslicer_prune [--fashion DIR] [--cache DIR] [--out DIR] [--quick] [--sets "0,1;2,4,6;..."]
-//                  [--per-class 500] [--finetune 10000] [--no-finetune]
+//   nnslicer_prune [--fashion DIR] [--cache DIR] [--out DIR] [--scratch DIR] [--quick]
+//                  [--sets "0,1;2,4,6;..."] [--per-class 500] [--finetune 10000] [--no-finetune]
+//   --scratch: where --quick caches the 2-epoch model when --cache has no 12-epoch one (default
+//   --out; the ctests share one directory, so the tree trains that model once)
 //
 // Self-checks (exit status 1 on failure): r = 0 leaves every weight bit-identical and the
 // accuracy unchanged; r = 1 zeros every weight and gives exactly chance level (1/|T|, the test
@@ -140,7 +142,7 @@ int main(int argc, char** argv) try {
   const auto train = io::load_mnist<float>(fashion, "train");
   const auto test = io::load_mnist<float>(fashion, "t10k");
   Net net;
-  load_model(net, c.str("cache", "models-cache"), out, quick, train);
+  load_model(net, c.str("cache", "models-cache"), c.str("scratch", out.string()), quick, train);
   const auto full = train::evaluate(execution::par, net, test.images, test.labels);
   std::printf("test accuracy (all 10 classes): %.2f%%\n", 100 * full.accuracy);
 

@@ -6,9 +6,11 @@
 // rate divided by 10 for the last `fine_epochs` of them.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include <nnlens/io/idx.hpp>
 #include <nnlens/nnlens.hpp>
@@ -48,6 +50,33 @@ train::fit_report train_with_recipe(Net& net, const io::labelled_images<float>& 
     if (on_epoch) on_epoch(e);
     if (e.epoch + r.fine_epochs == r.epochs) opt.options().lr = r.lr / 10;
   });
+}
+
+/// The examples' quick LeNet-5 (their --quick runs without `nnlens demo`'s 12-epoch model): the
+/// recipe's 2 epochs, none at lr / 10, on the first 10,000 training images, cached as
+/// quick_lenet5_file.  nnslicer_detect, nnslicer_prune, nnslicer_protect, neusemslice_restructure
+/// and neusemslice_readapt train the same one, so their ctests share one file (examples/CMakeLists.txt).
+inline constexpr const char* quick_lenet5_file = "lenet5-fashion-mnist-quick-e2-n10000.nnlw";
+inline constexpr std::size_t quick_lenet5_images = 10000;
+inline lenet5_recipe quick_lenet5_recipe() {
+  lenet5_recipe r;
+  r.epochs = 2;
+  r.fine_epochs = 0;
+  return r;
+}
+
+/// The first n samples of `data` (all of them when it has fewer).
+inline io::labelled_images<float> first_samples(const io::labelled_images<float>& data, std::size_t n) {
+  n = std::min(n, data.size());
+  if (n == data.size()) return data;
+  io::labelled_images<float> r;
+  auto s = data.images.shape();
+  std::vector<std::size_t> shp(s.begin(), s.end());
+  shp[0] = n;
+  r.images = xt::xarray<float>::from_shape(shp);
+  std::copy_n(data.images.data(), r.images.size(), r.images.data());
+  r.labels.assign(data.labels.begin(), data.labels.begin() + std::ptrdiff_t(n));
+  return r;
 }
 
 /// The demo's LeNet-5 recipe.
