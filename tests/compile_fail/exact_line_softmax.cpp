@@ -2,7 +2,8 @@
 // ExactLine on a static network with a layer that is not piecewise-linear (Softmax) must not
 // compile, and the diagnostic must name the layer.
 #include <nnlens/exactline.hpp>
-#include <nnlens/nnlens.hpp>
+#include <nnlens/layers/all.hpp>
+#include <nnlens/network/parameters.hpp>
 
 #include <vector>
 
