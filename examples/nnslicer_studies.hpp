@@ -114,10 +114,10 @@ inline dataset select(const io::labelled_images<float>& data, const std::vector<
   return d;
 }
 
-/// The project's LeNet-5: cache/lenet5-fashion-mnist-e<epochs>-s1.nnlw (the file `nnlens demo`
-/// writes), or trained with the recipe (tools/nnlens/lenet5_recipe.hpp) and saved there.
-inline void load_or_train(Net& net, const fs::path& cache, std::size_t epochs, const io::labelled_images<float>& train) {
-  const fs::path path = cache / ("lenet5-fashion-mnist-e" + std::to_string(epochs) + "-s1.nnlw");
+/// `net` from `path`, or trained with recipe `r` on `data` (tools/nnlens/lenet5_recipe.hpp) and
+/// saved there; `what` names the recipe in the message.
+inline void load_or_train(Net& net, const fs::path& path, const io::labelled_images<float>& data, const demo::lenet5_recipe& r,
+                          const std::string& what) {
   initialize(net, 1);
   if (fs::exists(path)) {
     io::load_weights(path, net);
@@ -125,37 +125,24 @@ inline void load_or_train(Net& net, const fs::path& cache, std::size_t epochs, c
     return;
   }
   stopwatch sw;
-  demo::lenet5_recipe r;
-  r.epochs = epochs;
-  r.fine_epochs = epochs / 4;
-  demo::train_lenet5(net, train, r, false);
-  fs::create_directories(cache);
-  io::save_weights(path, net, {{"epochs", std::to_string(epochs)}});
-  std::printf("model: trained (the project's recipe, %zu epochs, %.1f s) -> %s\n", epochs, sw.seconds(), path.string().c_str());
+  demo::train_lenet5(net, data, r, false);
+  fs::create_directories(path.parent_path());
+  io::save_weights(path, net, {{"epochs", std::to_string(r.epochs)}});
+  std::printf("model: trained (%s, %.1f s) -> %s\n", what.c_str(), sw.seconds(), path.string().c_str());
 }
 
-/// The 12-epoch model from `cache` (trained and saved there if missing); with `quick` and no
-/// cached 12-epoch model, the examples' quick LeNet-5 (demo::quick_lenet5_file: 2 epochs on the
-/// first 10,000 training images, about 3 s) cached in `scratch` instead.
+/// The project's LeNet-5, cache/lenet5-fashion-mnist-e12-s1.nnlw (the file `nnlens demo` writes;
+/// trained with the demo's recipe and saved there if missing); with `quick` and no such file, the
+/// examples' quick LeNet-5 (demo::quick_lenet5_file: 2 epochs on the first 10,000 training images,
+/// 1-2 s) from `scratch` instead (trained and saved there if missing).
 inline void load_model(Net& net, const fs::path& cache, const fs::path& scratch, bool quick,
                        const io::labelled_images<float>& train) {
-  if (!quick || fs::exists(cache / "lenet5-fashion-mnist-e12-s1.nnlw")) {
-    load_or_train(net, cache, 12, train);
-    return;
-  }
-  const fs::path path = scratch / demo::quick_lenet5_file;
-  initialize(net, 1);
-  if (fs::exists(path)) {
-    io::load_weights(path, net);
-    std::printf("model: %s\n", path.string().c_str());
-    return;
-  }
-  stopwatch sw;
-  demo::train_lenet5(net, demo::first_samples(train, demo::quick_lenet5_images), demo::quick_lenet5_recipe(), false);
-  fs::create_directories(scratch);
-  io::save_weights(path, net);
-  std::printf("model: trained (the quick recipe: 2 epochs on %zu images, %.1f s) -> %s\n", demo::quick_lenet5_images,
-              sw.seconds(), path.string().c_str());
+  const fs::path full = cache / "lenet5-fashion-mnist-e12-s1.nnlw";
+  if (quick && !fs::exists(full))
+    load_or_train(net, scratch / demo::quick_lenet5_file, demo::first_samples(train, demo::quick_lenet5_images),
+                  demo::quick_lenet5_recipe(), "the quick recipe: 2 epochs on the first 10,000 images");
+  else
+    load_or_train(net, full, train, demo::lenet5_recipe{}, "the project's recipe, 12 epochs");
 }
 
 // ------------------------------------------------------------------------------------------------
