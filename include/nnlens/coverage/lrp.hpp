@@ -70,12 +70,7 @@ constexpr bool check_relevance_rule() {
 }
 template <class Net>
 constexpr bool require_relevance_network() {
-  if constexpr (is_sequential_v<Net>)
-    return []<class... Ls>(std::type_identity<std::tuple<Ls...>>) {
-      return (check_relevance_rule<Ls>() && ...);
-    }(std::type_identity<typename Net::layer_types>{});
-  else
-    return true;
+  return every_static_layer<Net>([](auto l) { return check_relevance_rule<typename decltype(l)::type>(); });
 }
 }  // namespace detail
 

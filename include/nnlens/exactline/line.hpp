@@ -161,12 +161,7 @@ constexpr bool check_pwl() {
 
 template <class Net>
 constexpr bool require_pwl_network() {
-  if constexpr (is_sequential_v<Net>)
-    return []<class... Ls>(std::type_identity<std::tuple<Ls...>>) {
-      return (check_pwl<Ls>() && ...);
-    }(std::type_identity<typename Net::layer_types>{});
-  else
-    return true;  // DynamicNetwork: checked layer by layer (logic_error)
+  return every_static_layer<Net>([](auto l) { return check_pwl<typename decltype(l)::type>(); });
 }
 
 /// std::allocator that default-initialises (no zeroing of buffers that are written right away).

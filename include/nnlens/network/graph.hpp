@@ -57,12 +57,7 @@ constexpr bool check_sign_rule() {
 }
 template <class Net>
 constexpr bool require_sign_network() {
-  if constexpr (is_sequential_v<Net>)
-    return []<class... Ls>(std::type_identity<std::tuple<Ls...>>) {
-      return (check_sign_rule<Ls>() && ...);
-    }(std::type_identity<typename Net::layer_types>{});
-  else
-    return true;
+  return every_static_layer<Net>([](auto l) { return check_sign_rule<typename decltype(l)::type>(); });
 }
 }  // namespace detail
 

@@ -163,6 +163,21 @@ struct is_sequential<Sequential<Ls...>> : std::true_type {};
 template <class Net>
 inline constexpr bool is_sequential_v = is_sequential<Net>::value;
 
+namespace detail {
+/// check(std::type_identity<L>{}) for every top-level layer type L of a Sequential, as one fold
+/// (an analysis's compile-time check that names the layer); `other` for any other network, whose
+/// layers are checked at run time.
+template <class Net, class Check>
+constexpr bool every_static_layer(Check check, bool other = true) {
+  if constexpr (is_sequential_v<Net>)
+    return [&]<class... Ls>(std::type_identity<std::tuple<Ls...>>) {
+      return (check(std::type_identity<Ls>{}) && ...);
+    }(std::type_identity<typename Net::layer_types>{});
+  else
+    return other;
+}
+}  // namespace detail
+
 /// The scalar type of a network's weights and activations (float when it has no weights).
 template <class Net>
 struct network_scalar;

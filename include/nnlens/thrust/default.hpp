@@ -37,12 +37,7 @@ namespace nnlens {
 namespace detail {
 template <class Net>
 constexpr bool thrust_supported_type() {
-  if constexpr (is_sequential_v<Net>)
-    return []<class... Ls>(std::type_identity<std::tuple<Ls...>>) {
-      return (ThrustLayer<Ls> && ...);
-    }(std::type_identity<typename Net::layer_types>{});
-  else
-    return is_dynamic_network_v<Net>;
+  return every_static_layer<Net>([](auto l) { return ThrustLayer<typename decltype(l)::type>; }, is_dynamic_network_v<Net>);
 }
 }  // namespace detail
 

@@ -40,7 +40,6 @@
 #pragma once
 
 #include <cstddef>
-#include <deque>
 #include <exception>
 #include <string>
 #include <type_traits>
@@ -73,8 +72,8 @@ std::vector<line_result<S, R>> exact_lines(const execution::thrust_policy& polic
     throw shape_error(detail::concat("exact_lines: ", A.size(), " start points but ", B.size(), " end points"));
   const auto& n = detail::as_scalar<S>(net);
   const shape in = input_shape_of(n), out = output_shape_of(n);
-  std::deque<thrust_params<S>> params;  // per node of n, graph order
-  tl::upload_nodes<S>(n, params);
+  tl::check_nodes(n);
+  const device_network<std::remove_cvref_t<decltype(n)>, S> dnet(n);  // the parameters, per node of the op graph
 
   std::vector<line_result<S, R>> res(A.size());
   std::vector<std::exception_ptr> eps(A.size());
@@ -96,14 +95,14 @@ std::vector<line_result<S, R>> exact_lines(const execution::thrust_policy& polic
   // CPU device systems: the buffers stay with the thread for the next call (fresh pages cost a
   // page fault each: one pass of 256 ACAS Xu segments took 4x longer with new buffers)
   static thread_local tl::engine<S, R> eng;
-  eng.bind(opt, params);
+  eng.bind(opt);
 #else
-  tl::engine<S, R> eng(opt, params);
+  tl::engine<S, R> eng(opt);
 #endif
   for (std::size_t b0 = 0; b0 < ok.size(); b0 += pass) {
     const std::vector<std::size_t> ids(ok.begin() + std::ptrdiff_t(b0),
                                        ok.begin() + std::ptrdiff_t(std::min(ok.size(), b0 + pass)));
-    eng.run(n, A, B, ids, res, eps);
+    eng.run(dnet, A, B, ids, res, eps);
     detail::thrust_pass_counter().fetch_add(1, std::memory_order_relaxed);  // thrust_device_passes()
   }
   for (std::size_t i : ok) {

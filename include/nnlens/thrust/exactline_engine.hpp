@@ -1,9 +1,8 @@
 // nnlens/thrust/exactline_engine.hpp -- the engine of ExactLine over many segments on the thrust
 // device system (nnlens/thrust/exactline.hpp is its entry point and says what it computes).
 //
-//   upload_nodes<T>(net, params)           checks every layer (piecewise-linear, thrust kernels, at most
-//                                          8 knots / 8 branches) and uploads its parameters, one entry
-//                                          per node in graph order (network/graph.hpp's numbering)
+//   check_nodes(net)                       checks every layer (piecewise-linear, at most 8 knots / 8
+//                                          branches); the parameters are device_network's
 //   line_rows<S, R>                        the points of every segment of a pass on the device
 //   engine<S, R>                           one pass: the segments through every layer (refine at a
 //                                          split layer, the composite step, reanchor, dropping the
@@ -44,68 +43,41 @@ namespace tk = thrust_kernels::line;
 template <class L>
 concept max_window = pwl_has_window<L> && PoolingWindow<L> && pool_reduction_v<L> == pool_reduce::max;
 
-/// The nodes of a composite's branches, nested composites' joins included (network/graph.hpp's
-/// numbering: a composite's branch layers, then its own node).
+/// Checks that every layer of a network can run ExactLine on the device (piecewise-linear; knots
+/// (at most 8), a max window, affine, or a composite of at most 8 branches); logic_error naming
+/// the layer and its place otherwise.  Thrust kernels: device_network's check.
 template <class L>
-idx inner_nodes(const L& l, shape in) {
-  idx n = 0;
-  pwl_rule<L>::for_each_branch(l, in, [&](const auto& walk) {
-    walk([&](const auto* lp, auto, shape i, shape) {
-      using I = std::remove_cvref_t<decltype(*lp)>;
-      if constexpr (pwl_is_composite<I>) n += inner_nodes(*lp, i);
-      ++n;
+void check_node(const L& l, shape in, const layer_site& where) {
+  if constexpr (!PiecewiseLinearLayer<L>) {
+    (void)l, (void)in;
+    throw logic_error(concat("exact_lines: ", where.str(), " (", layer_traits<L>::name,
+                             ") is not piecewise-linear; ExactLine needs every layer piecewise-linear: run it on "
+                             "the logits (drop the ",
+                             layer_traits<L>::name, ")"));
+  } else if constexpr (pwl_is_composite<L>) {
+    std::size_t b = 0;
+    pwl_rule<L>::for_each_branch(l, in, [&](const auto& walk) {
+      walk([&](const auto* lp, auto ii, shape i, shape) { check_node(*lp, i, layer_site{std::size_t(ii), &where, b, layer_traits<L>::name}); });
+      ++b;
     });
-  });
-  return n;
+    if (b > tk::max_branches)
+      throw logic_error(concat("exact_lines (thrust): ", where.str(), " (", layer_traits<L>::name, ") has more than ",
+                               tk::max_branches, " branches; run exact_lines with execution::seq"));
+  } else if constexpr (pwl_has_knots<L>) {
+    idx nk = 0;
+    for (double q : pwl_rule<L>::knots(l)) (void)q, ++nk;
+    if (nk > tk::knot_proposer<double, double>::max_knots)
+      throw logic_error(concat("exact_lines (thrust): ", where.str(), " (", layer_traits<L>::name, ") has more than ",
+                               tk::knot_proposer<double, double>::max_knots, " knots; run exact_lines with execution::seq"));
+  } else if constexpr (!max_window<L> && !pwl_is_affine<L>) {
+    throw logic_error(concat("exact_lines (thrust): ", where.str(), " (", layer_traits<L>::name,
+                             ") has no thrust ExactLine rule; run exact_lines with execution::seq"));
+  }
 }
 
-/// Checks every layer of a network (already in scalar T) and uploads its parameters, one entry per
-/// node in graph order (a composite's entry is empty): what the engine's forward passes read.
-template <class T>
-struct uploader {
-  std::deque<thrust_params<T>>& params;
-
-  template <class L>
-  void node(const L& l, shape in, shape, const layer_site& where) {
-    if constexpr (!PiecewiseLinearLayer<L>) {
-      throw logic_error(concat("exact_lines: ", where.str(), " (", layer_traits<L>::name,
-                               ") is not piecewise-linear; ExactLine needs every layer piecewise-linear: run it on "
-                               "the logits (drop the ",
-                               layer_traits<L>::name, ")"));
-    } else if constexpr (!ThrustLayer<L>) {
-      throw logic_error(concat("exact_lines (thrust): ", where.str(), " (", layer_traits<L>::name,
-                               ") has no thrust kernels; run exact_lines with execution::seq or execution::par"));
-    } else if constexpr (pwl_is_composite<L>) {
-      std::size_t b = 0;
-      pwl_rule<L>::for_each_branch(l, in, [&](const auto& walk) {
-        walk([&](const auto* lp, auto ii, shape i, shape o) { node(*lp, i, o, layer_site{std::size_t(ii), &where, b, layer_traits<L>::name}); });
-        ++b;
-      });
-      if (b > tk::max_branches)
-        throw logic_error(concat("exact_lines (thrust): ", where.str(), " (", layer_traits<L>::name, ") has more than ",
-                                 tk::max_branches, " branches; run exact_lines with execution::seq"));
-      params.emplace_back();
-    } else {
-      if constexpr (pwl_has_knots<L>) {
-        idx nk = 0;
-        for (double q : pwl_rule<L>::knots(l)) (void)q, ++nk;
-        if (nk > tk::knot_proposer<T, double>::max_knots)
-          throw logic_error(concat("exact_lines (thrust): ", where.str(), " (", layer_traits<L>::name, ") has more than ",
-                                   tk::knot_proposer<T, double>::max_knots, " knots; run exact_lines with execution::seq"));
-      } else if constexpr (!max_window<L> && !pwl_is_affine<L>) {
-        throw logic_error(concat("exact_lines (thrust): ", where.str(), " (", layer_traits<L>::name,
-                                 ") has no thrust ExactLine rule; run exact_lines with execution::seq"));
-      }
-      thrust_layer<L>::upload(l, params.emplace_back(), in);
-    }
-  }
-};
-
-/// The parameters of every node of net (already in scalar T), in graph order.
-template <class T, class Net>
-void upload_nodes(const Net& net, std::deque<thrust_params<T>>& params) {
-  uploader<T> u{params};
-  for_each_layer(net, [&](const auto& l, auto i, shape in, shape out) { u.node(l, in, out, layer_site{std::size_t(i), nullptr, 0, {}}); });
+template <class Net>
+void check_nodes(const Net& net) {
+  for_each_layer(net, [&](const auto& l, auto i, shape in, shape) { check_node(l, in, layer_site{std::size_t(i), nullptr, 0, {}}); });
 }
 
 /// Device memory that only grows and is never initialised (thrust::device_vector fills on resize
@@ -184,18 +156,14 @@ template <class S, class R>
 class engine {
  public:
   engine() = default;
-  engine(const line_options& o, const std::deque<thrust_params<S>>& params) : opt_(&o), params_(&params) {}
-  /// The options and the uploaded parameters (upload_nodes) of the network the next runs walk.
-  void bind(const line_options& o, const std::deque<thrust_params<S>>& params) {
-    opt_ = &o;
-    params_ = &params;
-  }
+  explicit engine(const line_options& o) : opt_(&o) {}
+  void bind(const line_options& o) { opt_ = &o; }
 
-  /// Runs segments A[ids[j]] -> B[ids[j]] through net (in scalar S; its parameters bound);
-  /// fills res[ids[j]] or eps[ids[j]].  The walk over net's layers is the host's (line.hpp):
+  /// Runs segments A[ids[j]] -> B[ids[j]] through dn (a device_network in scalar S); fills
+  /// res[ids[j]] or eps[ids[j]].  The walk over the network's layers is the host's (line.hpp):
   /// for a Sequential a compile-time fold, composites' branches through their walks.
-  template <class Net>
-  void run(const Net& net, const std::vector<std::vector<S>>& A, const std::vector<std::vector<S>>& B, const std::vector<idx>& ids,
+  template <class DNet>
+  void run(const DNet& dn, const std::vector<std::vector<S>>& A, const std::vector<std::vector<S>>& B, const std::vector<idx>& ids,
            std::vector<line_result<S, R>>& res, std::vector<std::exception_ptr>& eps) {
     G_ = ids.size();
     if (G_ == 0) return;
@@ -228,8 +196,8 @@ class engine {
     live_.assign(G_, 1);
     err_.assign(G_, nullptr);
     stats_.assign(G_, line_stats{});
-    prefix_.clear();
-    walk_top(net);
+    at_ = 0;
+    walk_top(dn);
 
     // results
     const idx n = c.n;
@@ -252,19 +220,18 @@ class engine {
 
  private:
   const line_options* opt_ = nullptr;
-  const std::deque<thrust_params<S>>* params_ = nullptr;  // per node, graph order
   idx G_ = 0;  // segments
   line_rows<S, R> cur_, next_;
   std::deque<line_rows<S, R>> saved_;  // a composite's input and its branches' points (nested: a stack)
   idx used_ = 0;                       // of saved_
   dbuf<idx> doff2_, cnt_, coff_, pair_, keep_, kept_, koff_, merged_, gpos_, mseg_, pseg_, fresh_, live_d_, flag_, pos_;
   dbuf<R> s_;
-  dbuf<S> P_, Q_, x0_, x1_;
+  dbuf<S> P_, Q_, x0_;
   std::vector<char> live_;
   std::vector<std::exception_ptr> err_;
   std::vector<line_stats> stats_;
-  std::vector<idx> prefix_;  // reanchor: the nodes run so far (a composite's node once it joined)
-  std::vector<char> on_;      // reanchor: whether each node is in prefix_
+  idx at_ = 0;                       // the tensor of the op graph the rows hold (reanchor)
+  std::vector<::thrust::device_vector<S>> acts_;  // reanchor: the graph's tensors of the new rows
 
   void push_points() {
     for (idx j = 0; j < G_; ++j)
@@ -274,10 +241,10 @@ class engine {
   /// The top-level layers in order (the host's walk, line_engine::run): an element-wise max(x, c)
   /// next to a max window runs as one fused rule (the host's try_fuse), and the points are counted
   /// after every layer.  k: the node index (graph order).
-  template <class Net>
-  void walk_top(const Net& net) {
+  template <class DNet>
+  void walk_top(const DNet& dn) {
     idx k = 0;
-    for_each_layer_ahead(net, [&](const auto& l, auto i, shape in, shape out, auto&& next) {
+    for_each_layer_ahead(dn.network(), [&](const auto& l, auto i, shape in, shape out, auto&& next) {
       using L = std::remove_cvref_t<decltype(l)>;
       const layer_site where{std::size_t(i), nullptr, 0, {}};
       bool fused = false;
@@ -295,15 +262,15 @@ class engine {
               if constexpr (max_window<L>) dm = thrust_layer<L>::dims(l, in, out);
               else dm = thrust_layer<N>::dims(l2, out, out2);
               dm.C = in[0], dm.H = in[1], dm.W = in[2];
-              refine(net, tk::pool_proposer<S, R>{dm, true, S(*c)}, where);
-              apply(l, k, in, out);
-              apply(l2, k, out, out2);
+              refine(dn, tk::pool_proposer<S, R>{dm, true, S(*c)}, where);
+              apply(dn, l, k, in, out);
+              apply(dn, l2, k, out, out2);
               push_points();
               fused = true;
             }
           });
       }
-      if (!fused) step(net, l, k, in, out, where);
+      if (!fused) step(dn, l, k, in, out, where);
       push_points();
       return fused;
     });
@@ -311,69 +278,39 @@ class engine {
 
   /// One layer: refine at its breaks (knots, a max window), then its forward pass; a composite by
   /// its branches.
-  template <class Net, class L>
-  void step(const Net& net, const L& l, idx& k, shape in, shape out, const layer_site& where) {
+  template <class DNet, class L>
+  void step(const DNet& dn, const L& l, idx& k, shape in, shape out, const layer_site& where) {
     if constexpr (pwl_is_composite<L>) {
-      composite(net, l, k, in, out, where);
+      composite(dn, l, k, in, out, where);
     } else {
       if constexpr (pwl_has_knots<L>) {
         tk::knot_proposer<S, R> prop{cur_.d, {}, 0};
         for (double q : pwl_rule<L>::knots(l)) prop.knots[prop.nk++] = q;
-        if (prop.nk > 0) refine(net, prop, where);
+        if (prop.nk > 0) refine(dn, prop, where);
       } else if constexpr (max_window<L>) {
-        refine(net, tk::pool_proposer<S, R>{thrust_layer<L>::dims(l, in, out), false, S(0)}, where);
+        refine(dn, tk::pool_proposer<S, R>{thrust_layer<L>::dims(l, in, out), false, S(0)}, where);
       }
-      apply(l, k, in, out);
+      apply(dn, l, k, in, out);
     }
   }
 
   /// Node k (layer l, not a composite) on the current rows; k moves on.
-  template <class L>
-  void apply(const L& l, idx& k, shape in, shape out) {
+  template <class DNet, class L>
+  void apply(const DNet& dn, const L& l, idx& k, shape in, shape out) {
     next_.v.reserve(cur_.n * out.size());
-    forward_node(l, k, in, out, cur_.n, raw(cur_.v), raw(next_.v));
+    thrust_layer<L>::forward(l, dn.params(k), in, out, cur_.n, raw(cur_.v), raw(next_.v));
     cur_.v.swap(next_.v);
     cur_.d = out.size();
-    prefix_.push_back(k++);
-  }
-
-  /// Node k's forward pass on n rows (not a composite).
-  template <class L>
-  void forward_node(const L& l, idx k, shape in, shape out, idx n, const S* x, S* y) const {
-    thrust_layer<L>::forward(l, (*params_)[k], in, out, n, x, y);
-  }
-
-  /// Composite l's forward pass on n rows: its branches from x, each placed into y by the join
-  /// (as device_network); k: the index of its first inner node, then one past its own.
-  template <class L>
-  void composite_forward(const L& l, idx& k, shape in, shape out, idx n, const S* x, S* y) const {
-    idx b = 0, at = 0;
-    pwl_rule<L>::for_each_branch(l, in, [&](const auto& walk) {
-      dbuf<S> u, w;
-      const S* src = x;
-      idx d = in.size();
-      walk([&](const auto* lp, auto, shape i, shape o) {
-        using I = std::remove_cvref_t<decltype(*lp)>;
-        w.reserve(n * o.size());
-        if constexpr (pwl_is_composite<I>) composite_forward(*lp, k, i, o, n, src, raw(w));
-        else forward_node(*lp, k++, i, o, n, src, raw(w));
-        u.swap(w);
-        src = raw(u), d = o.size();
-      });
-      constexpr bool sum = composite_join_v<L> == branch_join::sum;
-      thrust_kernels::place<S>(n, out.size(), sum ? 0 : at, d, src, y, sum && b > 0);
-      at += d, ++b;
-    });
-    ++k;  // the join
+    at_ = ++k;  // node k writes tensor k + 1
   }
 
   /// A composite, as the host's: each branch from the composite's input points, then the union of
   /// their points (join_union) and the join of their values there (join_values).
-  template <class Net, class L>
-  void composite(const Net& net, const L& l, idx& k, shape lin, shape lout, const layer_site& where) {
+  template <class DNet, class L>
+  void composite(const DNet& dn, const L& l, idx& k, shape lin, shape lout, const layer_site& where) {
     idx nb = 0;
     pwl_rule<L>::for_each_branch(l, lin, [&](const auto&) { ++nb; });
-    const idx base = used_, pre = prefix_.size();
+    const idx base = used_, in_at = at_;
     used_ += 1 + nb;
     if (saved_.size() < used_) saved_.resize(used_);
     saved_[base].swap(cur_);  // the input
@@ -381,10 +318,10 @@ class engine {
     pwl_rule<L>::for_each_branch(l, lin, [&](const auto& walk) {
       const idx b = dims.size();
       cur_.copy_from(saved_[base]);
-      walk([&](const auto* lp, auto ii, shape i, shape o) { step(net, *lp, k, i, o, layer_site{std::size_t(ii), &where, b, layer_traits<L>::name}); });
+      walk([&](const auto* lp, auto ii, shape i, shape o) { step(dn, *lp, k, i, o, layer_site{std::size_t(ii), &where, b, layer_traits<L>::name}); });
       dims.push_back(cur_.d);
       saved_[base + 1 + b].swap(cur_);
-      prefix_.resize(pre);
+      at_ = in_at;
     });
     const std::vector<idx> at = branch_offsets(composite_join_v<L>, dims);
     const line_rows<S, R>& in = saved_[base];
@@ -428,12 +365,12 @@ class engine {
     jv.nb = nb, jv.dout = dout, jv.t = c.t.get(), jv.seg = c.seg.get(), jv.v = raw(c.v);
     thrust_kernels::launch(c.n, jv);
     used_ = base;
-    prefix_.push_back(k++);
+    at_ = ++k;
   }
 
   /// Inserts the breaks prop proposes (new rows: interpolated pre-activations).
-  template <class Net, class P>
-  void refine(const Net& net, const P& prop, const layer_site& where) {
+  template <class DNet, class P>
+  void refine(const DNet& dn, const P& prop, const layer_site& where) {
     auto& c = cur_;
     const idx n = c.n, d = c.d;
     if (n < 2) return;
@@ -491,7 +428,7 @@ class engine {
       c.seg.swap(x.seg), c.t.swap(x.t), c.v.swap(x.v), c.doff.swap(doff2_);
       c.n = n + K;
       c.off = off2;
-      if (opt_->reanchor) reanchor(net, K);
+      if (opt_->reanchor) reanchor(dn, K);
     }
     if (failed) compact();
   }
@@ -501,42 +438,16 @@ class engine {
   }
 
 
-  /// The K new rows recomputed from P + t (Q - P) through the nodes run so far (prefix_).
-  template <class Net>
-  void reanchor(const Net& net, idx K) {
-    const idx di = input_shape_of(net).size();
+  /// The K new rows recomputed from P + t (Q - P): the op graph's nodes up to the tensor the rows
+  /// hold (a composite's other branches too: they write other tensors).
+  template <class DNet>
+  void reanchor(const DNet& dn, idx K) {
+    const idx di = dn.acts()[0].size();
     x0_.reserve(K * di);
     thrust_kernels::launch(K, tk::endpoints_at<S, R>{raw(fresh_), raw(cur_.seg), raw(cur_.t), raw(P_), raw(Q_), di, raw(x0_)});
-    on_.assign(params_->size(), 0);
-    for (idx q : prefix_) on_[q] = 1;
-    idx k = 0, w = di;
-    for_each_layer(net, [&](const auto& l, auto, shape in, shape out) { prefix_forward(l, k, in, out, K, w); });
-    NNLENS_EXPECTS(w == cur_.d);
-    thrust_kernels::launch(K, tk::scatter_rows<S>{raw(fresh_), raw(x0_), cur_.d, raw(cur_.v)});
-  }
-
-  /// Runs x0_ (K rows of width w) through the nodes of l that are in the prefix: a composite that
-  /// joined as a whole, or the branch the walk is in (the prefix is a path: one branch only).
-  template <class L>
-  void prefix_forward(const L& l, idx& k, shape in, shape out, idx K, idx& w) {
-    const bool whole = [&] {
-      if constexpr (pwl_is_composite<L>) return bool(on_[k + inner_nodes(l, in)]);
-      else return bool(on_[k]);
-    }();
-    if (whole) {
-      x1_.reserve(K * out.size());
-      if constexpr (pwl_is_composite<L>) composite_forward(l, k, in, out, K, raw(x0_), raw(x1_));
-      else forward_node(l, k++, in, out, K, raw(x0_), raw(x1_));
-      x0_.swap(x1_);
-      w = out.size();
-    } else if constexpr (pwl_is_composite<L>) {
-      pwl_rule<L>::for_each_branch(l, in, [&](const auto& walk) {
-        walk([&](const auto* lp, auto, shape i, shape o) { prefix_forward(*lp, k, i, o, K, w); });
-      });
-      ++k;  // the join
-    } else {
-      ++k;
-    }
+    dn.run(K, raw(x0_), acts_, at_);
+    NNLENS_EXPECTS(dn.acts()[at_].size() == cur_.d);
+    thrust_kernels::launch(K, tk::scatter_rows<S>{raw(fresh_), ::thrust::raw_pointer_cast(acts_[at_].data()), cur_.d, raw(cur_.v)});
   }
 
   /// Drops the rows of segments that failed.

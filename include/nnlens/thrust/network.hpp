@@ -1,36 +1,29 @@
 // nnlens/thrust/network.hpp -- a network's weights on the thrust device system.
 //
-//   device_network<Net> d(net);          uploads every layer's parameters (once)
+//   device_network<Net> d(net);          the op graph (network/graph.hpp) with every node's
+//                                        parameters uploaded once (d.params(k))
 //   d.forward(batch, x, y)               x, y: device pointers, [batch, in] -> [batch, out]
-//   d.run(batch, x, acts)                keeps every tensor, numbered as the analyses' graph numbers
-//                                        them (network/graph.hpp): acts[0] = input, then one per
-//                                        node; d.acts() their shapes, d.layer_tensor(i) layer i's
-//                                        output (i + 1 in a plain chain)
-//   thrust_layer<L>                      the per-layer kernels (a trait, specialised below)
+//   d.run(batch, x, acts)                keeps every tensor, numbered as the graph numbers them:
+//                                        acts[0] = input, then one per node
+//   thrust_layer<L>                      the per-layer kernels, one specialisation per trait form
 //
-// Layers with thrust kernels, from their properties (core/properties.hpp): every element-wise map
-// (ElementwiseMap: ReLU, LeakyReLU, HardTanh, Clamp; one thrust::transform of the op's own
-// scalar_map functor), every reshape-only op (reshape_only_v: Flatten, Dropout, Identity; a copy),
-// every pooling window (PoolingWindow, max or mean: MaxPool2D, AvgPool2D, any geometry;
-// GlobalAvgPool), and
-// every element-wise affine op (ElementwiseAffine: BatchNorm, Affine; one kernel on the
-// coefficients of the property), every element-wise map with parameters (ParametricMap: PReLU;
-// one kernel of the op's functor), every map over whole samples (SampleMap: Softmax; one work
-// item per sample), the tuned kernels of Dense, Conv2D (any geometry: strides,
-// dilations, asymmetric padding, groups), and every composite op (core/composite.hpp: Residual,
-// Concat): its branches' layers by their own kernels, then one place() kernel per operand of the
-// join, in the host join's order (so a sum rounds as the host's).  A Sequential with another layer
-// is a compile error naming it (error_thrust_backend_has_no_kernel_for<L>); a DynamicNetwork
-// holding one, or a composite with such an inner layer, gets logic_error naming the layer (and
-// its place, "5.block.1") when the device_network is made.
-// requires: check_shapes(net) passed; net outlives the device_network only for construction (the
-//           parameters are copied; later changes to net are not seen).
+// Layers with thrust kernels, by their properties (core/properties.hpp): an element-wise map (the
+// op's scalar_map functor), a reshape-only op (a copy), a pooling window (max or mean, any
+// geometry), an element-wise affine op, an element-wise map with parameters, a map over whole
+// samples, a weight layer (Dense, Conv2D: tuned kernels, any geometry), and a composite: its
+// branches' layers by their own kernels, then one place() kernel per operand of the join, in the
+// host join's order (so a sum rounds as the host's).  A Sequential with another layer is a compile
+// error naming it (error_thrust_backend_has_no_kernel_for<L>); a DynamicNetwork holding one gets
+// logic_error naming it and its place ("5.block.1") when the device_network is made.
+// requires: check_shapes(net) passed; net outlives the device_network (its walks read the layers;
+//           the parameters are copied when it is made: later changes to them are not seen).
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -271,56 +264,60 @@ constexpr bool check_thrust_layer() {
 }
 template <class Net>
 constexpr bool require_thrust_network() {
-  if constexpr (is_sequential_v<Net>)
-    return []<class... Ls>(std::type_identity<std::tuple<Ls...>>) {
-      return (check_thrust_layer<Ls>() && ...);
-    }(std::type_identity<typename Net::layer_types>{});
-  else
-    return true;
+  return every_static_layer<Net>([](auto l) { return check_thrust_layer<typename decltype(l)::type>(); });
 }
 }  // namespace detail
 
-template <class Net>
+/// What device_network keeps per node of the op graph (network/graph.hpp's run_graph with this
+/// view): the parameters its kernels read (thrust_layer<L>::upload; none for a join).
+template <class T>
+struct thrust_view {
+  thrust_params<T> params;
+
+  template <class L>
+  static constexpr bool has_rule = ThrustLayer<L>;
+  static std::string missing(const std::string& where, std::string_view name) {
+    return detail::concat("nnlens::thrust: layer ", where, " (", name,
+                          ") has no thrust kernels; run it with execution::seq or execution::par");
+  }
+  template <class Net>
+  static constexpr bool require() {
+    return detail::require_thrust_network<Net>();
+  }
+  template <class L>
+  void make(const L& l, shape in, shape) {
+    thrust_layer<L>::upload(l, params, in);
+  }
+};
+
+/// T: the scalar on the device (the network's; a network without weights runs in any).
+template <class Net, class T_ = network_scalar_t<Net>>
 class device_network {
  public:
-  using T = network_scalar_t<Net>;
+  using T = T_;
+  using graph_type = run_graph<T, thrust_view<T>>;
   static_assert(detail::require_thrust_network<Net>(),
                 "nnlens::thrust: every layer needs thrust kernels (Dense, Conv2D, a pooling window, an element-wise map, "
                 "an element-wise affine op, a reshape-only op, a composite of those); the "
                 "incomplete type 'error_thrust_backend_has_no_kernel_for<L>' in this diagnostic names the layer");
 
-  explicit device_network(const Net& net) : net_(&net) {
-    acts_.push_back(input_shape_of(net));
-    for_each_layer(net, [&](const auto& l, auto i, shape in, shape out) {
-      layer_out_.push_back(build(l, std::to_string(std::size_t(i)), acts_.size() - 1, in, out));
-    });
+  explicit device_network(const Net& net) : net_(&net), g_(net) {
+    for (const auto& nd : g_.nodes()) has_join_ = has_join_ || nd.is_join();
   }
 
   const Net& network() const { return *net_; }
-  /// Tensor shapes in the analyses' graph order (network/graph.hpp): [0] the input, then one per node.
-  const std::vector<shape>& acts() const { return acts_; }
-  /// The tensor top-level layer i writes.
-  std::size_t layer_tensor(std::size_t i) const { return layer_out_.at(i); }
+  /// The op graph (network/graph.hpp): tensors [0] the input, then one per node; nodes in graph
+  /// order, each with its parameters on the device (params).
+  const graph_type& graph() const { return g_; }
+  const std::vector<shape>& acts() const { return g_.acts(); }
+  /// The tensor top-level layer i writes (value_error when out of range).
+  std::size_t layer_tensor(std::size_t i) const { return g_.layer_tensor(i); }
   /// Whether the network is a plain chain (no composite op): tensor i + 1 is layer i's output.
   bool is_chain() const { return !has_join_; }
-  /// The top-level layers.
-  std::size_t layers() const { return layer_out_.size(); }
-  /// Nodes in graph order: node k reads tensor node_in(k) (a join: its operands, node_join(k).ins)
-  /// and writes node_out(k).
-  std::size_t nodes() const { return nodes_.size(); }
-  std::size_t node_in(std::size_t k) const { return nodes_[k].in; }
-  std::size_t node_out(std::size_t k) const { return nodes_[k].out; }
-  const join_operands& node_join(std::size_t k) const { return nodes_[k].join; }
-  /// Node k's place in the network, as the analyses' graph names it ("3", "5.block.1").
-  const std::string& node_name(std::size_t k) const { return nodes_[k].where; }
-  /// How many nodes read tensor a (a composite's input: one per branch).
-  std::size_t readers(std::size_t a) const {
-    std::size_t n = 0;
-    for (const node& nd : nodes_)
-      if (nd.join.empty() ? nd.in == a : std::count(nd.join.ins.begin(), nd.join.ins.end(), a) > 0) ++n;
-    return n;
-  }
-  /// layer(l, k, in, out) for every layer node k, join(k) for every join, in graph order (no device work).
+  /// Node k's parameters on the device.
+  const thrust_params<T>& params(std::size_t k) const { return g_.nodes()[k].params; }
+  /// layer(l, k, in, out) for every layer node k, join(k) for every join, in graph order (no device
+  /// work); a Sequential's walk unrolls at compile time.
   template <class FL, class FJ>
   void visit_nodes(FL&& layer, FJ&& join) const {
     std::size_t k = 0;
@@ -330,84 +327,55 @@ class device_network {
   /// y = net(x) for `batch` samples; x and y are device pointers.  forward and run use scratch
   /// buffers of this object: one thread at a time per device_network (black boxes lock).
   void forward(std::size_t batch, const T* x, T* y) const {
-    const std::size_t n = nodes_.size();
+    const auto& acts = g_.acts();
+    const std::size_t n = g_.nodes().size();
     if (n == 0) {
-      thrust_kernels::copy<T>(batch * acts_[0].size(), x, y);
+      thrust_kernels::copy<T>(batch * acts[0].size(), x, y);
       return;
     }
     if (has_join_) {  // every tensor (a branch reads its composite's input after the others ran)
       run(batch, x, all_);
-      thrust_kernels::copy<T>(batch * acts_.back().size(), ::thrust::raw_pointer_cast(all_.back().data()), y);
+      thrust_kernels::copy<T>(batch * acts.back().size(), ::thrust::raw_pointer_cast(all_.back().data()), y);
       return;
     }
     std::size_t max_act = 0;
-    for (const shape& s : acts_) max_act = std::max(max_act, s.size());
+    for (const shape& s : acts) max_act = std::max(max_act, s.size());
     if (ping_.size() < 2 * max_act * batch) ping_.resize(2 * max_act * batch);
     T* bufs[2] = {::thrust::raw_pointer_cast(ping_.data()), ::thrust::raw_pointer_cast(ping_.data()) + max_act * batch};
     const T* cur = x;
     walk([&](const auto& l, std::size_t k, shape in, shape out) {
-      using L = std::decay_t<decltype(l)>;
       T* dst = k + 1 == n ? y : bufs[k % 2];
-      thrust_layer<L>::forward(l, params_[k], in, out, batch, cur, dst);
+      thrust_layer<std::decay_t<decltype(l)>>::forward(l, params(k), in, out, batch, cur, dst);
       cur = dst;
     }, [](std::size_t) {});
   }
 
-  /// Every tensor (graph order, acts()), resized as needed: acts[0] = a copy of x.
-  void run(std::size_t batch, const T* x, std::vector<::thrust::device_vector<T>>& acts) const {
-    acts.resize(acts_.size());
+  /// Every tensor (graph order, acts()) up to tensor `upto` (default: all), resized as needed:
+  /// acts[0] = a copy of x.
+  void run(std::size_t batch, const T* x, std::vector<::thrust::device_vector<T>>& acts, std::size_t upto = std::size_t(-1)) const {
+    const auto& shapes = g_.acts();
+    const auto& nodes = g_.nodes();
+    acts.resize(shapes.size());
     auto ptr = [&](std::size_t a) {
-      if (acts[a].size() < batch * acts_[a].size()) acts[a].resize(batch * acts_[a].size());
+      if (acts[a].size() < batch * shapes[a].size()) acts[a].resize(batch * shapes[a].size());
       return ::thrust::raw_pointer_cast(acts[a].data());
     };
-    thrust_kernels::copy<T>(batch * acts_[0].size(), x, ptr(0));
+    thrust_kernels::copy<T>(batch * shapes[0].size(), x, ptr(0));
     walk([&](const auto& l, std::size_t k, shape in, shape out) {
-      using L = std::decay_t<decltype(l)>;
-      thrust_layer<L>::forward(l, params_[k], in, out, batch, ptr(nodes_[k].in), ptr(nodes_[k].out));
+      if (nodes[k].out <= upto)
+        thrust_layer<std::decay_t<decltype(l)>>::forward(l, params(k), in, out, batch, ptr(nodes[k].in), ptr(nodes[k].out));
     }, [&](std::size_t k) {
-      const join_operands& j = nodes_[k].join;
-      T* y = ptr(nodes_[k].out);
+      if (nodes[k].out > upto) return;
+      const join_operands& j = nodes[k].operands;
+      T* y = ptr(nodes[k].out);
       for (std::size_t o = 0; o < j.ins.size(); ++o)
-        thrust_kernels::place<T>(batch, acts_[nodes_[k].out].size(), j.offsets[o], j.sizes[o], ptr(j.ins[o]), y,
+        thrust_kernels::place<T>(batch, shapes[nodes[k].out].size(), j.offsets[o], j.sizes[o], ptr(j.ins[o]), y,
                                  j.join == branch_join::sum && o > 0);
     });
   }
 
  private:
-  struct node {
-    std::size_t in = 0, out = 0;  // tensors
-    join_operands join;           // a composite's join (empty for a layer)
-    std::string where;            // "3", "5.block.1"
-  };
-
-  /// Adds layer l (a composite: its branches' layers, then its join) reading tensor in_act;
-  /// returns the tensor it writes.
-  template <class L>
-  std::size_t build(const L& l, const std::string& where, std::size_t in_act, shape in, shape out) {
-    node nd;
-    nd.in = in_act;
-    nd.where = where;
-    if constexpr (Composite<L>) {
-      nd.join = join_operands::build<L>(
-          [&](auto&& branch) { layer_traits<L>::for_each_branch(l, in, branch); }, in_act, in, where,
-          [&](const auto* lp, const std::string& w, std::size_t cur, shape i, shape o) { return build(*lp, w, cur, i, o); });
-      has_join_ = true;
-      params_.emplace_back();
-    } else if constexpr (ThrustLayer<L>) {
-      thrust_layer<L>::upload(l, params_.emplace_back(), in);
-    } else {
-      (void)l;
-      throw logic_error(detail::concat("nnlens::thrust: layer ", where, " (", layer_traits<L>::name,
-                                       ") has no thrust kernels; run it with execution::seq or execution::par"));
-    }
-    acts_.push_back(out);
-    nd.out = acts_.size() - 1;
-    nodes_.push_back(std::move(nd));
-    return nodes_.back().out;
-  }
-
-  /// layer(l, node, in, out) for every layer node, join(node) for every join, in graph order (the
-  /// order build() numbered them); a Sequential's walk unrolls at compile time.
+  /// visit_nodes, counted as a device pass (thrust_device_passes).
   template <class FL, class FJ>
   void walk(FL&& layer, FJ&& join) const {
     detail::thrust_pass_counter().fetch_add(1, std::memory_order_relaxed);
@@ -426,10 +394,7 @@ class device_network {
   }
 
   const Net* net_;
-  std::vector<thrust_params<T>> params_;  // per node
-  std::vector<node> nodes_;
-  std::vector<shape> acts_;
-  std::vector<std::size_t> layer_out_;
+  graph_type g_;
   bool has_join_ = false;
   mutable ::thrust::device_vector<T> ping_;
   mutable std::vector<::thrust::device_vector<T>> all_;

@@ -182,12 +182,7 @@ constexpr bool check_thrust_lrp_layer() {
 }
 template <class Net>
 constexpr bool require_thrust_lrp_network() {
-  if constexpr (is_sequential_v<Net>)
-    return []<class... Ls>(std::type_identity<std::tuple<Ls...>>) {
-      return (check_thrust_lrp_layer<Ls>() && ...);
-    }(std::type_identity<typename Net::layer_types>{});
-  else
-    return true;
+  return every_static_layer<Net>([](auto l) { return check_thrust_lrp_layer<typename decltype(l)::type>(); });
 }
 
 inline thrust_kernels::lrp_params thrust_lrp_params(const lrp_options& o) {
@@ -211,7 +206,8 @@ class device_lrp {
   /// the weights the LRP steps read, one step per node of the op graph (network/graph.hpp: a
   /// composite's inner layers and its join).  requires: check_shapes(net) passed.
   device_lrp(const Net& net, const lrp_options& o) : dnet_(net), rule_(detail::thrust_lrp_params(o)), eps_(o.epsilon) {
-    steps_.resize(dnet_.nodes());
+    const auto& nodes = dnet_.graph().nodes();
+    steps_.resize(nodes.size());
     dnet_.visit_nodes(
         [&](const auto& l, std::size_t k, shape in, shape out) {
           using L = std::decay_t<decltype(l)>;
@@ -229,12 +225,12 @@ class device_lrp {
             }
             if constexpr (!thrust_lrp_layer<L>::passthrough) thrust_lrp_layer<L>::upload(l, s.params, in);
           } else {
-            throw logic_error(detail::concat("nnlens::thrust: layer ", dnet_.node_name(k), " (", layer_traits<L>::name,
-                                             ") has no device LRP step; run relevance with execution::seq or execution::par"));
+            throw logic_error(detail::concat("nnlens::thrust: layer ", nodes[k].name,
+                                             " has no device LRP step; run relevance with execution::seq or execution::par"));
           }
         },
         [&](std::size_t k) {
-          const join_operands& j = dnet_.node_join(k);
+          const join_operands& j = nodes[k].operands;
           if (j.ins.size() > thrust_kernels::lrp_join_max)
             throw logic_error(detail::concat("nnlens::thrust LRP: a join of ", j.ins.size(), " branches (at most ",
                                              thrust_kernels::lrp_join_max, " on the device)"));
@@ -243,7 +239,7 @@ class device_lrp {
               throw logic_error("nnlens::thrust LRP: two branches of a composite end in the same tensor (two empty branches)");
           steps_[k].join = true;
         });
-    for (std::size_t a = 0; a < acts().size(); ++a) acc_.push_back(dnet_.readers(a) > 1);
+    for (std::size_t a = 0; a < acts().size(); ++a) acc_.push_back(dnet_.graph().readers(a) > 1);
   }
 
   /// Tensor shapes, as the op graph numbers them (device_network::acts(): 0 the input).
@@ -261,11 +257,12 @@ class device_lrp {
     const auto& acts = this->acts();
     const std::size_t A = acts.size();
     const bool fn = rule_.rule == 2, bs = rule_.rule == 0 && rule_.bias_redistribution;
+    const auto& nodes = dnet_.graph().nodes();
     std::size_t need_f = 0, need_t = 0;  // scratch for the steps at or above `stop`
     for (std::size_t k = 0; k < steps_.size(); ++k)
-      if (dnet_.node_out(k) > stop && !steps_[k].join && !steps_[k].passthrough) {
-        need_f = std::max(need_f, acts[dnet_.node_out(k)].size());
-        if (acc_[dnet_.node_in(k)]) need_t = std::max(need_t, acts[dnet_.node_in(k)].size());
+      if (nodes[k].out > stop && !steps_[k].join && !steps_[k].passthrough) {
+        need_f = std::max(need_f, acts[nodes[k].out].size());
+        if (acc_[nodes[k].in]) need_t = std::max(need_t, acts[nodes[k].in].size());
       }
     for (auto* v : {&fp_, fn ? &fn_ : nullptr, bs ? &bs_ : nullptr, &tmp_})
       if (v && v->size() < nb * (v == &tmp_ ? need_t : need_f)) v->resize(nb * (v == &tmp_ ? need_t : need_f));
@@ -291,13 +288,13 @@ class device_lrp {
     // for_each_node_reverse) calling each layer's device step directly
     for_each_node_reverse(dnet_.network(), steps_.size(), [&](std::size_t k, const auto& l, shape lin, shape lout) {
       using L = std::remove_cvref_t<decltype(l)>;
-      const std::size_t in = dnet_.node_in(k), out = dnet_.node_out(k);
+      const std::size_t in = nodes[k].in, out = nodes[k].out;
       if (out <= stop) return false;  // topological order: all below `stop` is upstream
       const double* R = rp[out];
       const step& st = steps_[k];
       if constexpr (is_join_node_v<L>) {
         (void)l, (void)lin, (void)lout;
-        const join_operands& j = dnet_.node_join(k);
+        const join_operands& j = nodes[k].operands;
         thrust_kernels::lrp_join_op<T> op;
         op.R = R, op.out = acts[out].size(), op.K = j.ins.size(), op.eps = eps_;
         for (std::size_t q = 0; q < j.ins.size(); ++q) {
@@ -311,7 +308,7 @@ class device_lrp {
         (void)l, (void)lin, (void)lout, (void)R, (void)st;
         return false;  // not reached: the constructor refuses a layer without a device step
       } else {
-        const bool folds = st.folds && k > 0 && steps_[k - 1].accepts_fold && dnet_.node_out(k - 1) == in && !acc_[in] && in != stop;
+        const bool folds = st.folds && k > 0 && steps_[k - 1].accepts_fold && nodes[k - 1].out == in && !acc_[in] && in != stop;
         if (thrust_lrp_layer<L>::passthrough || folds) {  // R_in = R_out
           if (acc_[in])
             thrust_kernels::lrp_add(nb * acts[in].size(), R, rp[in]);
@@ -324,7 +321,7 @@ class device_lrp {
           thrust_lrp_scratch si = sc;
           const T* z = tensor(out);
           if (fold_from == k + 1) {  // the folded pair: the BatchNorm's output and coefficients
-            z = tensor(dnet_.node_out(k + 1));
+            z = tensor(nodes[k + 1].out);
             si.fold_scale = ::thrust::raw_pointer_cast(steps_[k + 1].fold_scale->data());
             si.fold_shift = ::thrust::raw_pointer_cast(steps_[k + 1].fold_shift->data());
             fold_from = std::size_t(-1);
@@ -358,18 +355,6 @@ class device_lrp {
   ::thrust::device_vector<double> fp_, fn_, bs_, tmp_;
 };
 
-namespace detail {
-/// The tensor of top-level layer `layer`'s output for LRP (lrp_input: 0, the input), as lrp_graph numbers it.
-template <class Net>
-std::size_t thrust_lrp_stop(const device_network<Net>& d, std::size_t layer) {
-  if (layer == lrp_input) return 0;
-  if (layer >= d.layers())
-    throw value_error("lrp: layer index " + std::to_string(layer) + " out of range (the network has " +
-                      std::to_string(d.layers()) + " layers)");
-  return d.layer_tensor(layer);
-}
-}  // namespace detail
-
 /// Relevance of every element of the output of top-level layer `layer` (lrp_input: the input) for
 /// each sample of X, on the device; the host relevance() of coverage/lrp.hpp otherwise.
 template <class Net, class A>
@@ -386,7 +371,7 @@ xt::xarray<double> relevance(const execution::thrust_policy& policy, const Net& 
   if (!classes.empty() && classes.size() != n)
     throw shape_error("relevance: " + std::to_string(classes.size()) + " classes for " + std::to_string(n) + " samples");
   require_finite(std::span<const T>(X.data(), X.size()), in.size(), "relevance: input");
-  const std::size_t stop = detail::thrust_lrp_stop(d.network(), layer);
+  const std::size_t stop = d.network().layer_tensor(layer);
   const std::size_t nout = acts.back().size();
   for (std::size_t c : classes)
     if (c >= nout)
