@@ -128,25 +128,5 @@ void affine_relevance(const relevance_args& a, std::size_t per_channel, Bias&& b
   }
 }
 
-/// Winner-take-all max pooling: each output's relevance goes to its window's maximum; ties split
-/// equally; overlapping windows add up.  window(k, f) calls f(j) for every input j of window k.
-template <class Window>
-void max_relevance(const relevance_args& a, Window&& window) {
-  double* R = a.r_in;
-  std::fill(R, R + a.in.size(), 0.0);
-  thread_local std::vector<std::size_t> winners;
-  for (std::size_t k = 0; k < a.out.size(); ++k) {
-    const double rk = a.r_out[k];
-    if (rk == 0) continue;
-    winners.clear();
-    double best = -INFINITY;
-    window(k, [&](std::size_t j) {
-      if (a.x[j] > best) best = a.x[j], winners.assign(1, j);
-      else if (a.x[j] == best) winners.push_back(j);
-    });
-    for (std::size_t j : winners) R[j] += rk / double(winners.size());
-  }
-}
-
 }  // namespace detail
 }  // namespace nnlens

@@ -68,23 +68,11 @@ struct layer_traits<AvgPool2DG<G>> : layer_defaults {
   static shape output_shape(const L& l, shape in) { return detail::pool_output_shape(geometry_of(&l), in, name); }
 
   template <class T>
-  static void forward(const L& l, const forward_args<T>& a) {
-    const pool_geometry g = geometry_of(&l);
-    const std::size_t C = a.in[0], H = a.in[1], W = a.in[2], OH = a.out[1], OW = a.out[2];
-    for (std::size_t pl = 0; pl < a.batch * C; ++pl) {
-      const T* x = a.x + pl * H * W;
-      T* y = a.y + pl * OH * OW;
-      for (std::size_t oh = 0; oh < OH; ++oh) {
-        const auto r = kernels::pool_axis(oh, g.stride_h, g.pad_top, g.pad_bottom, g.kh, H, g.count_include_pad);
-        for (std::size_t ow = 0; ow < OW; ++ow) {
-          const auto c = kernels::pool_axis(ow, g.stride_w, g.pad_left, g.pad_right, g.kw, W, g.count_include_pad);
-          T s = T(0);
-          for (std::size_t h = r.lo; h < r.hi; ++h)
-            for (std::size_t w = c.lo; w < c.hi; ++w) s += x[h * W + w];
-          y[oh * OW + ow] = s / T(r.count * c.count);
-        }
-      }
-    }
+  static void forward(const L& l, const forward_args<T>& a) {  // kernels/window.hpp: the thrust kernel's too
+    const kernels::window_dims d = kernels::window_of(geometry_of(&l), a.in, a.out);
+    const std::size_t P = d.OH * d.OW;
+    for (std::size_t pl = 0; pl < a.batch * d.C; ++pl)
+      for (std::size_t o = 0; o < P; ++o) a.y[pl * P + o] = kernels::pool_output<T, false>(d, a.x + pl * d.H * d.W, o / d.OW, o % d.OW);
   }
 
   template <class T>

@@ -40,6 +40,7 @@
 #include "nnlens/kernels/conv.hpp"
 #include "nnlens/kernels/int8.hpp"
 #include "nnlens/kernels/max_pool.hpp"
+#include "nnlens/kernels/window.hpp"
 #include "nnlens/core/dynamic_form.hpp"
 
 namespace nnlens {
@@ -294,24 +295,17 @@ struct sign_rule<MaxPool2DG<G>> {
   }
 };
 
-/// LRP: winner-take-all; an output's relevance goes to its window's maximum, ties split equally.
+/// LRP: winner-take-all; an output's relevance goes to its window's maximum, ties split equally
+/// (kernels::max_pool_relevance per plane: the thrust LRP step's too).
 template <pool_geometry G>
 struct relevance_rule<MaxPool2DG<G>> {
   using L = MaxPool2DG<G>;
   static void relevance(const L& l, const relevance_args& a) {
-    const pool_geometry g = layer_traits<L>::geometry_of(&l);
-    const std::size_t H = a.in[1], W = a.in[2], OH = a.out[1], OW = a.out[2];
-    detail::max_relevance(a, [&](std::size_t k, auto&& f) {
-      const std::size_t ch = k / (OH * OW), p = k % (OH * OW), oh = p / OW, ow = p % OW;
-      const std::ptrdiff_t r0 = std::ptrdiff_t(oh * g.stride_h) - std::ptrdiff_t(g.pad_top);
-      const std::ptrdiff_t c0 = std::ptrdiff_t(ow * g.stride_w) - std::ptrdiff_t(g.pad_left);
-      for (std::ptrdiff_t r = std::max<std::ptrdiff_t>(r0, 0); r < std::min<std::ptrdiff_t>(r0 + std::ptrdiff_t(g.kh), std::ptrdiff_t(H)); ++r)
-        for (std::ptrdiff_t q = std::max<std::ptrdiff_t>(c0, 0); q < std::min<std::ptrdiff_t>(c0 + std::ptrdiff_t(g.kw), std::ptrdiff_t(W)); ++q)
-          f(ch * H * W + std::size_t(r) * W + std::size_t(q));
-    });
+    const kernels::window_dims d = kernels::window_of(layer_traits<L>::geometry_of(&l), a.in, a.out);
+    for (std::size_t c = 0; c < d.C; ++c)
+      kernels::max_pool_relevance(d, a.x + c * d.H * d.W, a.r_out + c * d.OH * d.OW, a.r_in + c * d.H * d.W);
   }
 };
-
 
 // ---- io forms: codegen spelling, ONNX MaxPool both ways (pool_forms.hpp)
 template <>

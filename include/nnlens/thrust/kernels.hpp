@@ -63,20 +63,11 @@ void launch(idx count, const F& f) {
   if (count) ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<idx>(0), ::thrust::counting_iterator<idx>(count), f);
 }
 
-/// Geometry of a convolution or a pooling window (any strides, dilations, padding, groups).
-struct window_dims {
-  idx C = 0, H = 0, W = 0;     // input
-  idx O = 0, OH = 0, OW = 0;   // output (O == C for pooling)
-  idx kh = 1, kw = 1, sh = 1, sw = 1, pt = 0, pl = 0, dh = 1, dw = 1, groups = 1;
-  idx pb = 0, pr = 0;      // bottom / right padding (average pooling's divisor)
-  bool count_pad = true;   // average pooling: the divisor counts the padding (count_include_pad)
-};
-
-/// One axis of a pooling window: inputs [lo, hi) and the average's divisor factor, as the host's
-/// layers compute it (kernels/window.hpp).
+/// The window geometry and the pooling-window helpers the host layers share (kernels/window.hpp).
+using kernels::pool_cols;
+using kernels::pool_rows;
+using kernels::window_dims;
 using pool_span = kernels::window_axis;
-NNLENS_HD inline pool_span pool_rows(const window_dims& d, idx oh) { return kernels::pool_axis(oh, d.sh, d.pt, d.pb, d.kh, d.H, d.count_pad); }
-NNLENS_HD inline pool_span pool_cols(const window_dims& d, idx ow) { return kernels::pool_axis(ow, d.sw, d.pl, d.pr, d.kw, d.W, d.count_pad); }
 
 /// Width of dense()'s padded weight rows: O rounded up to a whole tile of outputs.
 NNLENS_HD constexpr idx dense_padded_out(idx O) { return (O + 7) / 8 * 8; }
@@ -205,8 +196,7 @@ void conv_transpose_weights(const window_dims& d, const T* W, V& Wt) {
       for (idx kk = 0; kk < Kc; ++kk) Wt[(g * Kc + kk) * Op + og] = W[(g * Og + og) * Kc + kk];
 }
 
-/// One output of a pooling window: the maximum (the first wins ties; padding never wins) or the
-/// sum over the divisor (average), of the window's inputs row by row, as the host.
+/// One output of a pooling window (kernels::pool_output: the host's AvgPool2D forward too).
 template <class T, bool Max>
 struct pool_elem {
   const T* x;
@@ -214,18 +204,7 @@ struct pool_elem {
   window_dims d;
   NNLENS_HD void operator()(idx t) const {
     const idx ow = t % d.OW, oh = (t / d.OW) % d.OH, pl = t / (d.OW * d.OH);
-    const pool_span r = pool_rows(d, oh), c = pool_cols(d, ow);
-    const T* xp = x + pl * d.H * d.W;
-    T m = Max && r.lo < r.hi && c.lo < c.hi ? xp[r.lo * d.W + c.lo] : T(0);
-    for (idx h = r.lo; h < r.hi; ++h)
-      for (idx w = c.lo; w < c.hi; ++w) {
-        const T v = xp[h * d.W + w];
-        if constexpr (Max)
-          m = v > m ? v : m;
-        else
-          m += v;
-      }
-    y[t] = Max ? m : m / T(r.count * c.count);
+    y[t] = kernels::pool_output<T, Max>(d, x + pl * d.H * d.W, oh, ow);
   }
 };
 

@@ -213,8 +213,8 @@ void lrp_conv_gather(idx N, const window_dims& d, const T* x, const T* W, const 
   launch(N * d.C, lrp_conv_plane<T>{x, W, R, fp, fn, bs, Rin, d, p, osc});
 }
 
-/// Max pooling, one work item per plane (sample, channel): each output with R != 0 hands R / ties
-/// to the inputs equal to its window's maximum (padding never wins), in output order.
+/// Max pooling, one work item per plane (sample, channel): kernels::max_pool_relevance, the
+/// host's rule.
 template <class T>
 struct lrp_pool_plane {
   const T* x;
@@ -222,28 +222,7 @@ struct lrp_pool_plane {
   double* Rin;
   window_dims d;
   NNLENS_HD void operator()(idx pl) const {
-    const T* xp = x + pl * d.H * d.W;
-    double* r = Rin + pl * d.H * d.W;
-    for (idx i = 0; i < d.H * d.W; ++i) r[i] = 0;
-    for (idx oh = 0; oh < d.OH; ++oh)
-      for (idx ow = 0; ow < d.OW; ++ow) {
-        const double rk = R[(pl * d.OH + oh) * d.OW + ow];
-        if (rk == 0) continue;
-        const pool_span rs = pool_rows(d, oh), cs = pool_cols(d, ow);
-        idx ties = 0;
-        double m = 0;
-        for (idx i = rs.lo; i < rs.hi; ++i)
-          for (idx q = cs.lo; q < cs.hi; ++q) {
-            const double v = double(xp[i * d.W + q]);
-            if (ties == 0 || v > m) m = v, ties = 1;
-            else if (v == m) ++ties;
-          }
-        if (ties == 0) continue;
-        const double share = rk / double(ties);
-        for (idx i = rs.lo; i < rs.hi; ++i)
-          for (idx q = cs.lo; q < cs.hi; ++q)
-            if (double(xp[i * d.W + q]) == m) r[i * d.W + q] += share;
-      }
+    kernels::max_pool_relevance(d, x + pl * d.H * d.W, R + pl * d.OH * d.OW, Rin + pl * d.H * d.W);
   }
 };
 

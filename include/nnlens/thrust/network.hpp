@@ -48,19 +48,6 @@ inline std::atomic<std::size_t>& thrust_pass_counter() {
   static std::atomic<std::size_t> n{0};
   return n;
 }
-/// The kernels' window of a conv_geometry or of a pool_geometry (which has no dilation, no groups).
-template <class G>
-thrust_kernels::window_dims thrust_window(const G& g, shape in, shape out) {
-  thrust_kernels::window_dims d;
-  d.C = in[0], d.H = in[1], d.W = in[2], d.O = out[0], d.OH = out[1], d.OW = out[2];
-  d.kh = g.kh, d.kw = g.kw, d.sh = g.stride_h, d.sw = g.stride_w, d.pt = g.pad_top, d.pl = g.pad_left;
-  d.pb = g.pad_bottom, d.pr = g.pad_right;
-  if constexpr (std::is_same_v<G, conv_geometry>)
-    d.dh = g.dilation_h, d.dw = g.dilation_w, d.groups = g.groups;
-  else
-    d.count_pad = g.count_include_pad;
-  return d;
-}
 }  // namespace detail
 
 /// How many device passes (device_network::forward / run calls) this process has made: lets a
@@ -122,7 +109,7 @@ struct thrust_layer<L> {
   static constexpr bool supported = true;
   static constexpr std::size_t gemm_min_out = 16;
   static thrust_kernels::window_dims dims(const L& l, shape in, shape out) {
-    return detail::thrust_window(layer_traits<L>::geometry_of(&l), in, out);
+    return kernels::window_of(layer_traits<L>::geometry_of(&l), in, out);
   }
   static void upload(const L& l, thrust_params<T>& p, shape) {
     const conv_geometry g = layer_traits<L>::geometry_of(&l);
@@ -155,7 +142,7 @@ template <class L>
 struct thrust_layer<L> {
   static constexpr bool supported = true;
   static thrust_kernels::window_dims dims(const L& l, shape in, shape out) {
-    return detail::thrust_window(pool_geometry(pooling_windows(l, in)), in, out);
+    return kernels::window_of(pool_geometry(pooling_windows(l, in)), in, out);
   }
   template <class T>
   static void upload(const L&, thrust_params<T>&, shape) {}
