@@ -9,24 +9,13 @@
 //           is written by exactly one work item (no atomics), so results do not depend on the
 //           number of threads.
 //
-// An affine layer (Dense, Conv2D) runs in two kernels:
-//   *_factors   one work item per output k of a sample: from R_k, z_k, b_k the per-output values
-//               a_k, b_k (and the bias share sh_k) below
-//   then        R_j = sum over the outputs k reading j, R_k != 0, in output order, of the host's
-//               term (core/relevance.hpp) with z_jk = x_j w_jk in double, each added as the host
-//               adds it, so equal activations give bit-identical relevance:
-//     epsilon     a = R_k / (z_k + eps sign z_k) (0 if not finite): += z_jk a, then += sh_k
-//                 (bias_redistribution: sh = b_k / J_k * a, J_k the inputs k reads, padding excluded)
-//     zplus       a = sum_i z+_ik: += z_jk / a * R_k where z_jk > 0 and a > 0
-//     alpha_beta  a = b+_k + sum z+, b = b-_k + sum z-: += alpha z_jk / a * R_k (z_jk > 0, a > 0)
-//                 or beta z_jk / b * R_k (z_jk < 0, b < 0)
-//   One work item per input plane (sample, channel), scattering its group's outputs into the
-//   plane it owns (a Dense is the 1 x 1 convolution of its I inputs: W transposed, [O, I]).  fn may be null unless alpha_beta, bs unless epsilon
-//   with bias_redistribution.  A BatchNorm folded into the layer (osc, osh per output channel,
-//   null otherwise): z_jk = x_j osc_k w_jk and b'_k = osc_k b_k + osh_k, as the host folds it.
-// Max pooling: one work item per plane; each output with R_k != 0 hands R_k / ties to the inputs
-// equal to its window's maximum.  Average pooling: the affine rules above with w_jk = 1 / divisor
-// and no bias (AvgPool2D's relevance_rule), one work item per plane (it holds its outputs' windows).
+// The rules' formulas are the host's own (core/relevance.hpp: lrp_factors, lrp_term, and
+// kernels/window.hpp's max-pool plane), applied in the host's order per input, so equal activations
+// give bit-identical relevance.  An affine layer (Dense, Conv2D) runs in two kernels: the factors,
+// one work item per output; then one work item per input plane (sample, channel) adding the terms
+// of its group's outputs in output order (a Dense is the 1 x 1 convolution of its inputs: W
+// transposed, [O, I]; a folded BatchNorm's osc, osh per output channel as the host folds it).
+// The pools and element-wise affine ops: one work item per plane or element.
 //
 //   lrp_start(n, O, z, cls, R)              R = one_hot(c) z_c per sample (c = cls[n], or the
 //                                           first maximum of z when cls is null)
@@ -49,47 +38,10 @@
 #include <thrust/iterator/counting_iterator.h>
 
 #include "nnlens/config.hpp"
+#include "nnlens/core/relevance.hpp"
 #include "nnlens/thrust/kernels.hpp"
 
 namespace nnlens::thrust_kernels {
-
-/// lrp_options as the kernels see them (rule: 0 epsilon, 1 zplus, 2 alpha_beta).
-struct lrp_params {
-  int rule = 0;
-  double epsilon = 1e-16, alpha = 3.0, beta = -2.0;
-  bool bias_redistribution = false;
-};
-
-NNLENS_HD inline bool lrp_finite(double v) { return v - v == 0.0; }
-
-/// The per-output values of one output (see the header comment).  zp, zn: the sums of the
-/// positive / negative z_jk (alpha_beta: started from b+ / b-); J: inputs read.
-NNLENS_HD inline void lrp_coefficients(const lrp_params& p, double rk, double zk, double bk, double zp, double zn, idx J,
-                                       double& fa, double& fb, double& sh) {
-  fa = fb = sh = 0;
-  if (rk == 0) return;
-  if (p.rule == 0) {
-    const double s = rk / (zk + (zk >= 0 ? p.epsilon : -p.epsilon));
-    if (!lrp_finite(s)) return;
-    fa = s;
-    if (p.bias_redistribution && J > 0) sh = bk / double(J) * s;
-  } else {
-    fa = zp, fb = zn;
-  }
-}
-
-/// acc += the host's term of input j for output k (z = x_j w_jk), written as the host writes it
-/// (core/relevance.hpp), so that a compiler contracting multiply-adds treats both alike.
-NNLENS_HD inline void lrp_add(const lrp_params& p, double& acc, double z, double rk, double fa, double fb) {
-  if (p.rule == 0) {
-    acc += z * fa;
-  } else if (p.rule == 1) {
-    if (z > 0 && fa > 0) acc += z / fa * rk;
-  } else {
-    if (z > 0 && fa > 0) acc += p.alpha * z / fa * rk;
-    if (z < 0 && fb < 0) acc += p.beta * z / fb * rk;
-  }
-}
 
 /// Stores one output's values; fn, bs may be null (not needed by the rule).
 NNLENS_HD inline void lrp_store(double* fp, double* fn, double* bs, idx t, double a, double b, double s) {
@@ -108,7 +60,7 @@ struct lrp_conv_factor {
   const double* R;
   double *fp, *fn, *bs;
   window_dims d;
-  lrp_params p;
+  lrp_options p;
   const double *osc, *osh;  // a folded BatchNorm's scale and shift per output channel (null: none)
   NNLENS_HD void operator()(idx t) const {
     if (R[t] == 0) {
@@ -119,7 +71,7 @@ struct lrp_conv_factor {
     const idx cg = d.C / d.groups, og = d.O / d.groups, grp = o / og, K = d.kh * d.kw;
     const double sc = osc ? osc[o] : 1.0, bk = osc ? sc * double(b[o]) + osh[o] : double(b[o]);
     double zp = 0, zn = 0;
-    if (p.rule == 2) zp = bk > 0 ? bk : 0.0, zn = bk < 0 ? bk : 0.0;
+    if (p.rule == lrp_rule::alpha_beta) zp = bk > 0 ? bk : 0.0, zn = bk < 0 ? bk : 0.0;
     idx ru = 0, rv = 0;  // taps inside the input: J = cg * ru * rv
     for (idx u = 0; u < d.kh; ++u) {
       const sidx ih = sidx(oh * d.sh + u * d.dh) - sidx(d.pt);
@@ -129,7 +81,7 @@ struct lrp_conv_factor {
       const sidx iw = sidx(ow * d.sw + v * d.dw) - sidx(d.pl);
       if (iw >= 0 && iw < sidx(d.W)) ++rv;
     }
-    if (p.rule != 0) {
+    if (p.rule != lrp_rule::epsilon) {
       const T* w = W + o * cg * K;
       for (idx ci = 0; ci < cg; ++ci) {
         const T* xp = x + (n * d.C + grp * cg + ci) * d.H * d.W;
@@ -147,7 +99,7 @@ struct lrp_conv_factor {
       }
     }
     double a, c, e;
-    lrp_coefficients(p, R[t], double(z[t]), bk, zp, zn, cg * ru * rv, a, c, e);
+    detail::lrp_factors(p, R[t], double(z[t]), bk, zp, zn, cg * ru * rv, a, c, e);
     lrp_store(fp, fn, bs, t, a, c, e);
   }
 };
@@ -161,7 +113,7 @@ struct lrp_conv_plane {
   const double *R, *fp, *fn, *bs;
   double* Rin;
   window_dims d;
-  lrp_params p;
+  lrp_options p;
   const double* osc;  // a folded BatchNorm's scale per output channel (null: none)
   NNLENS_HD void operator()(idx t) const {
     const idx HW = d.H * d.W, c = t % d.C, n = t / d.C;
@@ -190,7 +142,7 @@ struct lrp_conv_plane {
             const idx j0 = idx(ih) * d.W;
             for (idx v = v0; v < v1; ++v) {
               const idx j = j0 + idx(iw0 + sidx(v * d.dw));
-              lrp_add(p, r[j], double(xp[j]) * sc * double(wr[v]), rk, a, b);
+              detail::lrp_term(p, r[j], double(xp[j]) * sc * double(wr[v]), rk, a, b);
               if (bs) r[j] += bs[k];
             }
           }
@@ -201,7 +153,7 @@ struct lrp_conv_plane {
 
 template <class T>
 void lrp_conv_factors(idx N, const window_dims& d, const T* x, const T* W, const T* b, const T* z, const double* R, double* fp,
-                      double* fn, double* bs, const lrp_params& p, const double* osc = nullptr,
+                      double* fn, double* bs, const lrp_options& p, const double* osc = nullptr,
                       const double* osh = nullptr) {
   launch(N * d.O * d.OH * d.OW, lrp_conv_factor<T>{x, W, b, z, R, fp, fn, bs, d, p, osc, osh});
 }
@@ -209,7 +161,7 @@ void lrp_conv_factors(idx N, const window_dims& d, const T* x, const T* W, const
 /// R_in of every input plane (one work item per sample and input channel).
 template <class T>
 void lrp_conv_gather(idx N, const window_dims& d, const T* x, const T* W, const double* R, const double* fp, const double* fn,
-                     const double* bs, double* Rin, const lrp_params& p, const double* osc = nullptr) {
+                     const double* bs, double* Rin, const lrp_options& p, const double* osc = nullptr) {
   launch(N * d.C, lrp_conv_plane<T>{x, W, R, fp, fn, bs, Rin, d, p, osc});
 }
 
@@ -241,7 +193,7 @@ struct lrp_avg_plane {
   const double* R;
   double* Rin;
   window_dims d;
-  lrp_params p;
+  lrp_options p;
   NNLENS_HD void operator()(idx pl) const {
     const T* xp = x + pl * d.H * d.W;
     double* r = Rin + pl * d.H * d.W;
@@ -253,24 +205,24 @@ struct lrp_avg_plane {
         const pool_span rs = pool_rows(d, oh), cs = pool_cols(d, ow);
         const double w = 1.0 / double(rs.count * cs.count);
         double zp = 0, zn = 0, a, b, sh;
-        for (idx h = rs.lo; h < rs.hi && p.rule != 0; ++h)
+        for (idx h = rs.lo; h < rs.hi && p.rule != lrp_rule::epsilon; ++h)
           for (idx v = cs.lo; v < cs.hi; ++v) {
             const double zj = double(xp[h * d.W + v]) * w;
             zp += zj > 0 ? zj : 0.0;
             zn += zj < 0 ? zj : 0.0;
           }
-        lrp_coefficients(p, R[k], double(z[k]), 0.0, zp, zn, (rs.hi - rs.lo) * (cs.hi - cs.lo), a, b, sh);
+        detail::lrp_factors(p, R[k], double(z[k]), 0.0, zp, zn, (rs.hi - rs.lo) * (cs.hi - cs.lo), a, b, sh);
         for (idx h = rs.lo; h < rs.hi; ++h)
           for (idx v = cs.lo; v < cs.hi; ++v) {
-            lrp_add(p, r[h * d.W + v], double(xp[h * d.W + v]) * w, R[k], a, b);
-            if (p.rule == 0 && p.bias_redistribution) r[h * d.W + v] += sh;
+            detail::lrp_term(p, r[h * d.W + v], double(xp[h * d.W + v]) * w, R[k], a, b);
+            if (p.rule == lrp_rule::epsilon && p.bias_redistribution) r[h * d.W + v] += sh;
           }
       }
   }
 };
 
 template <class T>
-void lrp_avg_pool(idx N, const window_dims& d, const T* x, const T* z, const double* R, double* Rin, const lrp_params& p) {
+void lrp_avg_pool(idx N, const window_dims& d, const T* x, const T* z, const double* R, double* Rin, const lrp_options& p) {
   launch(N * d.C, lrp_avg_plane<T>{x, z, R, Rin, d, p});
 }
 
@@ -285,7 +237,7 @@ struct lrp_scale_elem {
   double* Rin;
   const double *w, *b;
   idx E, per;
-  lrp_params p;
+  lrp_options p;
   NNLENS_HD void operator()(idx i) const {
     const double rk = R[i];
     double acc = 0;
@@ -293,13 +245,13 @@ struct lrp_scale_elem {
       const idx k = (i % E) / per;
       const double bk = b[k], zj = double(x[i]) * w[k];
       double zp = 0, zn = 0;
-      if (p.rule == 2) zp = bk > 0 ? bk : 0.0, zn = bk < 0 ? bk : 0.0;
+      if (p.rule == lrp_rule::alpha_beta) zp = bk > 0 ? bk : 0.0, zn = bk < 0 ? bk : 0.0;
       zp += zj > 0 ? zj : 0.0;
       zn += zj < 0 ? zj : 0.0;
       double fa, fb, sh;
-      lrp_coefficients(p, rk, double(z[i]), bk, zp, zn, 1, fa, fb, sh);
-      lrp_add(p, acc, zj, rk, fa, fb);
-      if (p.rule == 0 && p.bias_redistribution) acc += sh;
+      detail::lrp_factors(p, rk, double(z[i]), bk, zp, zn, 1, fa, fb, sh);
+      detail::lrp_term(p, acc, zj, rk, fa, fb);
+      if (p.rule == lrp_rule::epsilon && p.bias_redistribution) acc += sh;
     }
     Rin[i] = acc;
   }
@@ -307,7 +259,7 @@ struct lrp_scale_elem {
 
 template <class T>
 void lrp_scale_shift(idx N, idx E, idx per, const T* x, const T* z, const double* R, double* Rin, const double* w,
-                     const double* b, const lrp_params& p) {
+                     const double* b, const lrp_options& p) {
   launch(N * E, lrp_scale_elem<T>{x, z, R, Rin, w, b, E, per, p});
 }
 
@@ -367,7 +319,7 @@ struct lrp_join_op {
       if (!feeds(q, i)) continue;
       const idx e = s * size[q] + i - off[q];
       double v = 0;
-      if (Ri != 0) v = feeders == 1 ? Ri : lrp_finite(a) ? double(x[q][e]) * a : 0.0;
+      if (Ri != 0) v = feeders == 1 ? Ri : detail::lrp_finite(a) ? double(x[q][e]) * a : 0.0;
       r[q][e] = (add[q] ? r[q][e] : 0.0) + v;
     }
   }

@@ -95,7 +95,7 @@ struct thrust_lrp_layer<L> {
     p.b.assign(l.b.data(), l.b.data() + l.b.size());
   }
   static void backward(const L& l, const thrust_params<T>& p, shape in, shape out, std::size_t nb, const T* x, const T* z,
-                       const double* r_out, double* r_in, const thrust_lrp_scratch& s, const thrust_kernels::lrp_params& rule) {
+                       const double* r_out, double* r_in, const thrust_lrp_scratch& s, const lrp_options& rule) {
     const auto d = thrust_layer<L>::dims(l, in, out);  // a Dense: its 1 x 1 convolution
     const T* W = ::thrust::raw_pointer_cast(p.W.data());
     const T* b = ::thrust::raw_pointer_cast(p.b.data());
@@ -114,7 +114,7 @@ struct thrust_lrp_layer<L> {
   static void upload(const L&, thrust_params<T>&, shape) {}
   template <class T>
   static void backward(const L& l, const thrust_params<T>&, shape in, shape out, std::size_t nb, const T* x, const T* z,
-                       const double* r_out, double* r_in, const thrust_lrp_scratch&, const thrust_kernels::lrp_params& rule) {
+                       const double* r_out, double* r_in, const thrust_lrp_scratch&, const lrp_options& rule) {
     if constexpr (pool_reduction_v<L> == pool_reduce::max)
       thrust_kernels::lrp_max_pool<T>(nb, thrust_layer<L>::dims(l, in, out), x, r_out, r_in);
     else
@@ -141,7 +141,7 @@ struct thrust_lrp_layer<L> {
   }
   template <class T>
   static void backward(const L&, const thrust_params<T>& p, shape in, shape, std::size_t nb, const T* x, const T* z,
-                       const double* r_out, double* r_in, const thrust_lrp_scratch&, const thrust_kernels::lrp_params& rule) {
+                       const double* r_out, double* r_in, const thrust_lrp_scratch&, const lrp_options& rule) {
     const std::size_t E = in.size();
     thrust_kernels::lrp_scale_shift<T>(nb, E, E / p.lrp_w.size(), x, z, r_out, r_in,
                                        ::thrust::raw_pointer_cast(p.lrp_w.data()), ::thrust::raw_pointer_cast(p.lrp_b.data()),
@@ -185,12 +185,6 @@ constexpr bool require_thrust_lrp_network() {
   return every_static_layer<Net>([](auto l) { return check_thrust_lrp_layer<typename decltype(l)::type>(); });
 }
 
-inline thrust_kernels::lrp_params thrust_lrp_params(const lrp_options& o) {
-  thrust_kernels::lrp_params p;
-  p.rule = o.rule == lrp_rule::epsilon ? 0 : o.rule == lrp_rule::zplus ? 1 : 2;
-  p.epsilon = o.epsilon, p.alpha = o.alpha, p.beta = o.beta, p.bias_redistribution = o.bias_redistribution;
-  return p;
-}
 }  // namespace detail
 
 template <class Net>
@@ -205,7 +199,7 @@ class device_lrp {
   /// Uploads the network (device_network: logic_error for a layer without thrust kernels) and
   /// the weights the LRP steps read, one step per node of the op graph (network/graph.hpp: a
   /// composite's inner layers and its join).  requires: check_shapes(net) passed.
-  device_lrp(const Net& net, const lrp_options& o) : dnet_(net), rule_(detail::thrust_lrp_params(o)), eps_(o.epsilon) {
+  device_lrp(const Net& net, const lrp_options& o) : dnet_(net), rule_(o) {
     const auto& nodes = dnet_.graph().nodes();
     steps_.resize(nodes.size());
     dnet_.visit_nodes(
@@ -256,7 +250,7 @@ class device_lrp {
     dnet_.run(nb, x, bufs_);
     const auto& acts = this->acts();
     const std::size_t A = acts.size();
-    const bool fn = rule_.rule == 2, bs = rule_.rule == 0 && rule_.bias_redistribution;
+    const bool fn = rule_.rule == lrp_rule::alpha_beta, bs = rule_.rule == lrp_rule::epsilon && rule_.bias_redistribution;
     const auto& nodes = dnet_.graph().nodes();
     std::size_t need_f = 0, need_t = 0;  // scratch for the steps at or above `stop`
     for (std::size_t k = 0; k < steps_.size(); ++k)
@@ -296,7 +290,7 @@ class device_lrp {
         (void)l, (void)lin, (void)lout;
         const join_operands& j = nodes[k].operands;
         thrust_kernels::lrp_join_op<T> op;
-        op.R = R, op.out = acts[out].size(), op.K = j.ins.size(), op.eps = eps_;
+        op.R = R, op.out = acts[out].size(), op.K = j.ins.size(), op.eps = rule_.epsilon;
         for (std::size_t q = 0; q < j.ins.size(); ++q) {
           const std::size_t a = j.ins[q];
           if (!rp[a]) rp[a] = rbuf(a);
@@ -346,8 +340,7 @@ class device_lrp {
     thrust_params<T> params;  // what the step's kernels read (thrust_lrp_layer<L>::upload)
   };
   device_network<Net> dnet_;
-  thrust_kernels::lrp_params rule_;
-  double eps_;
+  lrp_options rule_;
   std::vector<step> steps_;
   std::vector<bool> acc_;  // tensor a is read by several nodes: its R is a sum (zeroed, then added)
   std::vector<::thrust::device_vector<T>> bufs_;
