@@ -97,6 +97,20 @@ NNLENS_HD inline void lrp_term(const lrp_options& o, double& acc, double z, doub
   }
 }
 
+/// R_in of one element of an element-wise affine op (one input per output: z_k = x w + b), the
+/// rules above with J = 1: the host's rules of BatchNorm and Affine and the thrust kernel alike.
+NNLENS_HD inline double elementwise_relevance(const lrp_options& o, double x, double z, double rk, double w, double b) {
+  double acc = 0, fa, fb, sh;
+  if (rk == 0) return acc;
+  const bool ab = o.rule == lrp_rule::alpha_beta;
+  const double zj = x * w;
+  const double zp = (ab && b > 0 ? b : 0.0) + (zj > 0 ? zj : 0.0), zn = (ab && b < 0 ? b : 0.0) + (zj < 0 ? zj : 0.0);
+  lrp_factors(o, rk, z, b, zp, zn, 1, fa, fb, sh);
+  lrp_term(o, acc, zj, rk, fa, fb);
+  if (o.rule == lrp_rule::epsilon && o.bias_redistribution) acc += sh;
+  return acc;
+}
+
 /// The three rules on an affine map, written once.  walk(k, f) calls f(j, w_jk) for every input j
 /// that output k reads; bias(k) is b_k; outputs per channel = `per_channel` (1 for rank-1 outputs)
 /// indexes out_scale / out_shift.

@@ -1,5 +1,5 @@
 // nnlens/kernels/window.hpp -- convolution and pooling windows, for every backend: the host's
-// layers (layers/avg_pool2d.hpp, layers/max_pool2d.hpp, kernels/int8.hpp), the thrust kernels
+// layers (layers/avg_pool2d.hpp, layers/global_avg_pool.hpp, kernels/int8.hpp, kernels/pool_relevance.hpp), the thrust kernels
 // (thrust/kernels.hpp, thrust/lrp_kernels.hpp, thrust/exactline_kernels.hpp) and generated
 // firmware (kernels/freestanding.hpp).
 //
@@ -13,9 +13,6 @@
 //   pool_output<T, Max>(d, x, oh, ow)           one output of a pooling window over plane x:
 //       the maximum (the first wins ties; padding never wins) or the mean (the sum row by row
 //       over the divisor): AvgPool2D's host forward and both thrust pools
-//   max_pool_relevance(d, x, R, r)              LRP of max pooling on one plane: each output with
-//       R != 0, in order, hands R / ties to the inputs equal to its window's maximum (MaxPool2D's
-//       host relevance_rule and the thrust LRP step)
 //
 // Freestanding (<cstddef> and core/hd.hpp only) and NNLENS_HD: nvcc compiles it for the device.
 #pragma once
@@ -83,30 +80,6 @@ NNLENS_HD T pool_output(const window_dims& d, const T* x, std::size_t oh, std::s
         m += v;
     }
   return Max ? m : m / T(r.count * c.count);
-}
-
-template <class T>
-NNLENS_HD void max_pool_relevance(const window_dims& d, const T* x, const double* R, double* r) {
-  for (std::size_t i = 0; i < d.H * d.W; ++i) r[i] = 0;
-  for (std::size_t oh = 0; oh < d.OH; ++oh)
-    for (std::size_t ow = 0; ow < d.OW; ++ow) {
-      const double rk = R[oh * d.OW + ow];
-      if (rk == 0) continue;
-      const window_axis rs = pool_rows(d, oh), cs = pool_cols(d, ow);
-      std::size_t ties = 0;
-      double m = 0;
-      for (std::size_t i = rs.lo; i < rs.hi; ++i)
-        for (std::size_t q = cs.lo; q < cs.hi; ++q) {
-          const double v = double(x[i * d.W + q]);
-          if (ties == 0 || v > m) m = v, ties = 1;
-          else if (v == m) ++ties;
-        }
-      if (ties == 0) continue;
-      const double share = rk / double(ties);
-      for (std::size_t i = rs.lo; i < rs.hi; ++i)
-        for (std::size_t q = cs.lo; q < cs.hi; ++q)
-          if (double(x[i * d.W + q]) == m) r[i * d.W + q] += share;
-    }
 }
 
 }  // namespace nnlens::kernels

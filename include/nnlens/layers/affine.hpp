@@ -159,11 +159,12 @@ struct sign_rule<Affine<N, T>> {
 /// LRP: element-wise y = s x + t, a linear layer with one input per output.
 template <std::size_t N, class T>
 struct relevance_rule<Affine<N, T>> {
-  static void relevance(const Affine<N, T>& l, const relevance_args& a) {
+  static void relevance(const Affine<N, T>& l, const relevance_args& a) {  // core/relevance.hpp
     const std::size_t per = a.in.size() / l.s.size();
-    detail::affine_relevance(
-        a, 1, [&](std::size_t k) { return double(l.t(k / per)); }, [&](std::size_t k, auto&& f) { f(k, double(l.s(k / per))); });
+    for (std::size_t k = 0; k < a.in.size(); ++k)
+      a.r_in[k] = detail::elementwise_relevance(*a.o, a.x[k], a.z[k], a.r_out[k], double(l.s(k / per)), double(l.t(k / per)));
   }
+
 };
 
 

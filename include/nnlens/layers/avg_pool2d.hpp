@@ -27,6 +27,7 @@
 #include "nnlens/core/reflect.hpp"
 #include "nnlens/layers/pool_forms.hpp"
 #include "nnlens/kernels/conv.hpp"
+#include "nnlens/kernels/pool_relevance.hpp"
 #include "nnlens/kernels/window.hpp"
 #include "nnlens/core/dynamic_form.hpp"
 
@@ -147,26 +148,17 @@ struct sign_rule<AvgPool2DG<G>> {
 };
 
 /// LRP: a linear layer with weights 1 / divisor (the forward pass's divisor) and no bias, so the
-/// ε-rule is the proportional rule R_j = Σ_k a_j / (Σ_window a) R_k (specs/deepimportance.md §2.2).
+/// ε-rule is the proportional rule R_j = Σ_k a_j / (Σ_window a) R_k (specs/deepimportance.md §2.2);
+/// kernels::mean_pool_relevance per plane (the thrust LRP step's too).
 template <pool_geometry G>
 struct relevance_rule<AvgPool2DG<G>> {
   using L = AvgPool2DG<G>;
   static void relevance(const L& l, const relevance_args& a) {
-    const pool_geometry g = layer_traits<L>::geometry_of(&l);
-    const std::size_t H = a.in[1], W = a.in[2], OH = a.out[1], OW = a.out[2];
-    detail::affine_relevance(
-        a, OH * OW, [](std::size_t) { return 0.0; },
-        [&](std::size_t k, auto&& f) {
-          const std::size_t ch = k / (OH * OW), p = k % (OH * OW), oh = p / OW, ow = p % OW;
-          const auto wh = kernels::pool_axis(oh, g.stride_h, g.pad_top, g.pad_bottom, g.kh, H, g.count_include_pad);
-          const auto ww = kernels::pool_axis(ow, g.stride_w, g.pad_left, g.pad_right, g.kw, W, g.count_include_pad);
-          const double w = 1.0 / double(wh.count * ww.count);
-          for (std::size_t r = wh.lo; r < wh.hi; ++r)
-            for (std::size_t q = ww.lo; q < ww.hi; ++q) f(ch * H * W + r * W + q, w);
-        });
+    const kernels::window_dims d = kernels::window_of(layer_traits<L>::geometry_of(&l), a.in, a.out);
+    const std::size_t P = d.H * d.W, Q = d.OH * d.OW;
+    for (std::size_t c = 0; c < d.C; ++c) kernels::mean_pool_relevance(d, a.x + c * P, a.z + c * Q, a.r_out + c * Q, a.r_in + c * P, *a.o);
   }
 };
-
 
 // ---- io forms: codegen spelling, ONNX AveragePool both ways (pool_forms.hpp); a preceding Pad
 // node's zeros are absorbed (count_include_pad then holds: they are input elements)

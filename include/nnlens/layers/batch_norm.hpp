@@ -231,21 +231,15 @@ struct relevance_rule<BatchNorm<C, T>> {
     a = layer_traits<BatchNorm<C, T>>::template scale_of<double>(l, ch);
     t = double(l.beta(ch)) - a * double(l.running_mean(ch));
   }
-  static void relevance(const BatchNorm<C, T>& l, const relevance_args& a) {
+  static void relevance(const BatchNorm<C, T>& l, const relevance_args& a) {  // core/relevance.hpp
     const std::size_t per = a.in.rank == 3 ? a.in[1] * a.in[2] : 1;
-    detail::affine_relevance(
-        a, per,
-        [&](std::size_t k) {
-          double s, t;
-          scale_shift(l, k / per, s, t);
-          return t;
-        },
-        [&](std::size_t k, auto&& f) {
-          double s, t;
-          scale_shift(l, k / per, s, t);
-          f(k, s);
-        });
+    for (std::size_t k = 0; k < a.in.size(); ++k) {
+      double s, t;
+      scale_shift(l, k / per, s, t);
+      a.r_in[k] = detail::elementwise_relevance(*a.o, a.x[k], a.z[k], a.r_out[k], s, t);
+    }
   }
+
 };
 
 

@@ -14,6 +14,8 @@
 #include "nnlens/core/properties.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/kernels/conv.hpp"
+#include "nnlens/kernels/pool_relevance.hpp"
+#include "nnlens/kernels/window.hpp"
 
 namespace nnlens {
 
@@ -81,15 +83,11 @@ struct sign_rule<GlobalAvgPool> {
 
 /// LRP: channel c's mean, a linear layer with weights 1 / (H W): the proportional rule.
 template <>
-struct relevance_rule<GlobalAvgPool> {
-  static void relevance(const GlobalAvgPool&, const relevance_args& a) {
-    const std::size_t hw = a.in[1] * a.in[2];
-    const double w = 1.0 / double(hw);
-    detail::affine_relevance(
-        a, 1, [](std::size_t) { return 0.0; },
-        [&](std::size_t k, auto&& f) {
-          for (std::size_t j = k * hw; j < (k + 1) * hw; ++j) f(j, w);
-        });
+struct relevance_rule<GlobalAvgPool> {  // kernels::mean_pool_relevance per plane, as AvgPool2D's
+  static void relevance(const GlobalAvgPool& l, const relevance_args& a) {
+    const kernels::window_dims d = kernels::window_of(pooling_windows(l, a.in), a.in, a.out);
+    const std::size_t P = d.H * d.W;
+    for (std::size_t c = 0; c < d.C; ++c) kernels::mean_pool_relevance(d, a.x + c * P, a.z + c, a.r_out + c, a.r_in + c * P, *a.o);
   }
 };
 

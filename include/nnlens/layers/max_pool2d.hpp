@@ -40,6 +40,7 @@
 #include "nnlens/kernels/conv.hpp"
 #include "nnlens/kernels/int8.hpp"
 #include "nnlens/kernels/max_pool.hpp"
+#include "nnlens/kernels/pool_relevance.hpp"
 #include "nnlens/kernels/window.hpp"
 #include "nnlens/core/dynamic_form.hpp"
 

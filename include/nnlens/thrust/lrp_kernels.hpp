@@ -39,6 +39,7 @@
 
 #include "nnlens/config.hpp"
 #include "nnlens/core/relevance.hpp"
+#include "nnlens/kernels/pool_relevance.hpp"
 #include "nnlens/thrust/kernels.hpp"
 
 namespace nnlens::thrust_kernels {
@@ -183,9 +184,8 @@ void lrp_max_pool(idx N, const window_dims& d, const T* x, const double* R, doub
   launch(N * d.C, lrp_pool_plane<T>{x, R, Rin, d});
 }
 
-/// Average pooling of one plane (sample, channel), which holds its outputs' windows: each output
-/// with R != 0 in order, its values (lrp_coefficients with w_jk = 1 / divisor, no bias), then its
-/// terms added to the inputs of its window, as the host adds them.
+/// Average pooling, one work item per plane (sample, channel): kernels::mean_pool_relevance, the
+/// host's rule.
 template <class T>
 struct lrp_avg_plane {
   const T* x;
@@ -195,29 +195,8 @@ struct lrp_avg_plane {
   window_dims d;
   lrp_options p;
   NNLENS_HD void operator()(idx pl) const {
-    const T* xp = x + pl * d.H * d.W;
-    double* r = Rin + pl * d.H * d.W;
-    for (idx i = 0; i < d.H * d.W; ++i) r[i] = 0;
-    for (idx oh = 0; oh < d.OH; ++oh)
-      for (idx ow = 0; ow < d.OW; ++ow) {
-        const idx k = (pl * d.OH + oh) * d.OW + ow;
-        if (R[k] == 0) continue;
-        const pool_span rs = pool_rows(d, oh), cs = pool_cols(d, ow);
-        const double w = 1.0 / double(rs.count * cs.count);
-        double zp = 0, zn = 0, a, b, sh;
-        for (idx h = rs.lo; h < rs.hi && p.rule != lrp_rule::epsilon; ++h)
-          for (idx v = cs.lo; v < cs.hi; ++v) {
-            const double zj = double(xp[h * d.W + v]) * w;
-            zp += zj > 0 ? zj : 0.0;
-            zn += zj < 0 ? zj : 0.0;
-          }
-        detail::lrp_factors(p, R[k], double(z[k]), 0.0, zp, zn, (rs.hi - rs.lo) * (cs.hi - cs.lo), a, b, sh);
-        for (idx h = rs.lo; h < rs.hi; ++h)
-          for (idx v = cs.lo; v < cs.hi; ++v) {
-            detail::lrp_term(p, r[h * d.W + v], double(xp[h * d.W + v]) * w, R[k], a, b);
-            if (p.rule == lrp_rule::epsilon && p.bias_redistribution) r[h * d.W + v] += sh;
-          }
-      }
+    const idx P = d.H * d.W, Q = d.OH * d.OW;
+    kernels::mean_pool_relevance(d, x + pl * P, z + pl * Q, R + pl * Q, Rin + pl * P, p);
   }
 };
 
@@ -226,9 +205,8 @@ void lrp_avg_pool(idx N, const window_dims& d, const T* x, const T* z, const dou
   launch(N * d.C, lrp_avg_plane<T>{x, z, R, Rin, d, p});
 }
 
-/// An element-wise affine op (one input per output, J = 1): element i with coefficient
-/// k = (i % E) / per, weight w[k], bias b[k] (double), the affine rules as the host's
-/// affine_relevance adds them (z = x w, R_in = 0 + the term, then the bias share).
+/// An element-wise affine op: element i with coefficient k = (i % E) / per, weight w[k] and bias
+/// b[k] (double), by the host's rule (core/relevance.hpp's elementwise_relevance).
 template <class T>
 struct lrp_scale_elem {
   const T* x;
@@ -239,21 +217,8 @@ struct lrp_scale_elem {
   idx E, per;
   lrp_options p;
   NNLENS_HD void operator()(idx i) const {
-    const double rk = R[i];
-    double acc = 0;
-    if (rk != 0) {
-      const idx k = (i % E) / per;
-      const double bk = b[k], zj = double(x[i]) * w[k];
-      double zp = 0, zn = 0;
-      if (p.rule == lrp_rule::alpha_beta) zp = bk > 0 ? bk : 0.0, zn = bk < 0 ? bk : 0.0;
-      zp += zj > 0 ? zj : 0.0;
-      zn += zj < 0 ? zj : 0.0;
-      double fa, fb, sh;
-      detail::lrp_factors(p, rk, double(z[i]), bk, zp, zn, 1, fa, fb, sh);
-      detail::lrp_term(p, acc, zj, rk, fa, fb);
-      if (p.rule == lrp_rule::epsilon && p.bias_redistribution) acc += sh;
-    }
-    Rin[i] = acc;
+    const idx k = (i % E) / per;
+    Rin[i] = detail::elementwise_relevance(p, double(x[i]), double(z[i]), R[i], w[k], b[k]);
   }
 };
 
