@@ -429,17 +429,12 @@ class line_engine {
       src.push_back(old);
       loc.push_back(R(0));
       if (j + 1 == n) break;
-      const R dt = pl.t[j + 1] - pl.t[j];
-      for (std::size_t e = 0; e < cnt[j]; ++e, ++k) {
-        const R tt = pl.t[j] + s[k] * dt;
-        if (!(tt - tn.back() > tol) || !(pl.t[j + 1] - tt > tol)) {
-          ++stats_.merged;
-          continue;
-        }
+      stats_.merged += exactline::merge_piece(pl.t[j], pl.t[j + 1], s.data() + k, cnt[j], tol, [&](std::size_t e, R tt) {
         tn.push_back(tt);
         src.push_back(j);
-        loc.push_back(s[k]);
-      }
+        loc.push_back(s[k + e]);
+      });
+      k += cnt[j];
     }
     const std::size_t m = tn.size();
     check_caps(m, d, at);

@@ -8,6 +8,7 @@
 //                                      f(s, winner) at every s in (0, 1) where the arg-max changes,
 //                                      in ascending s; returns the winner at s = 0 (n = the floor)
 //   envelope_breaks(a, b, n, floor, out)  just the ratios
+//   merge_piece(t0, t1, s, n, tol, keep)  which of a piece's sorted local ratios become points
 //
 // Ratios are computed in R from values of type T (R(a) etc. before subtracting: never narrowed).
 // The walk (specs/exactline.md §2.4): start with the arg-max at s = 0, ties to the steeper line
@@ -119,6 +120,28 @@ std::size_t envelope_walk(std::size_t n, Get&& get, const std::optional<T>& floo
 template <class R, class T, class Get>
 void envelope_breaks(std::size_t n, Get&& get, const std::optional<T>& floor, std::vector<R>& out) {
   envelope_walk<R, T>(n, get, floor, [&](const R& s, std::size_t) { out.push_back(s); });
+}
+
+/// The merge rule of a piece t0 -> t1 (the host's refine and the thrust kernels alike): its local
+/// ratios s[0..n), sorted; a ratio equal to the one before is dropped uncounted (std::unique);
+/// t = t0 + s (t1 - t0) within tol of the last kept point (or t0) or of t1 counts as merged;
+/// keep(e, t) for every other, in order.  Returns the merged count.
+template <class R, class Keep>
+NNLENS_HD std::size_t merge_piece(R t0, R t1, const R* s, std::size_t n, R tol, Keep&& keep) {
+  const R dt = t1 - t0;
+  R last = t0;
+  std::size_t merged = 0;
+  for (std::size_t e = 0; e < n; ++e) {
+    if (e > 0 && s[e] == s[e - 1]) continue;
+    const R t = t0 + s[e] * dt;
+    if (!(t - last > tol) || !(t1 - t > tol)) {
+      ++merged;
+      continue;
+    }
+    keep(e, t);
+    last = t;
+  }
+  return merged;
 }
 
 }  // namespace nnlens::exactline

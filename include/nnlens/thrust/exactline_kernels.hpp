@@ -188,7 +188,8 @@ struct fill_pairs {
   }
 };
 
-/// After sorting the candidates by (pair, s): keep[e] in {0, 1}; kept[r], merged[r] per pair.
+/// After sorting the candidates by (pair, s): keep[e] in {0, 1}; kept[r], merged[r] per pair
+/// (exactline::merge_piece: the host's rule).
 template <class R>
 struct merge_pairs {
   const idx* cnt;
@@ -201,25 +202,10 @@ struct merge_pairs {
   idx* merged;
   NNLENS_HD void operator()(idx r) const {
     const idx c = cnt[r], o = off[r];
-    idx k = 0, m = 0;
-    if (c) {
-      const R t0 = t[r], t1 = t[r + 1], dt = t1 - t0;
-      R last = t0;
-      for (idx e = o; e < o + c; ++e) {
-        keep[e] = 0;
-        if (e > o && s[e] == s[e - 1]) continue;  // std::unique: not counted
-        const R tt = t0 + s[e] * dt;
-        if (!(tt - last > tol) || !(t1 - tt > tol)) {
-          ++m;
-          continue;
-        }
-        keep[e] = 1;
-        last = tt;
-        ++k;
-      }
-    }
+    idx k = 0;
+    for (idx e = o; e < o + c; ++e) keep[e] = 0;
+    merged[r] = c ? exactline::merge_piece(t[r], t[r + 1], s + o, c, tol, [&](idx e, R) { keep[o + e] = 1, ++k; }) : 0;
     kept[r] = k;
-    merged[r] = m;
   }
 };
 

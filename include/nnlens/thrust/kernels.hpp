@@ -35,6 +35,7 @@
 
 #include <cstddef>
 
+#include <thrust/copy.h>
 #include <thrust/execution_policy.h>
 #include <thrust/for_each.h>
 #include <thrust/iterator/counting_iterator.h>
@@ -283,15 +284,8 @@ void per_sample(idx N, idx E, const T* x, T* y, const F& f) {
 }
 
 template <class T>
-struct copy_op {
-  const T* x;
-  T* y;
-  NNLENS_HD void operator()(idx i) const { y[i] = x[i]; }
-};
-
-template <class T>
 void copy(idx count, const T* x, T* y) {
-  launch(count, copy_op<T>{x, y});
+  ::thrust::copy(::thrust::device, x, x + count, y);
 }
 
 template <class T>
