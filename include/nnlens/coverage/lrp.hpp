@@ -218,6 +218,20 @@ class lrp_engine {
   std::vector<double> tmp_;
 };
 
+namespace detail {
+/// relevance()'s checks of its input X ([N, in], finite) and classes (none, or N); returns N.
+template <class T, class A>
+std::size_t relevance_rows(shape in, const A& X, std::span<const std::size_t> classes) {
+  if (X.dimension() == 0 || X.shape()[0] * in.size() != X.size())
+    throw shape_error("relevance: input of " + std::to_string(X.size()) + " values is not [N, " + in.str() + "]");
+  const std::size_t n = X.shape()[0];
+  if (!classes.empty() && classes.size() != n)
+    throw shape_error("relevance: " + std::to_string(classes.size()) + " classes for " + std::to_string(n) + " samples");
+  require_finite(std::span<const T>(X.data(), X.size()), in.size(), "relevance: input");
+  return n;
+}
+}  // namespace detail
+
 /// Relevance of every element of the output of top-level layer `layer` (lrp_input: the input) for
 /// each sample of X, starting from each sample's predicted class (or classes[i] when given).
 template <class Policy, class Net, class A>
@@ -227,12 +241,7 @@ xt::xarray<double> relevance(const Policy&, const Net& net, const A& X, std::siz
   using T = network_scalar_t<Net>;
   const lrp_graph<T> g(net);
   const shape in = g.acts()[0];
-  if (X.dimension() == 0 || X.shape()[0] * in.size() != X.size())
-    throw shape_error("relevance: input of " + std::to_string(X.size()) + " values is not [N, " + in.str() + "]");
-  const std::size_t n = X.shape()[0];
-  if (!classes.empty() && classes.size() != n)
-    throw shape_error("relevance: " + std::to_string(classes.size()) + " classes for " + std::to_string(n) + " samples");
-  require_finite(std::span<const T>(X.data(), X.size()), in.size(), "relevance: input");
+  const std::size_t n = detail::relevance_rows<T>(in, X, classes);
   const std::size_t stop = g.layer_tensor(layer);
   const shape st = g.acts()[stop];
   xt::xarray<double> R = xt::xarray<double>::from_shape(st.with_batch(n));

@@ -533,15 +533,7 @@ class line_engine {
       std::size_t j = 0;
       for (std::size_t i = 0; i < tu.size(); ++i) {
         while (j + 1 < c.t.size() && c.t[j + 1] <= tu[i]) ++j;
-        S* dst = sum.data() + i * dout + offs[b];
-        const S* va = c.v.data() + j * d;
-        if (c.t[j] == tu[i] || j + 1 == c.t.size()) {
-          for (std::size_t e = 0; e < d; ++e) dst[e] += va[e];
-        } else {
-          const S a = S((tu[i] - c.t[j]) / (c.t[j + 1] - c.t[j]));
-          const S* vb = va + d;
-          for (std::size_t e = 0; e < d; ++e) dst[e] += va[e] + a * (vb[e] - va[e]);
-        }
+        exactline::add_at(sum.data() + i * dout + offs[b], c.v.data(), d, tu[i], j, c.t.size(), c.t.data());
       }
     }
     pl.t = std::move(tu);
@@ -627,6 +619,22 @@ void validate_line(const Net& net, line_result<S, R>& r, const line_options& opt
   }
 }
 
+/// exact_lines' errors (every policy), after every segment ran: without keep_going the lowest-
+/// numbered failing segment's error is rethrown, prefixed "exact_lines: segment i: "; with it,
+/// each failing segment's message goes to its result's `error`.
+template <class S, class R>
+void settle_segments(std::vector<line_result<S, R>>& res, const std::vector<std::exception_ptr>& eps, const line_options& opt) {
+  for (std::size_t i = 0; i < res.size(); ++i) {
+    if (!eps[i]) continue;
+    if (!opt.keep_going) rethrow_prefixed(eps[i], concat("exact_lines: segment ", i, ": "));
+    try {
+      std::rethrow_exception(eps[i]);
+    } catch (const error& e) {
+      res[i].error = e.what();
+    }
+  }
+}
+
 /// A segment's checks (every policy): shape_error for endpoints of the wrong size, value_error for
 /// a non-finite coordinate or P == Q.
 template <class S>
@@ -698,13 +706,11 @@ std::vector<line_result<S, R>> exact_lines(const Policy&, const Net& net, const 
     throw shape_error(detail::concat("exact_lines: ", A.size(), " start points but ", B.size(), " end points"));
   const auto& n = detail::as_scalar<S>(net);
   std::vector<line_result<S, R>> res(A.size());
-  std::vector<std::string> errs(A.size());
   std::vector<std::exception_ptr> eps(A.size());
   auto one = [&](std::size_t i) {
     try {
       res[i] = detail::line_impl<S, R>(n, A[i], B[i], opt, false);
-    } catch (const error& e) {
-      errs[i] = e.what();
+    } catch (const error&) {
       eps[i] = std::current_exception();
     }
   };
@@ -712,11 +718,7 @@ std::vector<line_result<S, R>> exact_lines(const Policy&, const Net& net, const 
     detail::default_pool().parallel_for(A.size(), one);
   else
     for (std::size_t i = 0; i < A.size(); ++i) one(i);
-  for (std::size_t i = 0; i < A.size(); ++i)
-    if (!errs[i].empty()) {
-      if (!opt.keep_going) detail::rethrow_prefixed(eps[i], detail::concat("exact_lines: segment ", i, ": "));
-      res[i].error = errs[i];
-    }
+  detail::settle_segments(res, eps, opt);
   return res;
 }
 template <class S = double, class R = double, class Net>

@@ -9,6 +9,7 @@
 //                                      in ascending s; returns the winner at s = 0 (n = the floor)
 //   envelope_breaks(a, b, n, floor, out)  just the ratios
 //   merge_piece(t0, t1, s, n, tol, keep)  which of a piece's sorted local ratios become points
+//   add_at(dst, v, d, t, j, n, ts)         a polyline's values at ratio t, added to dst
 //
 // Ratios are computed in R from values of type T (R(a) etc. before subtracting: never narrowed).
 // The walk (specs/exactline.md §2.4): start with the arg-max at s = 0, ties to the steeper line
@@ -142,6 +143,21 @@ NNLENS_HD std::size_t merge_piece(R t0, R t1, const R* s, std::size_t n, R tol, 
     last = t;
   }
   return merged;
+}
+
+/// dst[0..d) += the values at ratio t of a polyline with n points at ratios ts (values v, d per
+/// point), j the last point with ts[j] <= t (or 0): its values there, or interpolated between
+/// points j and j + 1 (exact on an affine piece).  A composite's join on the host and the device.
+template <class S, class R>
+NNLENS_HD void add_at(S* dst, const S* v, std::size_t d, R t, std::size_t j, std::size_t n, const R* ts) {
+  const S* va = v + j * d;
+  if (ts[j] == t || j + 1 == n) {
+    for (std::size_t e = 0; e < d; ++e) dst[e] += va[e];
+    return;
+  }
+  const S a = S((t - ts[j]) / (ts[j + 1] - ts[j]));
+  const S* vb = va + d;
+  for (std::size_t e = 0; e < d; ++e) dst[e] += va[e] + a * (vb[e] - va[e]);
 }
 
 }  // namespace nnlens::exactline

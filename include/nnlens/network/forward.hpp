@@ -169,6 +169,19 @@ void forward_chunks(const execution::parallel_policy& pol, const Net& net, std::
 }  // namespace detail
 
 namespace detail {
+/// forward()'s output check (every policy): value_error naming a non-finite output's sample and
+/// element: the layer of a NaN/Inf parameter, else overflow.
+template <class Net, class T>
+void check_output(const Net& net, const xt::xarray<T>& y, shape out) {
+  for (std::size_t i = detail::all_finite(y.data(), y.size()) ? y.size() : 0; i < y.size(); ++i) {
+    if (!std::isfinite(y.data()[i])) {  // error path only: find the cause
+      require_finite_parameters(net);
+      throw value_error(concat("forward: output sample ", i / out.size(), " element ", i % out.size(),
+                               " is not finite although inputs and parameters are (overflow)"));
+    }
+  }
+}
+
 /// forward() after its input checks: x holds `batch` row-major samples in T.  One instantiation per
 /// policy and network, whatever container the caller had: these are the forms nnlens::precompiled
 /// holds (nnlens/precompiled/network.hpp).
@@ -189,13 +202,7 @@ xt::xarray<network_scalar_t<Net>> forward_rows(const Policy& policy, const Net& 
     if (ws.size() < need) ws.resize(need);
     forward_into(net, batch, x.data(), y.data(), std::span<T>(ws));
   }
-  for (std::size_t i = detail::all_finite(y.data(), y.size()) ? y.size() : 0; i < y.size(); ++i) {
-    if (!std::isfinite(y.data()[i])) {  // error path only: find the cause
-      require_finite_parameters(net);
-      throw value_error(concat("forward: output sample ", i / out.size(), " element ", i % out.size(),
-                               " is not finite although inputs and parameters are (overflow)"));
-    }
-  }
+  check_output(net, y, out);
   return y;
 }
 }  // namespace detail

@@ -13,11 +13,9 @@
 // (softmax_rows, as the host wrap; not applied when the last layer is Softmax).  The weights are
 // uploaded once, when the black box is made.
 //
-// requires: every layer has thrust kernels (thrust/network.hpp: Dense, Conv2D, MaxPool2D, ReLU,
-//           Flatten): a Sequential with another layer is a compile error naming it, a
-//           DynamicNetwork holding one gets logic_error here; so a network ending in Softmax is
-//           wrapped on the host.  An lvalue network outlives the black box (an rvalue is moved in
-//           and owned).  THRUST_DEVICE_SYSTEM as for the rest of nnlens::thrust (policy.hpp).
+// requires: every layer has thrust kernels (thrust/network.hpp; else a compile error for a
+//           Sequential, logic_error for a DynamicNetwork).  An lvalue network outlives the black
+//           box (an rvalue is moved in and owned).
 // ensures:  the same checks as the host wrap (shape_error for a bad normalization, value_error for
 //           a zero stddev or a non-finite output, naming the black box and the sample);
 //           probabilities equal the host wrap's up to float rounding (the kernels sum in another

@@ -6,30 +6,21 @@
 //                                          on CUDA): segments grow to many points each
 //
 // The same result type, options, statistics and errors as the host exact_lines(policy, ...)
-// (nnlens/exactline/line.hpp).  Algorithm: all segments of a pass at once, layer by layer.  The
-// points of every segment are rows of one device batch sorted by (segment, t), holding the ratio t
-// (R = double) and the tensor before the next layer (in S).  The layers are read by their pwl_rule
-// forms, as the host reads them (exactline/line.hpp): an affine layer maps all rows with its
-// kernels of thrust/network.hpp; an element-wise layer (pwl_rule<L>::knots: ReLU, LeakyReLU, HardTanh,
-// Clamp) splits where a unit crosses a knot; a max window (pwl_rule<L>::breaks of a max-pooling
-// window, core/properties.hpp: MaxPool2D) splits by the envelope walk, fused with an adjacent
-// element-wise max(x, c) (pwl_rule<L>::max_floor) as the host does with fuse_max_pool.  At a split
-// layer each pair of consecutive points of a segment counts its candidate ratios, an exclusive
-// scan gives the offsets, each pair writes and sorts its run in place, and merges it with the
-// host's rules (exact repeats dropped; ratios within merge_tol of the last kept point or of the
-// pair's end counted in stats.merged). A composite (pwl_rule<L>::for_each_branch: Residual, Concat, nested)
-// runs each branch from a copy of its input rows, then joins them as the host's composite step:
-// per segment the union of the branches' ratios (merge_tol: the host's rule), per new row the
-// branches' values there (interpolated between a branch's points) placed by the join.  New rows are interpolated from the pair's ends (exact on an affine piece), or
-// recomputed from the input with `reanchor`; then the layer runs on every row.  stats.points and
-// stats.merged are those of the host; `validate` runs on the host afterwards, as in line.hpp.
-// Engine: nnlens/thrust/exactline_engine.hpp; kernels: nnlens/thrust/exactline_kernels.hpp.
+// (exactline/line.hpp).  All segments of a pass at once, layer by layer: the points of every
+// segment are rows of one device batch sorted by (segment, t), holding the ratio t (R = double)
+// and the tensor before the next layer (in S).  Layers are read by their pwl_rule forms, as the
+// host reads them: an affine layer maps all rows (thrust/network.hpp's kernels); knots and max
+// windows (fused with an adjacent max(x, c) as with fuse_max_pool) propose ratios per pair of
+// consecutive points, counted, scanned, written, sorted and merged in place with the host's rule
+// (exactline::merge_piece); a composite runs each branch from a copy of its rows and joins them
+// as the host's composite step.  New rows are interpolated (exact on an affine piece), or
+// recomputed through the op graph with `reanchor`.  `validate` runs on the host afterwards.
+// Engine: thrust/exactline_engine.hpp; kernels: thrust/exactline_kernels.hpp.
 //
-// requires: every layer has thrust kernels (thrust/network.hpp) and an affine, knots (at most 8),
-//           max-window or composite (at most 8 branches) pwl_rule (a Sequential with another layer is a compile error naming it,
-//           error_thrust_backend_has_no_kernel_for<L>; a DynamicNetwork holding one gets
-//           logic_error naming it before any segment runs, also with keep_going); R = double
-//           (ratios never narrow; S = float or double).
+// requires: every layer has thrust kernels and an affine, knots (at most 8), max-window or
+//           composite (at most 8 branches) pwl_rule: otherwise a compile error naming it for a
+//           Sequential, logic_error before any segment runs for a DynamicNetwork (also with
+//           keep_going); R = double (ratios never narrow; S = float or double).
 // ensures:  the host's pieces: the ratios are computed with the host's formulas from the same
 //           values; the Dense kernel sums in input-index order (on ACAS Xu and the test nets the
 //           results were bit-identical to execution::seq in double).  A segment with an error
@@ -114,15 +105,7 @@ std::vector<line_result<S, R>> exact_lines(const execution::thrust_policy& polic
     r.to = B[i];
     if (opt.validate) detail::validate_line(n, r, opt);
   }
-  for (std::size_t i = 0; i < A.size(); ++i)
-    if (eps[i]) {
-      if (!opt.keep_going) detail::rethrow_prefixed(eps[i], detail::concat("exact_lines: segment ", i, ": "));
-      try {
-        std::rethrow_exception(eps[i]);
-      } catch (const error& e) {
-        res[i].error = e.what();
-      }
-    }
+  detail::settle_segments(res, eps, opt);
   return res;
 }
 

@@ -422,15 +422,7 @@ struct join_values {
         else z = m;
       }
       const idx j = a > lo ? a - 1 : lo;
-      const T* va = c.v + j * c.d;
-      T* o = dst + c.at;
-      if (c.t[j] == tu || j + 1 == hi) {
-        for (idx e = 0; e < c.d; ++e) o[e] += va[e];
-      } else {
-        const T w = T((tu - c.t[j]) / (c.t[j + 1] - c.t[j]));
-        const T* vb = va + c.d;
-        for (idx e = 0; e < c.d; ++e) o[e] += va[e] + w * (vb[e] - va[e]);
-      }
+      exactline::add_at(dst + c.at, c.v + lo * c.d, c.d, tu, j - lo, hi - lo, c.t + lo);
     }
   }
 };

@@ -31,7 +31,7 @@ auto forward(const execution::thrust_policy& policy, const Net& net, const E& xi
   const shape in = input_shape_of(net), out = output_shape_of(net);
   const std::size_t batch = detail::check_batch_input(xin, in, "forward");
   check_shapes(net);
-  const xt::xarray<T> x = xin;
+  const auto& x = detail::row_major_input<T>(xin);  // xin itself, or a row-major copy in T
   require_finite(std::span<const T>(x.data(), x.size()), in.size(), "forward: input");
   xt::xarray<T> y = xt::xarray<T>::from_shape(out.with_batch(batch));
   if (batch == 0) return y;
@@ -44,13 +44,7 @@ auto forward(const execution::thrust_policy& policy, const Net& net, const E& xi
     dnet.forward(nb, ::thrust::raw_pointer_cast(dx.data()), ::thrust::raw_pointer_cast(dy.data()));
     ::thrust::copy(dy.begin(), dy.begin() + std::ptrdiff_t(nb * out.size()), y.data() + b0 * out.size());
   }
-  for (std::size_t i = 0; i < y.size(); ++i) {
-    if (!std::isfinite(y.data()[i])) {
-      require_finite_parameters(net);
-      throw value_error(detail::concat("forward: output sample ", i / out.size(), " element ", i % out.size(),
-                                       " is not finite although inputs and parameters are (overflow)"));
-    }
-  }
+  detail::check_output(net, y, out);
   return y;
 }
 

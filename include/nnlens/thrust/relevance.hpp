@@ -2,38 +2,24 @@
 // system.
 //
 //   auto R = relevance(nnlens::execution::thrust, net, X, layer, {.rule = lrp_rule::zplus}, classes);
-//   device_lrp<Net> d(net, options);      the network's weights on the device plus the LRP steps;
+//   device_lrp<Net> d(net, options);      the device network plus one LRP step per node
 //   const double* r = d.run(nb, x, stop, cls)   forward (every tensor kept) and relevance of nb
-//                                         samples at device pointer x down to tensor `stop`
-//                                         (the op graph's numbering, network/graph.hpp: 0 the
-//                                         input, d.network().layer_tensor(i) layer i's output;
-//                                         i + 1 in a plain chain), from the logit
-//                                         of cls[s] (device pointer) or of the predicted class
-//                                         (cls null); r: device [nb, size of tensor stop]
+//                                         samples at device pointer x down to tensor `stop` of
+//                                         the op graph (network/graph.hpp), from the logit of
+//                                         cls[s] (device) or of the predicted class (cls null);
+//                                         r: device [nb, size of tensor stop]
 //
-// requires: every layer has thrust kernels and an LRP step here: Dense, Conv2D (any geometry),
-//           every pooling window (PoolingWindow: MaxPool2D, AvgPool2D, any geometry), every
-//           element-wise affine op (ElementwiseAffine: BatchNorm, Affine; a BatchNorm right after a
-//           Conv2D or Dense folds into it unless the stop is that layer's output, as on the host),
-//           every op whose relevance_rule is the pass-through form (core/relevance.hpp: the element-wise
-//           maps, PReLU, Flatten, Dropout, Identity: R_in = R_out, nothing runs on the device), and
-//           every composite of those (Residual, Concat: node by node through the op graph, a join
-//           by thrust_kernels::lrp_join, R into a tensor several nodes read added in the host's
-//           node order; at most 8 branches per join).  Another
-//           layer in a Sequential is a compile error naming it
-//           (error_thrust_backend_has_no_kernel_for<L>); a DynamicNetwork holding one gets the
-//           thrust logic_error naming the layer.
-// ensures:  the host relevance(execution::seq, ...) of coverage/lrp.hpp: every rule of
-//           lrp_options (epsilon with or without bias redistribution, zplus, alpha_beta), any
-//           `layer` stop, the predicted or the given classes; the same errors (shape_error for X
-//           or classes of the wrong size, value_error for NaN/Inf input, a layer or a class out of
-//           range).  The device runs policy.batch samples per pass: the forward pass in T, the
-//           relevance in double (thrust/lrp_kernels.hpp), each input's terms added as the host
-//           adds them and in its order: where the device forward pass equals the host's bit for
-//           bit (MLPs, ACAS Xu, double networks in the tests) so does the relevance; elsewhere the
-//           difference is the forward pass's float rounding (LeNet-5 in float: 1.5e-8 relative to
-//           max |R|; tests/thrust/test_thrust_coverage.cpp).  Per-plane and per-input work items,
-//           no atomics: the result does not depend on the number of threads.
+// requires: every layer has thrust kernels and a device LRP step, by its relevance_rule's form: a
+//           weight layer, a pooling window, an element-wise affine op (a BatchNorm right after a
+//           Conv2D or Dense folds into it as on the host), the pass-through form (nothing runs),
+//           or a composite of those (at most 8 branches per join).  Otherwise a Sequential is a
+//           compile error naming the layer; a DynamicNetwork gets logic_error naming it.
+// ensures:  the host relevance() of coverage/lrp.hpp: every lrp_options rule, any `layer` stop, the
+//           predicted or given classes, the same errors.  policy.batch samples per pass: the
+//           forward pass in T, the relevance in double with the host's formulas in its order per
+//           input, so equal activations give equal relevance bit for bit (MLPs, ACAS Xu, double
+//           networks in the tests); elsewhere the forward pass's float rounding (LeNet-5 in float:
+//           1.5e-8 relative to max |R|).  No atomics: independent of the thread count.
 #pragma once
 
 #include <algorithm>
@@ -358,12 +344,7 @@ xt::xarray<double> relevance(const execution::thrust_policy& policy, const Net& 
   device_lrp<Net> d(net, o);
   const auto& acts = d.acts();
   const shape in = acts[0];
-  if (X.dimension() == 0 || X.shape()[0] * in.size() != X.size())
-    throw shape_error("relevance: input of " + std::to_string(X.size()) + " values is not [N, " + in.str() + "]");
-  const std::size_t n = X.shape()[0];
-  if (!classes.empty() && classes.size() != n)
-    throw shape_error("relevance: " + std::to_string(classes.size()) + " classes for " + std::to_string(n) + " samples");
-  require_finite(std::span<const T>(X.data(), X.size()), in.size(), "relevance: input");
+  const std::size_t n = detail::relevance_rows<T>(in, X, classes);
   const std::size_t stop = d.network().layer_tensor(layer);
   const std::size_t nout = acts.back().size();
   for (std::size_t c : classes)
