@@ -32,8 +32,6 @@
 #include "nnlens/core/composite.hpp"
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/properties.hpp"
-#include "nnlens/layers/conv2d.hpp"
-#include "nnlens/layers/dense.hpp"
 #include "nnlens/kernels/conv.hpp"
 #include "nnlens/network/dynamic_network.hpp"
 #include "nnlens/network/graph.hpp"
