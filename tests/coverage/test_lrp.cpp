@@ -177,6 +177,88 @@ TEST_CASE("oracle 4: max-pool winner-take-all with ties; pass-through layers") {
   CHECK(Rf.data()[1] == doctest::Approx(5.0));
 }
 
+TEST_CASE("the rules the host and thrust share equal the generic affine rule, every LRP rule") {
+  // kernels::mean_pool_relevance / max_pool_relevance and detail::elementwise_relevance are what the
+  // host's relevance rules and the thrust kernels both call (so host-against-device checks cannot
+  // see a mistake in them): here each is checked against an independent formulation, the generic
+  // detail::affine_relevance with the window walked explicitly, or a winner list, per rule
+  std::mt19937_64 rng(41);
+  std::uniform_real_distribution<double> u(-1, 1);
+  const std::size_t C = 2, H = 5, W = 6;
+  pool_geometry g;
+  g.kh = 3, g.kw = 2, g.stride_h = 2, g.stride_w = 2, g.pad_top = 1, g.pad_left = 0, g.pad_bottom = 1, g.pad_right = 1;
+  g.count_include_pad = false;
+  const std::size_t OH = (H + g.pad_top + g.pad_bottom - g.kh) / g.stride_h + 1,
+                    OW = (W + g.pad_left + g.pad_right - g.kw) / g.stride_w + 1;
+  const shape in(C, H, W), out(C, OH, OW);
+  const kernels::window_dims d = kernels::window_of(g, in, out);
+  std::vector<double> x(in.size()), z(out.size()), R(out.size()), got(in.size()), want(in.size());
+  for (auto& v : x) v = u(rng);
+  for (std::size_t k = 0; k < R.size(); ++k) R[k] = k % 5 == 3 ? 0.0 : u(rng);  // some outputs without relevance
+  for (std::size_t c = 0; c < C; ++c)
+    for (std::size_t o = 0; o < OH * OW; ++o) z[c * OH * OW + o] = kernels::pool_output<double, false>(d, x.data() + c * H * W, o / OW, o % OW);
+  std::vector<lrp_options> rules(4);
+  rules[1].bias_redistribution = true;
+  rules[2].rule = lrp_rule::zplus;
+  rules[3].rule = lrp_rule::alpha_beta;
+  for (const lrp_options& o : rules) {
+    CAPTURE(int(o.rule));
+    CAPTURE(o.bias_redistribution);
+    relevance_args a;
+    a.in = in, a.out = out, a.x = x.data(), a.z = z.data(), a.r_out = R.data(), a.r_in = want.data(), a.o = &o;
+    detail::affine_relevance(a, OH * OW, [](std::size_t) { return 0.0; }, [&](std::size_t k, auto&& f) {
+      const std::size_t c = k / (OH * OW), oh = k % (OH * OW) / OW, ow = k % OW;
+      const auto r = kernels::pool_rows(d, oh), q = kernels::pool_cols(d, ow);
+      for (std::size_t h = r.lo; h < r.hi; ++h)
+        for (std::size_t w = q.lo; w < q.hi; ++w) f(c * H * W + h * W + w, 1.0 / double(r.count * q.count));
+    });
+    for (std::size_t c = 0; c < C; ++c)
+      kernels::mean_pool_relevance(d, x.data() + c * H * W, z.data() + c * OH * OW, R.data() + c * OH * OW, got.data() + c * H * W, o);
+    double mass = 0;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-12));
+      mass += std::abs(got[i]);
+    }
+    CHECK(mass > 0.1);  // the windows did hand relevance down
+    // element-wise affine (one input per output, a bias): R_in = elementwise_relevance per element
+    std::vector<double> wk(in.size()), bk(in.size()), zz(in.size()), Rk(in.size()), e_want(in.size());
+    for (std::size_t i = 0; i < in.size(); ++i) wk[i] = u(rng), bk[i] = u(rng), zz[i] = x[i] * wk[i] + bk[i], Rk[i] = u(rng);
+    relevance_args b;
+    b.in = b.out = in, b.x = x.data(), b.z = zz.data(), b.r_out = Rk.data(), b.r_in = e_want.data(), b.o = &o;
+    detail::affine_relevance(b, 1, [&](std::size_t k) { return bk[k]; }, [&](std::size_t k, auto&& f) { f(k, wk[k]); });
+    for (std::size_t i = 0; i < in.size(); ++i)
+      CHECK(detail::elementwise_relevance(o, x[i], zz[i], Rk[i], wk[i], bk[i]) == doctest::Approx(e_want[i]).epsilon(1e-12));
+  }
+  // max pooling with ties (values on a grid of 0.25, so windows tie often): each output's R split
+  // equally among the positions holding its window's maximum, windows adding up
+  for (auto& v : x) v = std::round(u(rng) * 4) / 4;
+  pool_geometry mg;
+  mg.kh = mg.kw = 3, mg.stride_h = mg.stride_w = 2, mg.pad_top = mg.pad_left = mg.pad_bottom = mg.pad_right = 1;
+  const std::size_t MH = (H + 2 - 3) / 2 + 1, MW = (W + 2 - 3) / 2 + 1;
+  const kernels::window_dims md = kernels::window_of(mg, in, shape(C, MH, MW));
+  std::vector<double> MR(C * MH * MW), mwant(in.size(), 0.0);
+  for (auto& v : MR) v = u(rng);
+  std::size_t tied = 0;
+  for (std::size_t c = 0; c < C; ++c)
+    for (std::size_t k = 0; k < MH * MW; ++k) {
+      const auto r = kernels::pool_rows(md, k / MW), q = kernels::pool_cols(md, k % MW);
+      std::vector<std::size_t> win;
+      double best = -INFINITY;
+      for (std::size_t h = r.lo; h < r.hi; ++h)
+        for (std::size_t w = q.lo; w < q.hi; ++w) {
+          const std::size_t j = c * H * W + h * W + w;
+          if (x[j] > best) best = x[j], win.assign(1, j);
+          else if (x[j] == best) win.push_back(j);
+        }
+      tied += win.size() > 1;
+      for (std::size_t j : win) mwant[j] += MR[c * MH * MW + k] / double(win.size());
+    }
+  CHECK(tied > 0);  // the test does exercise ties
+  for (std::size_t c = 0; c < C; ++c)
+    kernels::max_pool_relevance(md, x.data() + c * H * W, MR.data() + c * MH * MW, got.data() + c * H * W);
+  for (std::size_t i = 0; i < in.size(); ++i) CHECK(got[i] == doctest::Approx(mwant[i]).epsilon(1e-12));
+}
+
 TEST_CASE("relevance from a given class; bad input") {
   ConvNet net;
   initialize(net, 3);

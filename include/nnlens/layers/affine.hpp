@@ -164,7 +164,6 @@ struct relevance_rule<Affine<N, T>> {
     for (std::size_t k = 0; k < a.in.size(); ++k)
       a.r_in[k] = detail::elementwise_relevance(*a.o, a.x[k], a.z[k], a.r_out[k], double(l.s(k / per)), double(l.t(k / per)));
   }
-
 };
 
 

@@ -239,7 +239,6 @@ struct relevance_rule<BatchNorm<C, T>> {
       a.r_in[k] = detail::elementwise_relevance(*a.o, a.x[k], a.z[k], a.r_out[k], s, t);
     }
   }
-
 };
 
 

@@ -226,12 +226,11 @@ class engine {
   idx used_ = 0;                       // of saved_
   dbuf<idx> doff2_, cnt_, coff_, pair_, keep_, kept_, koff_, merged_, gpos_, mseg_, pseg_, fresh_, live_d_, flag_, pos_;
   dbuf<R> s_;
-  dbuf<S> P_, Q_, x0_;
+  dbuf<S> P_, Q_, x0_, x1_;
   std::vector<char> live_;
   std::vector<std::exception_ptr> err_;
   std::vector<line_stats> stats_;
   idx at_ = 0;                       // the tensor of the op graph the rows hold (reanchor)
-  std::vector<::thrust::device_vector<S>> acts_;  // reanchor: the graph's tensors of the new rows
 
   void push_points() {
     for (idx j = 0; j < G_; ++j)
@@ -439,15 +438,16 @@ class engine {
 
 
   /// The K new rows recomputed from P + t (Q - P): the op graph's nodes up to the tensor the rows
-  /// hold (a composite's other branches too: they write other tensors).
+  /// hold (device_network::forward; with a composite its other branches too: other tensors).
   template <class DNet>
   void reanchor(const DNet& dn, idx K) {
     const idx di = dn.acts()[0].size();
     x0_.reserve(K * di);
     thrust_kernels::launch(K, tk::endpoints_at<S, R>{raw(fresh_), raw(cur_.seg), raw(cur_.t), raw(P_), raw(Q_), di, raw(x0_)});
-    dn.run(K, raw(x0_), acts_, at_);
     NNLENS_EXPECTS(dn.acts()[at_].size() == cur_.d);
-    thrust_kernels::launch(K, tk::scatter_rows<S>{raw(fresh_), ::thrust::raw_pointer_cast(acts_[at_].data()), cur_.d, raw(cur_.v)});
+    x1_.reserve(K * cur_.d);
+    dn.forward(K, raw(x0_), raw(x1_), at_);
+    thrust_kernels::launch(K, tk::scatter_rows<S>{raw(fresh_), raw(x1_), cur_.d, raw(cur_.v)});
   }
 
   /// Drops the rows of segments that failed.

@@ -2,7 +2,8 @@
 //
 //   device_network<Net> d(net);          the op graph (network/graph.hpp) with every node's
 //                                        parameters uploaded once (d.params(k))
-//   d.forward(batch, x, y)               x, y: device pointers, [batch, in] -> [batch, out]
+//   d.forward(batch, x, y[, upto])       x, y: device pointers, [batch, in] -> [batch, out] (or
+//                                        tensor `upto` of the graph: ExactLine's reanchor)
 //   d.run(batch, x, acts)                keeps every tensor, numbered as the graph numbers them:
 //                                        acts[0] = input, then one per node
 //   thrust_layer<L>                      the per-layer kernels, one specialisation per trait form
@@ -309,18 +310,20 @@ class device_network {
     for_each_layer(*net_, [&](const auto& l, auto, shape in, shape out) { visit(l, in, out, k, layer, join); });
   }
 
-  /// y = net(x) for `batch` samples; x and y are device pointers.  forward and run use scratch
-  /// buffers of this object: one thread at a time per device_network (black boxes lock).
-  void forward(std::size_t batch, const T* x, T* y) const {
+  /// y = net(x) for `batch` samples, or its tensor `upto` (graph order: the output of the node
+  /// upto - 1; 0: x itself); x and y are device pointers.  A chain runs in two scratch buffers, a
+  /// network with joins keeps every tensor.  forward and run use scratch buffers of this object:
+  /// one thread at a time per device_network (black boxes lock).
+  void forward(std::size_t batch, const T* x, T* y, std::size_t upto = std::size_t(-1)) const {
     const auto& acts = g_.acts();
-    const std::size_t n = g_.nodes().size();
-    if (n == 0) {
+    upto = std::min(upto, acts.size() - 1);
+    if (upto == 0) {
       thrust_kernels::copy<T>(batch * acts[0].size(), x, y);
       return;
     }
     if (has_join_) {  // every tensor (a branch reads its composite's input after the others ran)
-      run(batch, x, all_);
-      thrust_kernels::copy<T>(batch * acts.back().size(), ::thrust::raw_pointer_cast(all_.back().data()), y);
+      run(batch, x, all_, upto);
+      thrust_kernels::copy<T>(batch * acts[upto].size(), ::thrust::raw_pointer_cast(all_[upto].data()), y);
       return;
     }
     std::size_t max_act = 0;
@@ -329,7 +332,8 @@ class device_network {
     T* bufs[2] = {::thrust::raw_pointer_cast(ping_.data()), ::thrust::raw_pointer_cast(ping_.data()) + max_act * batch};
     const T* cur = x;
     walk([&](const auto& l, std::size_t k, shape in, shape out) {
-      T* dst = k + 1 == n ? y : bufs[k % 2];
+      if (k >= upto) return;
+      T* dst = k + 1 == upto ? y : bufs[k % 2];
       thrust_layer<std::decay_t<decltype(l)>>::forward(l, params(k), in, out, batch, cur, dst);
       cur = dst;
     }, [](std::size_t) {});
