@@ -210,19 +210,23 @@ template <class L>
 using layer_scalar_t = typename layer_scalar<L>::type;
 
 namespace detail {
-// The incomplete-type trick (fmt): instantiating this names the offending type in the diagnostic.
-template <class L>
-struct error_type_is_not_a_layer_see_docs_layers_md;
+/// The incomplete-type trick (fmt) of every compile-time check of a layer: when Ok is false,
+/// instantiating Error<L> (declared, never defined) makes the compiler name the layer in its
+/// diagnostic (error_exact_line_needs_a_piecewise_linear_layer<nnlens::Softmax>).
+template <template <class> class Error, class L, bool Ok>
+constexpr bool named_check() {
+  if constexpr (!Ok) {
+    Error<L> the_incomplete_type_in_this_diagnostic_names_the_layer;
+    (void)the_incomplete_type_in_this_diagnostic_names_the_layer;
+  }
+  return Ok;
+}
 
 template <class L>
+struct error_type_is_not_a_layer_see_docs_layers_md;
+template <class L>
 constexpr bool check_layer() {
-  if constexpr (!Layer<L>) {
-    error_type_is_not_a_layer_see_docs_layers_md<L> see_docs;
-    (void)see_docs;
-    return false;
-  } else {
-    return true;
-  }
+  return named_check<error_type_is_not_a_layer_see_docs_layers_md, L, Layer<L>>();
 }
 
 template <class Tr, class L>

@@ -58,19 +58,12 @@ concept relevance_accepts_fold = requires { requires relevance_rule<L>::accepts_
 
 template <class L>
 struct error_lrp_needs_a_relevance_rule;
-template <class L>
-constexpr bool check_relevance_rule() {
-  if constexpr (!RelevanceLayer<L>) {
-    error_lrp_needs_a_relevance_rule<L> lrp_starts_at_the_logits_drop_it;
-    (void)lrp_starts_at_the_logits_drop_it;
-    return false;
-  } else {
-    return true;
-  }
-}
 template <class Net>
 constexpr bool require_relevance_network() {
-  return every_static_layer<Net>([](auto l) { return check_relevance_rule<typename decltype(l)::type>(); });
+  return every_static_layer<Net>([](auto l) {
+    using L = typename decltype(l)::type;
+    return named_check<error_lrp_needs_a_relevance_rule, L, RelevanceLayer<L>>();
+  });
 }
 }  // namespace detail
 

@@ -46,6 +46,7 @@
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/execution.hpp"
 #include "nnlens/core/thread_pool.hpp"
+#include "nnlens/exactline/walk.hpp"
 #include "nnlens/kernels/envelope.hpp"
 #include "nnlens/network/cast.hpp"
 #include "nnlens/network/forward.hpp"
@@ -122,48 +123,6 @@ struct line_result {
 
 namespace detail {
 
-template <class L>
-concept pwl_is_affine = requires { requires pwl_rule<L>::affine; };
-template <class L>
-concept pwl_has_knots = requires(const L& l) { pwl_rule<L>::knots(l); };
-template <class L>
-concept pwl_has_floor = requires(const L& l) {
-  { pwl_rule<L>::max_floor(l) } -> std::convertible_to<std::optional<double>>;
-};
-template <class L>
-concept pwl_has_window = requires(const L& l, shape in, const double* a, std::vector<double>& out) {
-  pwl_rule<L>::breaks(l, in, a, a, std::optional<double>{}, out);
-};
-/// (A named visitor, not a lambda: nvcc's front end makes a concept with a lambda in its
-/// requires-expression false, and composites then had no ExactLine under CUDA.)
-template <class L>
-concept pwl_is_composite = requires(const L& l, shape in) {
-  pwl_rule<L>::for_each_branch(l, in, detail::any_branch_visitor{});
-};
-template <class A, class B>
-inline constexpr bool pwl_fusable_v = (pwl_has_floor<A> && pwl_has_window<B>) || (pwl_has_window<A> && pwl_has_floor<B>);
-
-// The diagnostic of exact_line on a static network with a layer that is not piecewise-linear
-// (the incomplete-type trick: the compiler names the layer, e.g.
-// error_exact_line_needs_a_piecewise_linear_layer<nnlens::Softmax>).
-template <class L>
-struct error_exact_line_needs_a_piecewise_linear_layer;
-template <class L>
-constexpr bool check_pwl() {
-  if constexpr (!PiecewiseLinearLayer<L>) {
-    error_exact_line_needs_a_piecewise_linear_layer<L> drop_it_and_run_exact_line_on_the_logits;
-    (void)drop_it_and_run_exact_line_on_the_logits;
-    return false;
-  } else {
-    return true;
-  }
-}
-
-template <class Net>
-constexpr bool require_pwl_network() {
-  return every_static_layer<Net>([](auto l) { return check_pwl<typename decltype(l)::type>(); });
-}
-
 /// std::allocator that default-initialises (no zeroing of buffers that are written right away).
 template <class T>
 struct default_init_allocator : std::allocator<T> {
@@ -231,19 +190,6 @@ void check_line_caps(std::size_t points, std::size_t d, const line_options& opt,
                              ", more than max_bytes = ", opt.max_bytes / (1 << 20), " MiB"));
 }
 
-/// Where a layer sits (formatted only for an error message): top-level index, or a branch's
-/// layer inside a composite.
-struct layer_site {
-  std::size_t index = 0;
-  const layer_site* parent = nullptr;  // the composite, for a layer inside a branch
-  std::size_t branch = 0;
-  std::string_view parent_name;
-  std::string str() const {
-    if (!parent) return concat("layer ", index);
-    return concat(parent->str(), " (", parent_name, ") branch ", branch, " layer ", index);
-  }
-};
-
 template <class S>
 std::vector<S>& layer_scratch() {
   thread_local std::vector<S> s;
@@ -253,96 +199,31 @@ std::vector<S>& layer_scratch() {
 template <class S, class R>
 class line_engine {
  public:
+  static constexpr std::string_view name = "exact_line";
   line_engine(const line_options& o, bool parallel, std::span<const S> P, std::span<const S> Q, line_stats& st)
       : opt_(o), par_(parallel), P_(P), Q_(Q), stats_(st) {}
 
-  /// The whole network, top level (with fusion of ReLU-MaxPool pairs): one walk for both forms.
+  /// The whole network (exactline/walk.hpp's walk, shared by every engine).
   template <class Net>
   void run(const Net& net, polyline<S, R>& pl) {
-    for_each_layer_ahead(net, [&](const auto& l, auto i, shape in, shape out, auto&& next) {
-      using L = std::decay_t<decltype(l)>;
-      bool fused = false;
-      if constexpr (pwl_has_floor<L> || pwl_has_window<L>) {
-        if (opt_.fuse_max_pool)
-          next([&](const auto& l2, shape out2) {
-            if constexpr (pwl_fusable_v<L, std::decay_t<decltype(l2)>>) fused = try_fuse(l, l2, in, out, out2, pl, i);
-          });
-      }
-      if (!fused) step(l, in, out, pl, where(i));
-      if (fused) stats_.points.push_back(pl.t.size());
-      stats_.points.push_back(pl.t.size());
-      return fused;
-    });
+    pl_ = &pl;
+    line_walk(*this, net, opt_.fuse_max_pool);
   }
 
- private:
-  using prefix_fn = std::function<void(std::size_t, const S*, S*)>;
-  const line_options& opt_;
-  bool par_;
-  std::span<const S> P_, Q_;
-  line_stats& stats_;
-  std::vector<std::pair<prefix_fn, std::size_t>> prefix_;  // reanchor: (forward, output size)
-
-  static layer_site where(std::size_t i) { return layer_site{i, nullptr, 0, {}}; }
-
-  /// A ReLU / max(x, c) layer next to a MaxPool: breaks of the composition, then both forwards.
-  template <class L1, class L2>
-  bool try_fuse(const L1& l1, const L2& l2, shape in, shape mid, shape out, polyline<S, R>& pl, std::size_t i) {
-    std::optional<double> c;
-    if constexpr (pwl_has_floor<L1>)
-      c = pwl_rule<L1>::max_floor(l1);
-    else
-      c = pwl_rule<L2>::max_floor(l2);
-    if (!c) return false;
-    const std::optional<S> floor = S(*c);
-    if constexpr (pwl_has_window<L2>)
-      refine(pl, in, [&](const S* a, const S* b, std::vector<R>& o) { pwl_rule<L2>::breaks(l2, in, a, b, floor, o); },
-             where(i));
-    else
-      refine(pl, in, [&](const S* a, const S* b, std::vector<R>& o) { pwl_rule<L1>::breaks(l1, in, a, b, floor, o); },
-             where(i));
-    apply(l1, in, mid, pl);
-    push_prefix(l1, in, mid);
-    apply(l2, mid, out, pl);
-    push_prefix(l2, mid, out);
-    return true;
-  }
-
+  // The walk's steps (exactline/walk.hpp) on the current points.
+  void layer_done() { stats_.points.push_back(pl_->t.size()); }
   template <class L>
-  void step(const L& l, shape in, shape out, polyline<S, R>& pl, const layer_site& at) {
-    if constexpr (!PiecewiseLinearLayer<L>) {
-      (void)pl;
-      (void)in;
-      (void)out;
-      throw logic_error(concat("exact_line: ", at.str(), " (", layer_traits<L>::name,
-                               ") is not piecewise-linear; ExactLine needs every layer piecewise-linear: run it on "
-                               "the logits (drop the ",
-                               layer_traits<L>::name, ")"));
-    } else if constexpr (pwl_is_affine<L>) {
-      apply(l, in, out, pl);
-      push_prefix(l, in, out);
-    } else if constexpr (pwl_is_composite<L>) {
-      composite(l, in, out, pl, at);
-      push_prefix(l, in, out);
-    } else if constexpr (pwl_has_knots<L>) {
-      const auto ks = pwl_rule<L>::knots(l);
-      std::vector<double> kv(ks.begin(), ks.end());
-      const std::size_t n = in.size();
-      if (!kv.empty())
-        refine(pl, in, [&](const S* a, const S* b, std::vector<R>& o) { exactline::knot_breaks<R>(kv, a, b, n, o); }, at);
-      apply(l, in, out, pl);
-      push_prefix(l, in, out);
-    } else if constexpr (pwl_has_window<L>) {
-      refine(pl, in,
-             [&](const S* a, const S* b, std::vector<R>& o) { pwl_rule<L>::breaks(l, in, a, b, std::optional<S>{}, o); },
-             at);
-      apply(l, in, out, pl);
-      push_prefix(l, in, out);
-    } else {
-      static_assert(pwl_is_affine<L>, "pwl_rule<L> must have one of the forms listed in core/traits.hpp");
-    }
+  void refine_knots(const L& l, shape in, const layer_site& at) {
+    const auto ks = pwl_rule<L>::knots(l);
+    const std::vector<double> kv(ks.begin(), ks.end());
+    const std::size_t n = in.size();
+    if (!kv.empty()) refine([&](const S* a, const S* b, std::vector<R>& o) { exactline::knot_breaks<R>(kv, a, b, n, o); }, at);
   }
-
+  template <class L>
+  void refine_window(const L& l, shape in, shape, std::optional<double> c, const layer_site& at) {
+    const std::optional<S> floor = c ? std::optional<S>(S(*c)) : std::nullopt;
+    refine([&](const S* a, const S* b, std::vector<R>& o) { pwl_rule<L>::breaks(l, in, a, b, floor, o); }, at);
+  }
   template <class L>
   void push_prefix(const L& l, shape in, shape out) {
     if (!opt_.reanchor) return;
@@ -356,9 +237,10 @@ class line_engine {
         out.size());
   }
 
-  /// Runs the layer's forward pass on every point.
+  /// Runs the layer's forward pass on every point (and keeps it for reanchor).
   template <class L>
-  void apply(const L& l, shape in, shape out, polyline<S, R>& pl) {
+  void apply(const L& l, shape in, shape out) {
+    auto& pl = *pl_;
     const std::size_t n = pl.t.size(), di = in.size(), dout = out.size();
     auto& bufs = buffer_pool<S>::local();
     value_buffer<S> y = bufs.take(n * dout);
@@ -380,14 +262,15 @@ class line_engine {
     bufs.give(std::move(pl.v));
     pl.v = std::move(y);
     pl.dim = dout;
+    push_prefix(l, in, out);
   }
 
   /// Inserts the breaks propose(a, b, out) gives for every piece.
   template <class Propose>
-  void refine(polyline<S, R>& pl, shape in, Propose&& propose, const layer_site& at) {
+  void refine(Propose&& propose, const layer_site& at) {
+    auto& pl = *pl_;
     const std::size_t n = pl.t.size(), d = pl.dim;
     if (n < 2) return;
-    (void)in;
     // 1. proposals per piece (local ratios in (0,1), sorted, unique)
     std::vector<R> s;
     std::vector<std::size_t> off(n, 0);
@@ -484,16 +367,16 @@ class line_engine {
   /// A composite layer: ExactLine on each branch from the same points; union; output = the join
   /// (sum, or the branches one after another for a concat).
   template <class L>
-  void composite(const L& l, shape in, shape out, polyline<S, R>& pl, const layer_site& at) {
+  void composite(const L& l, shape in, shape out, const layer_site& at) {
+    auto& pl = *pl_;
     std::vector<polyline<S, R>> outs;
     const std::size_t saved = prefix_.size();
-    pwl_rule<L>::for_each_branch(l, in, [&](auto&& walk) {
+    line_branches(*this, l, in, at, [&](std::size_t, auto&& run) {
       polyline<S, R> c{pl.t, buffer_pool<S>::local().take(pl.v.size()), pl.dim};
       std::copy(pl.v.begin(), pl.v.end(), c.v.begin());
-      const std::size_t b = outs.size();
-      walk([&](const auto* lp, auto idx, shape i, shape o) {
-        step(*lp, i, o, c, layer_site{std::size_t(idx), &at, b, layer_traits<L>::name});
-      });
+      pl_ = &c;
+      run();
+      pl_ = &pl;
       outs.push_back(std::move(c));
       prefix_.resize(saved);
     });
@@ -541,7 +424,17 @@ class line_engine {
     bufs.give(std::move(pl.v));
     pl.v = std::move(sum);
     pl.dim = dout;
+    push_prefix(l, in, out);
   }
+
+ private:
+  using prefix_fn = std::function<void(std::size_t, const S*, S*)>;
+  const line_options& opt_;
+  bool par_;
+  std::span<const S> P_, Q_;
+  line_stats& stats_;
+  polyline<S, R>* pl_ = nullptr;                            // the points the steps work on
+  std::vector<std::pair<prefix_fn, std::size_t>> prefix_;  // reanchor: (forward, output size)
 };
 
 /// Rethrows e (an nnlens::error) as the same type with `prefix` before its message.

@@ -138,51 +138,38 @@ class plane_engine {
   plane_engine(const plane_options& o, std::size_t width) : opt_(o), cur_(width), width_(width) {}
   std::vector<pgon> polys;
 
+  static constexpr std::string_view name = "exact_plane";
+  /// The whole network (exactline/walk.hpp's walk, shared by every engine; no fusion).
   template <class Net>
   void run(const Net& net) {
-    for_each_layer(net, [&](const auto& l, auto idx, shape in, shape out) {
-      step(l, in, out, layer_site{std::size_t(idx), nullptr, 0, {}});
-    });
+    line_walk(*this, net, false);
   }
   std::size_t width() const { return width_; }
+
+  // The walk's steps (exactline/walk.hpp) on every polygon.
+  void layer_done() {}
+  template <class L>
+  void refine_knots(const L& l, shape, const layer_site& at) {
+    for (double k : pwl_rule<L>::knots(l)) {
+      const S kv = S(k);
+      for (std::size_t i = 0; i < cur_; ++i)
+        cut_all([&](const pgon& p, std::size_t vtx) { return p.data[vtx * width_ + i] - kv; }, [&](S* row) { row[i] = kv; }, at);
+    }
+  }
+  template <class L>
+  void refine_window(const L& l, shape in, shape, std::optional<double>, const layer_site& at) {
+    std::vector<pgon> work = std::move(polys);
+    pwl_rule<L>::for_each_window(l, in, [&](const std::size_t* idx, std::size_t n) {
+      std::vector<pgon> next;
+      for (auto& p : work) resolve_window(std::move(p), idx, n, next, at);
+      work = std::move(next);
+    });
+    polys = std::move(work);
+  }
 
  private:
   const plane_options& opt_;
   std::size_t cur_, width_;  // current values per vertex; total per vertex (payload after them)
-
-  template <class L>
-  void step(const L& l, shape in, shape out, const layer_site& at) {
-    if constexpr (!PiecewiseLinearLayer<L>) {
-      (void)l, (void)in, (void)out;
-      throw logic_error(concat("exact_plane: ", at.str(), " (", layer_traits<L>::name,
-                               ") is not piecewise-linear: run it on the logits"));
-    } else if constexpr (pwl_is_affine<L>) {
-      apply(l, in, out);
-    } else if constexpr (pwl_is_composite<L>) {
-      composite(l, in, out, at);
-    } else if constexpr (pwl_has_knots<L>) {
-      const auto ks = pwl_rule<L>::knots(l);
-      for (double k : ks) {
-        const S kv = S(k);
-        for (std::size_t i = 0; i < cur_; ++i)
-          cut_all([&](const pgon& p, std::size_t vtx) { return p.data[vtx * width_ + i] - kv; },
-                  [&](S* row) { row[i] = kv; }, at);
-      }
-      apply(l, in, out);
-    } else if constexpr (pwl_has_window<L>) {
-      std::vector<pgon> done;
-      std::vector<pgon> work = std::move(polys);
-      pwl_rule<L>::for_each_window(l, in, [&](const std::size_t* idx, std::size_t n) {
-        std::vector<pgon> next;
-        for (auto& p : work) resolve_window(std::move(p), idx, n, next, at);
-        work = std::move(next);
-      });
-      polys = std::move(work);
-      apply(l, in, out);
-    } else {
-      static_assert(pwl_is_affine<L>, "pwl_rule<L> must have one of the forms listed in core/traits.hpp");
-    }
-  }
 
   template <class Snap>
   void split(const pgon& p, const std::vector<S>& g, pgon& pos, pgon& neg, Snap&& snap) const {
@@ -270,6 +257,7 @@ class plane_engine {
                                opt_.max_polygons, " pieces"));
   }
 
+ public:
   /// Layer forward on the current values of every vertex; payload kept.
   template <class L>
   void apply(const L& l, shape in, shape out) {
@@ -321,11 +309,9 @@ class plane_engine {
       std::copy_n(o, din, n + din + dout);
       std::copy_n(o + din, pay, n + din + dout + din);
     });
-    std::size_t b = 0, off = 0;  // off: where the branch's output lands in acc (the join)
-    pwl_rule<L>::for_each_branch(l, in, [&](auto&& walk) {
-      walk([&](const auto* lp, auto idx, shape i, shape o) {
-        step(*lp, i, o, layer_site{std::size_t(idx), &at, b, layer_traits<L>::name});
-      });
+    std::size_t off = 0;  // where the branch's output lands in acc (the join)
+    line_branches(*this, l, in, at, [&](std::size_t, auto&& run) {
+      run();
       // acc[off ..] += branch output; current = x again
       const std::size_t c = cur_;
       NNLENS_EXPECTS(off + c <= dout);
@@ -336,7 +322,6 @@ class plane_engine {
         std::copy_n(o + c + dout, din + pay, n + din + dout);
       });
       if (composite_join_v<L> == branch_join::concat) off += c;
-      ++b;
     });
     relayout(dout, dout + pay, [&](const S* o, S* n) {
       std::copy_n(o + din, dout, n);

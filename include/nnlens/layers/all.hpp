@@ -55,14 +55,8 @@ template <class L>
 struct error_op_lacks_a_rule_see_docs_adding_a_layer_md;
 template <class L>
 constexpr bool op_has_every_rule() {
-  if constexpr (!(Layer<L> && CodegenLayer<L> && OnnxExportable<L> &&
-                  (std::is_empty_v<L> || Reflected<L> || Composite<L>))) {
-    error_op_lacks_a_rule_see_docs_adding_a_layer_md<L> missing;
-    (void)missing;
-    return false;
-  } else {
-    return true;
-  }
+  return named_check<error_op_lacks_a_rule_see_docs_adding_a_layer_md, L,
+                     Layer<L> && CodegenLayer<L> && OnnxExportable<L> && (std::is_empty_v<L> || Reflected<L> || Composite<L>)>();
 }
 template <class V>
 struct every_op_has_every_rule;

@@ -45,19 +45,12 @@ concept sign_has_bias = requires { { sign_rule<L>::bias_parameter } -> std::conv
 
 template <class L>
 struct error_nnslicer_needs_a_sign_rule;
-template <class L>
-constexpr bool check_sign_rule() {
-  if constexpr (!SignLayer<L>) {
-    error_nnslicer_needs_a_sign_rule<L> slice_the_logits_drop_it;
-    (void)slice_the_logits_drop_it;
-    return false;
-  } else {
-    return true;
-  }
-}
 template <class Net>
 constexpr bool require_sign_network() {
-  return every_static_layer<Net>([](auto l) { return check_sign_rule<typename decltype(l)::type>(); });
+  return every_static_layer<Net>([](auto l) {
+    using L = typename decltype(l)::type;
+    return named_check<error_nnslicer_needs_a_sign_rule, L, SignLayer<L>>();
+  });
 }
 }  // namespace detail
 

@@ -64,7 +64,8 @@ std::vector<line_result<S, R>> exact_lines(const execution::thrust_policy& polic
   const auto& n = detail::as_scalar<S>(net);
   const shape in = input_shape_of(n), out = output_shape_of(n);
   tl::check_nodes(n);
-  const device_network<std::remove_cvref_t<decltype(n)>, S> dnet(n);  // the parameters, per node of the op graph
+  using DN = device_network<std::remove_cvref_t<decltype(n)>, S>;
+  const DN dnet(n);  // the parameters, per node of the op graph
 
   std::vector<line_result<S, R>> res(A.size());
   std::vector<std::exception_ptr> eps(A.size());
@@ -85,10 +86,10 @@ std::vector<line_result<S, R>> exact_lines(const execution::thrust_policy& polic
 #if THRUST_DEVICE_SYSTEM != THRUST_DEVICE_SYSTEM_CUDA
   // CPU device systems: the buffers stay with the thread for the next call (fresh pages cost a
   // page fault each: one pass of 256 ACAS Xu segments took 4x longer with new buffers)
-  static thread_local tl::engine<S, R> eng;
+  static thread_local tl::engine<S, R, DN> eng;
   eng.bind(opt);
 #else
-  tl::engine<S, R> eng(opt);
+  tl::engine<S, R, DN> eng(opt);
 #endif
   for (std::size_t b0 = 0; b0 < ok.size(); b0 += pass) {
     const std::vector<std::size_t> ids(ok.begin() + std::ptrdiff_t(b0),

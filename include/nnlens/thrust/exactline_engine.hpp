@@ -4,12 +4,10 @@
 //   check_nodes(net)                       checks every layer (piecewise-linear, at most 8 knots / 8
 //                                          branches); the parameters are device_network's
 //   line_rows<S, R>                        the points of every segment of a pass on the device
-//   engine<S, R>                           one pass: the segments through every layer (refine at a
-//                                          split layer, the composite step, reanchor, dropping the
-//                                          segments that failed).  It walks the network as the host's
-//                                          line_engine does (for_each_layer_ahead, for_each_branch):
-//                                          for a Sequential a compile-time fold; each layer's form is
-//                                          its pwl_rule (knots, a max window, affine, a composite)
+//   engine<S, R, DNet>                     one pass: the segments through every layer, walked as
+//                                          every ExactLine engine walks them (exactline/walk.hpp):
+//                                          refine at knots or a max window, the composite step,
+//                                          reanchor, dropping the segments that failed
 //
 // requires: as nnlens/thrust/exactline.hpp.  Kernels: nnlens/thrust/exactline_kernels.hpp.
 #pragma once
@@ -19,6 +17,7 @@
 #include <exception>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -43,41 +42,40 @@ namespace tk = thrust_kernels::line;
 template <class L>
 concept max_window = pwl_has_window<L> && PoolingWindow<L> && pool_reduction_v<L> == pool_reduce::max;
 
-/// Checks that every layer of a network can run ExactLine on the device (piecewise-linear; knots
-/// (at most 8), a max window, affine, or a composite of at most 8 branches); logic_error naming
-/// the layer and its place otherwise.  Thrust kernels: device_network's check.
-template <class L>
-void check_node(const L& l, shape in, const layer_site& where) {
-  if constexpr (!PiecewiseLinearLayer<L>) {
-    (void)l, (void)in;
-    throw logic_error(concat("exact_lines: ", where.str(), " (", layer_traits<L>::name,
-                             ") is not piecewise-linear; ExactLine needs every layer piecewise-linear: run it on "
-                             "the logits (drop the ",
-                             layer_traits<L>::name, ")"));
-  } else if constexpr (pwl_is_composite<L>) {
-    std::size_t b = 0;
-    pwl_rule<L>::for_each_branch(l, in, [&](const auto& walk) {
-      walk([&](const auto* lp, auto ii, shape i, shape) { check_node(*lp, i, layer_site{std::size_t(ii), &where, b, layer_traits<L>::name}); });
-      ++b;
-    });
-    if (b > tk::max_branches)
-      throw logic_error(concat("exact_lines (thrust): ", where.str(), " (", layer_traits<L>::name, ") has more than ",
-                               tk::max_branches, " branches; run exact_lines with execution::seq"));
-  } else if constexpr (pwl_has_knots<L>) {
+/// Checks, before any segment runs, that every layer can run ExactLine on the device: the walk of
+/// exactline/walk.hpp with checks for steps.  Piecewise-linear; knots (at most 8), a max window,
+/// affine, or a composite of at most 8 branches; else logic_error naming the layer and its place.
+/// (Thrust kernels: device_network's check.)
+struct checker {
+  static constexpr std::string_view name = "exact_lines";
+  [[noreturn]] static void refuse(const layer_site& at, std::string_view op, std::string_view why) {
+    throw logic_error(concat("exact_lines (thrust): ", at.str(), " (", op, ") ", why, "; run exact_lines with execution::seq"));
+  }
+  void layer_done() {}
+  template <class L>
+  void apply(const L&, shape, shape) {}
+  template <class L>
+  void refine_knots(const L& l, shape, const layer_site& at) {
     idx nk = 0;
     for (double q : pwl_rule<L>::knots(l)) (void)q, ++nk;
-    if (nk > tk::knot_proposer<double, double>::max_knots)
-      throw logic_error(concat("exact_lines (thrust): ", where.str(), " (", layer_traits<L>::name, ") has more than ",
-                               tk::knot_proposer<double, double>::max_knots, " knots; run exact_lines with execution::seq"));
-  } else if constexpr (!max_window<L> && !pwl_is_affine<L>) {
-    throw logic_error(concat("exact_lines (thrust): ", where.str(), " (", layer_traits<L>::name,
-                             ") has no thrust ExactLine rule; run exact_lines with execution::seq"));
+    if (nk > tk::knot_proposer<double, double>::max_knots) refuse(at, layer_traits<L>::name, "has more than 8 knots");
   }
-}
+  template <class L>
+  void refine_window(const L&, shape, shape, std::optional<double>, const layer_site& at) {
+    if constexpr (!max_window<L>) refuse(at, layer_traits<L>::name, "has no thrust ExactLine rule");
+  }
+  template <class L>
+  void composite(const L& l, shape in, shape, const layer_site& at) {
+    idx nb = 0;
+    line_branches(*this, l, in, at, [&](std::size_t, auto&& run) { run(), ++nb; });
+    if (nb > tk::max_branches) refuse(at, layer_traits<L>::name, "has more than 8 branches");
+  }
+};
 
 template <class Net>
 void check_nodes(const Net& net) {
-  for_each_layer(net, [&](const auto& l, auto i, shape in, shape) { check_node(l, in, layer_site{std::size_t(i), nullptr, 0, {}}); });
+  checker c;
+  line_walk(c, net, false);
 }
 
 /// Device memory that only grows and is never initialised (thrust::device_vector fills on resize
@@ -152,17 +150,17 @@ struct line_rows {
 };
 
 /// One pass: the segments `ids` (all valid) through every layer.
-template <class S, class R>
+template <class S, class R, class DNet>
 class engine {
  public:
+  static constexpr std::string_view name = "exact_lines";
   engine() = default;
   explicit engine(const line_options& o) : opt_(&o) {}
   void bind(const line_options& o) { opt_ = &o; }
 
   /// Runs segments A[ids[j]] -> B[ids[j]] through dn (a device_network in scalar S); fills
-  /// res[ids[j]] or eps[ids[j]].  The walk over the network's layers is the host's (line.hpp):
-  /// for a Sequential a compile-time fold, composites' branches through their walks.
-  template <class DNet>
+  /// res[ids[j]] or eps[ids[j]].  The walk over the network's layers is every engine's
+  /// (exactline/walk.hpp): for a Sequential a compile-time fold.
   void run(const DNet& dn, const std::vector<std::vector<S>>& A, const std::vector<std::vector<S>>& B, const std::vector<idx>& ids,
            std::vector<line_result<S, R>>& res, std::vector<std::exception_ptr>& eps) {
     G_ = ids.size();
@@ -196,8 +194,9 @@ class engine {
     live_.assign(G_, 1);
     err_.assign(G_, nullptr);
     stats_.assign(G_, line_stats{});
-    at_ = 0;
-    walk_top(dn);
+    dn_ = &dn;
+    k_ = at_ = 0;
+    line_walk(*this, dn.network(), opt_->fuse_max_pool);
 
     // results
     const idx n = c.n;
@@ -218,95 +217,36 @@ class engine {
     }
   }
 
- private:
-  const line_options* opt_ = nullptr;
-  idx G_ = 0;  // segments
-  line_rows<S, R> cur_, next_;
-  std::deque<line_rows<S, R>> saved_;  // a composite's input and its branches' points (nested: a stack)
-  idx used_ = 0;                       // of saved_
-  dbuf<idx> doff2_, cnt_, coff_, pair_, keep_, kept_, koff_, merged_, gpos_, mseg_, pseg_, fresh_, live_d_, flag_, pos_;
-  dbuf<R> s_;
-  dbuf<S> P_, Q_, x0_, x1_;
-  std::vector<char> live_;
-  std::vector<std::exception_ptr> err_;
-  std::vector<line_stats> stats_;
-  idx at_ = 0;                       // the tensor of the op graph the rows hold (reanchor)
-
-  void push_points() {
+  // The walk's steps (exactline/walk.hpp) on the rows of every segment.
+  void layer_done() {
     for (idx j = 0; j < G_; ++j)
       if (live_[j]) stats_[j].points.push_back(cur_.off[j + 1] - cur_.off[j]);
   }
-
-  /// The top-level layers in order (the host's walk, line_engine::run): an element-wise max(x, c)
-  /// next to a max window runs as one fused rule (the host's try_fuse), and the points are counted
-  /// after every layer.  k: the node index (graph order).
-  template <class DNet>
-  void walk_top(const DNet& dn) {
-    idx k = 0;
-    for_each_layer_ahead(dn.network(), [&](const auto& l, auto i, shape in, shape out, auto&& next) {
-      using L = std::remove_cvref_t<decltype(l)>;
-      const layer_site where{std::size_t(i), nullptr, 0, {}};
-      bool fused = false;
-      if constexpr (pwl_has_floor<L> || max_window<L>) {
-        if (opt_->fuse_max_pool)
-          next([&](const auto& l2, shape out2) {
-            using N = std::remove_cvref_t<decltype(l2)>;
-            if constexpr ((pwl_has_floor<L> && max_window<N>) || (max_window<L> && pwl_has_floor<N>)) {
-              const std::optional<double> c = [&] {
-                if constexpr (max_window<L>) return pwl_rule<N>::max_floor(l2);
-                else return pwl_rule<L>::max_floor(l);
-              }();
-              if (!c) return;
-              thrust_kernels::window_dims dm;
-              if constexpr (max_window<L>) dm = thrust_layer<L>::dims(l, in, out);
-              else dm = thrust_layer<N>::dims(l2, out, out2);
-              dm.C = in[0], dm.H = in[1], dm.W = in[2];
-              refine(dn, tk::pool_proposer<S, R>{dm, true, S(*c)}, where);
-              apply(dn, l, k, in, out);
-              apply(dn, l2, k, out, out2);
-              push_points();
-              fused = true;
-            }
-          });
-      }
-      if (!fused) step(dn, l, k, in, out, where);
-      push_points();
-      return fused;
-    });
+  template <class L>
+  void refine_knots(const L& l, shape, const layer_site& at) {
+    tk::knot_proposer<S, R> prop{cur_.d, {}, 0};
+    for (double q : pwl_rule<L>::knots(l)) prop.knots[prop.nk++] = q;
+    if (prop.nk > 0) refine(prop, at);
   }
-
-  /// One layer: refine at its breaks (knots, a max window), then its forward pass; a composite by
-  /// its branches.
-  template <class DNet, class L>
-  void step(const DNet& dn, const L& l, idx& k, shape in, shape out, const layer_site& where) {
-    if constexpr (pwl_is_composite<L>) {
-      composite(dn, l, k, in, out, where);
-    } else {
-      if constexpr (pwl_has_knots<L>) {
-        tk::knot_proposer<S, R> prop{cur_.d, {}, 0};
-        for (double q : pwl_rule<L>::knots(l)) prop.knots[prop.nk++] = q;
-        if (prop.nk > 0) refine(dn, prop, where);
-      } else if constexpr (max_window<L>) {
-        refine(dn, tk::pool_proposer<S, R>{thrust_layer<L>::dims(l, in, out), false, S(0)}, where);
-      }
-      apply(dn, l, k, in, out);
-    }
+  template <class L>
+  void refine_window(const L& l, shape in, shape out, std::optional<double> c, const layer_site& at) {
+    if constexpr (max_window<L>)  // (check_nodes refused any other window rule)
+      refine(tk::pool_proposer<S, R>{thrust_layer<L>::dims(l, in, out), c.has_value(), S(c.value_or(0))}, at);
   }
-
-  /// Node k (layer l, not a composite) on the current rows; k moves on.
-  template <class DNet, class L>
-  void apply(const DNet& dn, const L& l, idx& k, shape in, shape out) {
+  /// The next node of the op graph (layer l) on the current rows.
+  template <class L>
+  void apply(const L& l, shape in, shape out) {
     next_.v.reserve(cur_.n * out.size());
-    thrust_layer<L>::forward(l, dn.params(k), in, out, cur_.n, raw(cur_.v), raw(next_.v));
+    thrust_layer<L>::forward(l, dn_->params(k_), in, out, cur_.n, raw(cur_.v), raw(next_.v));
     cur_.v.swap(next_.v);
     cur_.d = out.size();
-    at_ = ++k;  // node k writes tensor k + 1
+    at_ = ++k_;  // node k writes tensor k + 1
   }
 
   /// A composite, as the host's: each branch from the composite's input points, then the union of
   /// their points (join_union) and the join of their values there (join_values).
-  template <class DNet, class L>
-  void composite(const DNet& dn, const L& l, idx& k, shape lin, shape lout, const layer_site& where) {
+  template <class L>
+  void composite(const L& l, shape lin, shape lout, const layer_site& where) {
     idx nb = 0;
     pwl_rule<L>::for_each_branch(l, lin, [&](const auto&) { ++nb; });
     const idx base = used_, in_at = at_;
@@ -314,10 +254,9 @@ class engine {
     if (saved_.size() < used_) saved_.resize(used_);
     saved_[base].swap(cur_);  // the input
     std::vector<idx> dims;
-    pwl_rule<L>::for_each_branch(l, lin, [&](const auto& walk) {
-      const idx b = dims.size();
+    line_branches(*this, l, lin, where, [&](std::size_t b, auto&& run) {
       cur_.copy_from(saved_[base]);
-      walk([&](const auto* lp, auto ii, shape i, shape o) { step(dn, *lp, k, i, o, layer_site{std::size_t(ii), &where, b, layer_traits<L>::name}); });
+      run();
       dims.push_back(cur_.d);
       saved_[base + 1 + b].swap(cur_);
       at_ = in_at;
@@ -364,12 +303,27 @@ class engine {
     jv.nb = nb, jv.dout = dout, jv.t = c.t.get(), jv.seg = c.seg.get(), jv.v = raw(c.v);
     thrust_kernels::launch(c.n, jv);
     used_ = base;
-    at_ = ++k;
+    at_ = ++k_;
   }
 
+ private:
+  const line_options* opt_ = nullptr;
+  idx G_ = 0;  // segments
+  line_rows<S, R> cur_, next_;
+  std::deque<line_rows<S, R>> saved_;  // a composite's input and its branches' points (nested: a stack)
+  idx used_ = 0;                       // of saved_
+  dbuf<idx> doff2_, cnt_, coff_, pair_, keep_, kept_, koff_, merged_, gpos_, mseg_, pseg_, fresh_, live_d_, flag_, pos_;
+  dbuf<R> s_;
+  dbuf<S> P_, Q_, x0_, x1_;
+  std::vector<char> live_;
+  std::vector<std::exception_ptr> err_;
+  std::vector<line_stats> stats_;
+  const DNet* dn_ = nullptr;
+  idx k_ = 0, at_ = 0;  // the next node of the op graph; the tensor the rows hold (reanchor)
+
   /// Inserts the breaks prop proposes (new rows: interpolated pre-activations).
-  template <class DNet, class P>
-  void refine(const DNet& dn, const P& prop, const layer_site& where) {
+  template <class P>
+  void refine(const P& prop, const layer_site& where) {
     auto& c = cur_;
     const idx n = c.n, d = c.d;
     if (n < 2) return;
@@ -427,7 +381,7 @@ class engine {
       c.seg.swap(x.seg), c.t.swap(x.t), c.v.swap(x.v), c.doff.swap(doff2_);
       c.n = n + K;
       c.off = off2;
-      if (opt_->reanchor) reanchor(dn, K);
+      if (opt_->reanchor) reanchor(K);
     }
     if (failed) compact();
   }
@@ -436,17 +390,15 @@ class engine {
     check_line_caps<S>(points, d, *opt_, [&] { return where.str(); });
   }
 
-
   /// The K new rows recomputed from P + t (Q - P): the op graph's nodes up to the tensor the rows
   /// hold (device_network::forward; with a composite its other branches too: other tensors).
-  template <class DNet>
-  void reanchor(const DNet& dn, idx K) {
-    const idx di = dn.acts()[0].size();
+  void reanchor(idx K) {
+    const idx di = dn_->acts()[0].size();
     x0_.reserve(K * di);
     thrust_kernels::launch(K, tk::endpoints_at<S, R>{raw(fresh_), raw(cur_.seg), raw(cur_.t), raw(P_), raw(Q_), di, raw(x0_)});
-    NNLENS_EXPECTS(dn.acts()[at_].size() == cur_.d);
+    NNLENS_EXPECTS(dn_->acts()[at_].size() == cur_.d);
     x1_.reserve(K * cur_.d);
-    dn.forward(K, raw(x0_), raw(x1_), at_);
+    dn_->forward(K, raw(x0_), raw(x1_), at_);
     thrust_kernels::launch(K, tk::scatter_rows<S>{raw(fresh_), raw(x1_), cur_.d, raw(cur_.v)});
   }
 

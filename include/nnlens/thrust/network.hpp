@@ -238,19 +238,12 @@ template <class L>
 struct error_thrust_backend_has_no_kernel_for;
 
 namespace detail {
-template <class L>
-constexpr bool check_thrust_layer() {
-  if constexpr (!ThrustLayer<L>) {
-    error_thrust_backend_has_no_kernel_for<L> run_this_layer_on_the_host_policy;
-    (void)run_this_layer_on_the_host_policy;
-    return false;
-  } else {
-    return true;
-  }
-}
 template <class Net>
 constexpr bool require_thrust_network() {
-  return every_static_layer<Net>([](auto l) { return check_thrust_layer<typename decltype(l)::type>(); });
+  return every_static_layer<Net>([](auto l) {
+    using L = typename decltype(l)::type;
+    return named_check<error_thrust_backend_has_no_kernel_for, L, ThrustLayer<L>>();
+  });
 }
 }  // namespace detail
 

@@ -156,21 +156,14 @@ template <class L>
 struct error_thrust_lrp_has_no_step_for;
 
 namespace detail {
-template <class L>
-constexpr bool check_thrust_lrp_layer() {
-  if constexpr (ThrustLayer<L> && !ThrustLrpLayer<L>) {
-    error_thrust_lrp_has_no_step_for<L> run_lrp_on_the_host_policy;
-    (void)run_lrp_on_the_host_policy;
-    return false;
-  } else {
-    return true;  // a layer without thrust kernels: device_network's static_assert names it
-  }
-}
+/// (A layer without thrust kernels passes: device_network's static_assert names it.)
 template <class Net>
 constexpr bool require_thrust_lrp_network() {
-  return every_static_layer<Net>([](auto l) { return check_thrust_lrp_layer<typename decltype(l)::type>(); });
+  return every_static_layer<Net>([](auto l) {
+    using L = typename decltype(l)::type;
+    return named_check<error_thrust_lrp_has_no_step_for, L, !ThrustLayer<L> || ThrustLrpLayer<L>>();
+  });
 }
-
 }  // namespace detail
 
 template <class Net>
