@@ -212,14 +212,18 @@ class lrp_engine {
 };
 
 namespace detail {
-/// relevance()'s checks of its input X ([N, in], finite) and classes (none, or N); returns N.
+/// relevance()'s checks (every policy) of its input X ([N, in], finite) and classes (none, or N
+/// classes below nout, the network's outputs); returns N.
 template <class T, class A>
-std::size_t relevance_rows(shape in, const A& X, std::span<const std::size_t> classes) {
+std::size_t relevance_rows(shape in, std::size_t nout, const A& X, std::span<const std::size_t> classes) {
   if (X.dimension() == 0 || X.shape()[0] * in.size() != X.size())
     throw shape_error("relevance: input of " + std::to_string(X.size()) + " values is not [N, " + in.str() + "]");
   const std::size_t n = X.shape()[0];
   if (!classes.empty() && classes.size() != n)
     throw shape_error("relevance: " + std::to_string(classes.size()) + " classes for " + std::to_string(n) + " samples");
+  for (std::size_t c : classes)
+    if (c >= nout)
+      throw value_error("lrp: class " + std::to_string(c) + " out of range (the network has " + std::to_string(nout) + " outputs)");
   require_finite(std::span<const T>(X.data(), X.size()), in.size(), "relevance: input");
   return n;
 }
@@ -234,7 +238,7 @@ xt::xarray<double> relevance(const Policy&, const Net& net, const A& X, std::siz
   using T = network_scalar_t<Net>;
   const lrp_graph<T> g(net);
   const shape in = g.acts()[0];
-  const std::size_t n = detail::relevance_rows<T>(in, X, classes);
+  const std::size_t n = detail::relevance_rows<T>(in, g.acts().back().size(), X, classes);
   const std::size_t stop = g.layer_tensor(layer);
   const shape st = g.acts()[stop];
   xt::xarray<double> R = xt::xarray<double>::from_shape(st.with_batch(n));

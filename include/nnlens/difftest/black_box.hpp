@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "nnlens/config.hpp"
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/properties.hpp"
 #include "nnlens/network/forward.hpp"
@@ -126,6 +127,33 @@ box_layout box_layout_of(const Net& net, const std::string& name, const normaliz
   return b;
 }
 
+/// y[i] = (x[i] - mean[c]) / stddev[c], c the channel of element i of its sample (every backend).
+template <class T>
+struct normalize_op {
+  const float* x;
+  T* y;
+  const float* mean;
+  const float* stddev;
+  std::size_t input_size, per_channel;
+  NNLENS_HD void operator()(std::size_t i) const {
+    const std::size_t c = (i % input_size) / per_channel;
+    y[i] = T((x[i] - mean[c]) / stddev[c]);
+  }
+};
+
+/// The probabilities of logits y (softmax unless the network ends in one) into probs, samples
+/// first, first + 1, ... (every backend): value_error naming the black box and a sample whose
+/// output is not finite.
+template <class T>
+void box_outputs(std::span<T> y, const box_layout& L, const std::string& name, std::size_t first, std::span<float> probs) {
+  if (!L.softmaxed) softmax_rows(y, L.classes);
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    if (!std::isfinite(y[i]))
+      throw value_error(nnlens::detail::concat("black box '", name, "': output of sample ", first + i / L.classes, " is not finite"));
+    probs[first * L.classes + i] = float(y[i]);
+  }
+}
+
 template <class Net>
 black_box wrap_shared(std::shared_ptr<const Net> net, std::string name, const normalization& norm) {
   using T = network_scalar_t<Net>;
@@ -139,23 +167,14 @@ black_box wrap_shared(std::shared_ptr<const Net> net, std::string name, const no
     const std::size_t isz = L.input_size, classes = L.classes;
     xin.resize(n * isz);
     y.resize(n * classes);
-    if (L.plain) {
+    if (L.plain)
       std::copy_n(x.data(), n * isz, xin.data());
-    } else {
-      for (std::size_t i = 0; i < n * isz; ++i) {
-        const std::size_t c = (i % isz) / L.per_channel;
-        xin[i] = T((x[i] - L.mean[c]) / L.stddev[c]);
-      }
-    }
+    else
+      for (std::size_t i = 0; i < n * isz; ++i) normalize_op<T>{x.data(), xin.data(), L.mean.data(), L.stddev.data(), isz, L.per_channel}(i);
     const std::size_t need = inference_workspace_size(*net, n);
     if (ws.size() < need) ws.resize(need);
     forward_into(*net, n, xin.data(), y.data(), std::span<T>(ws));
-    if (!L.softmaxed) softmax_rows(std::span<T>(y), classes);
-    for (std::size_t i = 0; i < n * classes; ++i) {
-      if (!std::isfinite(y[i]))
-        throw value_error(nnlens::detail::concat("black box '", name, "': output of sample ", i / classes, " is not finite"));
-      probs[i] = float(y[i]);
-    }
+    box_outputs(std::span<T>(y), L, name, 0, probs);
   };
   return b;
 }

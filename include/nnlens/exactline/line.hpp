@@ -542,6 +542,31 @@ void check_segment(const std::vector<S>& P, const std::vector<S>& Q, shape in) {
   if (P == Q) throw value_error("exact_line: the segment is degenerate (P == Q): there is no line to restrict to");
 }
 
+/// exact_lines for every policy: the checks, then run(n, ok, res, eps) with n the network in S and
+/// ok the segments whose endpoints passed (each gets res[i] or eps[i]), then settle_segments.
+template <class S, class R, class Net, class Run>
+std::vector<line_result<S, R>> lines_impl(const Net& net, const std::vector<std::vector<S>>& A, const std::vector<std::vector<S>>& B,
+                                          const line_options& opt, Run&& run) {
+  static_assert(require_pwl_network<Net>());
+  check_shapes(net);
+  if (A.size() != B.size()) throw shape_error(concat("exact_lines: ", A.size(), " start points but ", B.size(), " end points"));
+  const auto& n = as_scalar<S>(net);
+  std::vector<line_result<S, R>> res(A.size());
+  std::vector<std::exception_ptr> eps(A.size());
+  std::vector<std::size_t> ok;
+  for (std::size_t i = 0; i < A.size(); ++i) {
+    try {
+      check_segment(A[i], B[i], input_shape_of(n));
+      ok.push_back(i);
+    } catch (const error&) {
+      eps[i] = std::current_exception();
+    }
+  }
+  run(n, ok, res, eps);
+  settle_segments(res, eps, opt);
+  return res;
+}
+
 /// One line on a network already in scalar S.
 template <class S, class R, class Net>
 line_result<S, R> line_impl(const Net& net, std::vector<S> P, std::vector<S> Q, const line_options& opt, bool parallel) {
@@ -593,26 +618,19 @@ template <class S = double, class R = double, class Policy, class Net>
   requires execution::is_execution_policy_v<Policy>
 std::vector<line_result<S, R>> exact_lines(const Policy&, const Net& net, const std::vector<std::vector<S>>& A,
                                            const std::vector<std::vector<S>>& B, const line_options& opt = {}) {
-  static_assert(detail::require_pwl_network<Net>());
-  check_shapes(net);
-  if (A.size() != B.size())
-    throw shape_error(detail::concat("exact_lines: ", A.size(), " start points but ", B.size(), " end points"));
-  const auto& n = detail::as_scalar<S>(net);
-  std::vector<line_result<S, R>> res(A.size());
-  std::vector<std::exception_ptr> eps(A.size());
-  auto one = [&](std::size_t i) {
-    try {
-      res[i] = detail::line_impl<S, R>(n, A[i], B[i], opt, false);
-    } catch (const error&) {
-      eps[i] = std::current_exception();
-    }
-  };
-  if constexpr (execution::is_host_parallel_policy_v<Policy>)
-    detail::default_pool().parallel_for(A.size(), one);
-  else
-    for (std::size_t i = 0; i < A.size(); ++i) one(i);
-  detail::settle_segments(res, eps, opt);
-  return res;
+  return detail::lines_impl<S, R>(net, A, B, opt, [&](const auto& n, const std::vector<std::size_t>& ok, auto& res, auto& eps) {
+    auto one = [&](std::size_t j) {
+      try {
+        res[ok[j]] = detail::line_impl<S, R>(n, A[ok[j]], B[ok[j]], opt, false);
+      } catch (const error&) {
+        eps[ok[j]] = std::current_exception();
+      }
+    };
+    if constexpr (execution::is_host_parallel_policy_v<Policy>)
+      detail::default_pool().parallel_for(ok.size(), one);
+    else
+      for (std::size_t j = 0; j < ok.size(); ++j) one(j);
+  });
 }
 template <class S = double, class R = double, class Net>
   requires(!execution::is_execution_policy_v<Net>)

@@ -25,7 +25,6 @@
 #pragma once
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -37,11 +36,7 @@
 
 #include <thrust/copy.h>
 #include <thrust/device_vector.h>
-#include <thrust/execution_policy.h>
-#include <thrust/for_each.h>
-#include <thrust/iterator/counting_iterator.h>
 
-#include "nnlens/config.hpp"
 #include "nnlens/difftest/black_box.hpp"
 #include "nnlens/network/validate.hpp"
 #include "nnlens/thrust/network.hpp"
@@ -50,20 +45,6 @@
 namespace nnlens::difftest {
 
 namespace detail {
-
-/// y[i] = (x[i] - mean[c]) / stddev[c], c = the channel of element i of its sample.
-template <class T>
-struct thrust_normalize_op {
-  const float* x;
-  T* y;
-  const float* mean;
-  const float* stddev;
-  std::size_t input_size, per_channel;
-  NNLENS_HD void operator()(std::size_t i) const {
-    const std::size_t c = (i % input_size) / per_channel;
-    y[i] = T((x[i] - mean[c]) / stddev[c]);
-  }
-};
 
 /// What a thrust black box keeps: the network (owned or not), its device copy, the per-channel
 /// normalisation on the device, and the buffers of one pass (reused, under the mutex).
@@ -88,38 +69,25 @@ black_box wrap_thrust(const execution::thrust_policy& policy, std::shared_ptr<co
                       const normalization& norm) {
   using T = network_scalar_t<Net>;
   const box_layout L = box_layout_of(*net, name, norm);  // the host wrap's checks and layout
-  const std::size_t isz = L.input_size, classes = L.classes, per_channel = L.per_channel;
-  const bool softmaxed = L.softmaxed;
   auto st = std::make_shared<thrust_box_state<Net>>(std::move(net), policy, L);
   black_box b;
-  b.input_size = isz;
-  b.classes = classes;
+  b.input_size = L.input_size;
+  b.classes = L.classes;
   b.name = name;
-  b.predict = [st, isz, classes, per_channel, softmaxed, name](std::span<const float> x, std::size_t n, std::span<float> probs) {
+  b.predict = [st, L, name](std::span<const float> x, std::size_t n, std::span<float> probs) {
     std::lock_guard lk(st->m);
-    const std::size_t pass = std::min(st->pass, std::max<std::size_t>(1, n));
-    if (st->raw.size() < pass * isz) st->raw.resize(pass * isz), st->x.resize(pass * isz);
-    if (st->y.size() < pass * classes) st->y.resize(pass * classes);
+    const std::size_t isz = L.input_size, classes = L.classes, pass = std::min(st->pass, std::max<std::size_t>(1, n));
     st->logits.resize(pass * classes);
+    using nnlens::detail::dptr;
+    const normalize_op<T> norm{dptr(st->raw, pass * isz), dptr(st->x, pass * isz), dptr(st->mean), dptr(st->stddev), isz, L.per_channel};
+    T* y = dptr(st->y, pass * classes);
     for (std::size_t b0 = 0; b0 < n; b0 += pass) {
       const std::size_t nb = std::min(pass, n - b0);
       ::thrust::copy(x.data() + b0 * isz, x.data() + (b0 + nb) * isz, st->raw.begin());
-      ::thrust::for_each(::thrust::device, ::thrust::counting_iterator<std::size_t>(0),
-                         ::thrust::counting_iterator<std::size_t>(nb * isz),
-                         thrust_normalize_op<T>{::thrust::raw_pointer_cast(st->raw.data()),
-                                                ::thrust::raw_pointer_cast(st->x.data()),
-                                                ::thrust::raw_pointer_cast(st->mean.data()),
-                                                ::thrust::raw_pointer_cast(st->stddev.data()), isz, per_channel});
-      st->dnet.forward(nb, ::thrust::raw_pointer_cast(st->x.data()), ::thrust::raw_pointer_cast(st->y.data()));
+      thrust_kernels::launch(nb * isz, norm);
+      st->dnet.forward(nb, norm.y, y);
       ::thrust::copy(st->y.begin(), st->y.begin() + std::ptrdiff_t(nb * classes), st->logits.begin());
-      const std::span<T> y(st->logits.data(), nb * classes);
-      if (!softmaxed) softmax_rows(y, classes);
-      for (std::size_t i = 0; i < nb * classes; ++i) {
-        if (!std::isfinite(y[i]))
-          throw value_error(nnlens::detail::concat("black box '", name, "': output of sample ", b0 + i / classes,
-                                                   " is not finite"));
-        probs[b0 * classes + i] = float(y[i]);
-      }
+      box_outputs(std::span<T>(st->logits.data(), nb * classes), L, name, b0, probs);
     }
   };
   return b;

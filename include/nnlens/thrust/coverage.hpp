@@ -79,13 +79,12 @@ void stream_neurons(const execution::thrust_policy& policy, const Net& net, std:
     for (std::size_t p0 = 0; p0 < nb; p0 += pass) {
       const std::size_t np = std::min(pass, nb - p0);
       ::thrust::copy(x.data() + (b0 + p0) * in.size(), x.data() + (b0 + p0 + np) * in.size(), dx.begin());
-      dnet.run(np, ::thrust::raw_pointer_cast(dx.data()), bufs);
+      dnet.run(np, detail::dptr(dx), bufs);
       for (std::size_t k = 0; k < layers.size(); ++k) {
         const shape s = shapes[k];
         const std::size_t C = coverage_neurons(s), hw = s.size() / C;
-        thrust_kernels::coverage_neuron_values<T>(np, C, hw, ::thrust::raw_pointer_cast(bufs[dnet.layer_tensor(layers[k])].data()),
-                                                  ::thrust::raw_pointer_cast(dv.data()) + p0 * blk.width, blk.width,
-                                                  blk.offsets[k]);
+        thrust_kernels::coverage_neuron_values<T>(np, C, hw, detail::dptr(bufs[dnet.layer_tensor(layers[k])]),
+                                                  detail::dptr(dv) + p0 * blk.width, blk.width, blk.offsets[k]);
       }
     }
     buf.resize(nb * blk.width);
@@ -131,11 +130,11 @@ neuron_relevance importance_pass(const execution::thrust_policy& policy, const N
   for (std::size_t b0 = 0; b0 < n; b0 += pass) {
     const std::size_t nb = std::min(pass, n - b0);
     ::thrust::copy(x.data() + b0 * in.size(), x.data() + (b0 + nb) * in.size(), dx.begin());
-    const double* r = d.run(nb, ::thrust::raw_pointer_cast(dx.data()), stop);  // from the predicted logit
-    thrust_kernels::lrp_channel_sums(nb, width, per, r, ::thrust::raw_pointer_cast(dagg.data()));
+    const double* r = d.run(nb, detail::dptr(dx), stop);  // from the predicted logit
+    thrust_kernels::lrp_channel_sums(nb, width, per, r, detail::dptr(dagg));
     ::thrust::copy(dagg.begin(), dagg.begin() + std::ptrdiff_t(nb * width), agg.begin());
     if (acts) {
-      thrust_kernels::coverage_neuron_values<T>(nb, width, per, d.tensor(stop), ::thrust::raw_pointer_cast(dval.data()), width, 0);
+      thrust_kernels::coverage_neuron_values<T>(nb, width, per, d.tensor(stop), detail::dptr(dval), width, 0);
       vals.resize(nb * width);
       ::thrust::copy(dval.begin(), dval.begin() + std::ptrdiff_t(nb * width), vals.begin());
     }

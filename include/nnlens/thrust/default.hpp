@@ -25,6 +25,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/execution.hpp"
@@ -35,24 +36,22 @@
 namespace nnlens {
 
 namespace detail {
+/// Every layer a network of type Net can hold has thrust kernels (a DynamicNetwork: every op).
 template <class Net>
 constexpr bool thrust_supported_type() {
-  return every_static_layer<Net>([](auto l) { return ThrustLayer<typename decltype(l)::type>; }, is_dynamic_network_v<Net>);
+  if constexpr (is_dynamic_network_v<Net>)
+    return []<class... Ls>(std::type_identity<std::variant<Ls...>>) {
+      return (ThrustLayer<Ls> && ...);
+    }(std::type_identity<typename Net::layer_type>{});
+  else
+    return every_static_layer<Net>([](auto l) { return ThrustLayer<typename decltype(l)::type>; }, false);
 }
 }  // namespace detail
 
 /// Whether every layer of net has thrust kernels (device_network<Net> can be made from it).
 template <class Net>
-bool thrust_supported(const Net& net) {
-  if constexpr (!detail::thrust_supported_type<Net>()) {
-    return false;
-  } else {
-    bool ok = true;
-    for_each_layer(net, [&](const auto& l, auto, shape, shape) {
-      if constexpr (!ThrustLayer<std::decay_t<decltype(l)>>) ok = false;
-    });
-    return ok;
-  }
+constexpr bool thrust_supported(const Net&) {
+  return detail::thrust_supported_type<Net>();
 }
 
 #if defined(NNLENS_DEFAULT_POLICY_THRUST)

@@ -52,62 +52,40 @@ template <class S = double, class R = double, class Net>
 std::vector<line_result<S, R>> exact_lines(const execution::thrust_policy& policy, const Net& net,
                                            const std::vector<std::vector<S>>& A, const std::vector<std::vector<S>>& B,
                                            const line_options& opt = {}) {
-  static_assert(detail::require_pwl_network<Net>());
   static_assert(detail::require_thrust_network<Net>(),
                 "exact_lines(execution::thrust, ...): every layer needs thrust kernels (thrust/network.hpp); the "
                 "incomplete type 'error_thrust_backend_has_no_kernel_for<L>' names the layer");
   static_assert(std::is_same_v<R, double>, "exact_lines(execution::thrust, ...) computes ratios in double (R = double)");
   namespace tl = detail::thrust_line;
-  check_shapes(net);
-  if (A.size() != B.size())
-    throw shape_error(detail::concat("exact_lines: ", A.size(), " start points but ", B.size(), " end points"));
-  const auto& n = detail::as_scalar<S>(net);
-  const shape in = input_shape_of(n), out = output_shape_of(n);
-  tl::check_nodes(n);
-  using DN = device_network<std::remove_cvref_t<decltype(n)>, S>;
-  const DN dnet(n);  // the parameters, per node of the op graph
-
-  std::vector<line_result<S, R>> res(A.size());
-  std::vector<std::exception_ptr> eps(A.size());
-  std::vector<std::size_t> ok;
-  ok.reserve(A.size());
-  for (std::size_t i = 0; i < A.size(); ++i) {
-    try {
-      detail::check_segment(A[i], B[i], in);
-      ok.push_back(i);
-    } catch (const error&) {
-      eps[i] = std::current_exception();
-    }
-  }
-  // policy.batch counts samples; a segment becomes tens to hundreds of points (ACAS Xu: 117), and
-  // on CPU systems passes that stay in cache win (10,000 ACAS Xu segments, 1 OMP thread: CPU time
-  // 1.11 s in passes of 16 segments, 1.17 s of 64, 1.33 s of 256, 2.27 s of 1024)
-  const std::size_t pass = std::max<std::size_t>(1, policy.batch / thrust_line_batch_divisor);
+  return detail::lines_impl<S, R>(net, A, B, opt, [&](const auto& n, const std::vector<std::size_t>& ok, auto& res, auto& eps) {
+    tl::check_nodes(n);
+    using DN = device_network<std::remove_cvref_t<decltype(n)>, S>;
+    const DN dnet(n);  // the parameters, per node of the op graph
+    // policy.batch counts samples; a segment becomes tens to hundreds of points (ACAS Xu: 117), and
+    // on CPU systems passes that stay in cache win (10,000 ACAS Xu segments, 1 OMP thread: CPU time
+    // 1.11 s in passes of 16 segments, 1.17 s of 64, 1.33 s of 256, 2.27 s of 1024)
+    const std::size_t pass = std::max<std::size_t>(1, policy.batch / thrust_line_batch_divisor);
 #if THRUST_DEVICE_SYSTEM != THRUST_DEVICE_SYSTEM_CUDA
-  // CPU device systems: the buffers stay with the thread for the next call (fresh pages cost a
-  // page fault each: one pass of 256 ACAS Xu segments took 4x longer with new buffers)
-  static thread_local tl::engine<S, R, DN> eng;
-  eng.bind(opt);
+    // CPU device systems: the buffers stay with the thread for the next call (fresh pages cost a
+    // page fault each: one pass of 256 ACAS Xu segments took 4x longer with new buffers)
+    static thread_local tl::engine<S, R, DN> eng;
+    eng.bind(opt);
 #else
-  tl::engine<S, R, DN> eng(opt);
+    tl::engine<S, R, DN> eng(opt);
 #endif
-  for (std::size_t b0 = 0; b0 < ok.size(); b0 += pass) {
-    const std::vector<std::size_t> ids(ok.begin() + std::ptrdiff_t(b0),
-                                       ok.begin() + std::ptrdiff_t(std::min(ok.size(), b0 + pass)));
-    eng.run(dnet, A, B, ids, res, eps);
-    detail::thrust_pass_counter().fetch_add(1, std::memory_order_relaxed);  // thrust_device_passes()
-  }
-  for (std::size_t i : ok) {
-    if (eps[i]) continue;
-    auto& r = res[i];
-    r.input_shape = in;
-    r.output_shape = out;
-    r.from = A[i];
-    r.to = B[i];
-    if (opt.validate) detail::validate_line(n, r, opt);
-  }
-  detail::settle_segments(res, eps, opt);
-  return res;
+    for (std::size_t b0 = 0; b0 < ok.size(); b0 += pass) {
+      const std::vector<std::size_t> ids(ok.begin() + std::ptrdiff_t(b0), ok.begin() + std::ptrdiff_t(std::min(ok.size(), b0 + pass)));
+      eng.run(dnet, A, B, ids, res, eps);
+      detail::thrust_pass_counter().fetch_add(1, std::memory_order_relaxed);  // thrust_device_passes()
+    }
+    for (std::size_t i : ok) {
+      if (eps[i]) continue;
+      auto& r = res[i];
+      r.input_shape = input_shape_of(n), r.output_shape = output_shape_of(n);
+      r.from = A[i], r.to = B[i];
+      if (opt.validate) detail::validate_line(n, r, opt);
+    }
+  });
 }
 
 }  // namespace nnlens

@@ -41,7 +41,7 @@ auto forward(const execution::thrust_policy& policy, const Net& net, const E& xi
   for (std::size_t b0 = 0; b0 < batch; b0 += pass) {
     const std::size_t nb = std::min(pass, batch - b0);
     ::thrust::copy(x.data() + b0 * in.size(), x.data() + (b0 + nb) * in.size(), dx.begin());
-    dnet.forward(nb, ::thrust::raw_pointer_cast(dx.data()), ::thrust::raw_pointer_cast(dy.data()));
+    dnet.forward(nb, detail::dptr(dx), detail::dptr(dy));
     ::thrust::copy(dy.begin(), dy.begin() + std::ptrdiff_t(nb * out.size()), y.data() + b0 * out.size());
   }
   detail::check_output(net, y, out);

@@ -331,3 +331,16 @@ void neuron_partials(idx N, idx C, idx hw, const T* x, double* part, idx S) {
 }
 
 }  // namespace nnlens::thrust_kernels
+
+namespace nnlens::detail {
+/// The raw device pointer of a thrust::device_vector, grown first to at least n elements.
+template <class V>
+auto* dptr(V& v, std::size_t n = 0) {
+  if (v.size() < n) v.resize(n);
+  return ::thrust::raw_pointer_cast(v.data());
+}
+template <class V>
+auto* dptr(const V& v) {
+  return ::thrust::raw_pointer_cast(v.data());
+}
+}  // namespace nnlens::detail

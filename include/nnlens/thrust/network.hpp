@@ -94,8 +94,7 @@ struct thrust_layer<L> {
     p.b.assign(b.begin(), b.end());
   }
   static void forward(const L&, const thrust_params<T>& p, shape in, shape out, std::size_t batch, const T* x, T* y) {
-    thrust_kernels::dense<T>(batch, in.size(), out.size(), x, ::thrust::raw_pointer_cast(p.W.data()),
-                             ::thrust::raw_pointer_cast(p.b.data()), y);
+    thrust_kernels::dense<T>(batch, in.size(), out.size(), x, detail::dptr(p.W), detail::dptr(p.b), y);
   }
 };
 
@@ -125,8 +124,8 @@ struct thrust_layer<L> {
   }
   static void forward(const L& l, const thrust_params<T>& p, shape in, shape out, std::size_t batch, const T* x, T* y) {
     const auto d = dims(l, in, out);
-    const T* W = ::thrust::raw_pointer_cast(p.W.data());
-    const T* b = ::thrust::raw_pointer_cast(p.b.data());
+    const T* W = detail::dptr(p.W);
+    const T* b = detail::dptr(p.b);
     if (p.gemm)
       thrust_kernels::conv2d_gemm<T, 16>(batch, d, x, W, b, y);
     else
@@ -170,9 +169,8 @@ struct thrust_layer<L> {
   template <class T>
   static void forward(const L&, const thrust_params<T>& p, shape in, shape, std::size_t batch, const T* x, T* y) {
     const std::size_t E = in.size();
-    thrust_kernels::scale_shift<T>(batch * E, E, E / p.W.size(), x, y, ::thrust::raw_pointer_cast(p.W.data()),
-                                   ::thrust::raw_pointer_cast(p.b.data()),
-                                   p.center.empty() ? nullptr : ::thrust::raw_pointer_cast(p.center.data()));
+    thrust_kernels::scale_shift<T>(batch * E, E, E / p.W.size(), x, y, detail::dptr(p.W), detail::dptr(p.b),
+                                   p.center.empty() ? nullptr : detail::dptr(p.center));
   }
 };
 
@@ -190,8 +188,7 @@ struct thrust_layer<L> {
   template <class T>
   static void forward(const L& l, const thrust_params<T>& p, shape in, shape, std::size_t batch, const T* x, T* y) {
     const std::size_t E = in.size();
-    thrust_kernels::param_map<T>(batch * E, E, E / p.W.size(), x, y, ::thrust::raw_pointer_cast(p.W.data()),
-                                 layer_traits<L>::param_map(l));
+    thrust_kernels::param_map<T>(batch * E, E, E / p.W.size(), x, y, detail::dptr(p.W), layer_traits<L>::param_map(l));
   }
 };
 
@@ -316,13 +313,12 @@ class device_network {
     }
     if (has_join_) {  // every tensor (a branch reads its composite's input after the others ran)
       run(batch, x, all_, upto);
-      thrust_kernels::copy<T>(batch * acts[upto].size(), ::thrust::raw_pointer_cast(all_[upto].data()), y);
+      thrust_kernels::copy<T>(batch * acts[upto].size(), detail::dptr(all_[upto]), y);
       return;
     }
     std::size_t max_act = 0;
     for (const shape& s : acts) max_act = std::max(max_act, s.size());
-    if (ping_.size() < 2 * max_act * batch) ping_.resize(2 * max_act * batch);
-    T* bufs[2] = {::thrust::raw_pointer_cast(ping_.data()), ::thrust::raw_pointer_cast(ping_.data()) + max_act * batch};
+    T* bufs[2] = {detail::dptr(ping_, 2 * max_act * batch), detail::dptr(ping_) + max_act * batch};
     const T* cur = x;
     walk([&](const auto& l, std::size_t k, shape in, shape out) {
       if (k >= upto) return;
@@ -338,10 +334,7 @@ class device_network {
     const auto& shapes = g_.acts();
     const auto& nodes = g_.nodes();
     acts.resize(shapes.size());
-    auto ptr = [&](std::size_t a) {
-      if (acts[a].size() < batch * shapes[a].size()) acts[a].resize(batch * shapes[a].size());
-      return ::thrust::raw_pointer_cast(acts[a].data());
-    };
+    auto ptr = [&](std::size_t a) { return detail::dptr(acts[a], batch * shapes[a].size()); };
     thrust_kernels::copy<T>(batch * shapes[0].size(), x, ptr(0));
     walk([&](const auto& l, std::size_t k, shape in, shape out) {
       if (nodes[k].out <= upto)

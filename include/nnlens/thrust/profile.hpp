@@ -64,11 +64,10 @@ profile profile_network(const execution::thrust_policy& policy, const Net& net, 
   for (std::size_t b0 = 0; b0 < n; b0 += pass) {
     const std::size_t nb = std::min(pass, n - b0);
     ::thrust::copy(x.data() + b0 * in.size(), x.data() + (b0 + nb) * in.size(), dx.begin());
-    dnet.run(nb, ::thrust::raw_pointer_cast(dx.data()), bufs);
+    dnet.run(nb, detail::dptr(dx), bufs);
     for (std::size_t a = 0; a < acts.size(); ++a) {
       const std::size_t nn = p.sums[a].size(), hw = acts[a].size() / nn;
-      thrust_kernels::neuron_partials<T>(nb, nn, hw, ::thrust::raw_pointer_cast(bufs[a].data()),
-                                         ::thrust::raw_pointer_cast(part[a].data()), S);
+      thrust_kernels::neuron_partials<T>(nb, nn, hw, detail::dptr(bufs[a]), detail::dptr(part[a]), S);
     }
     p.samples += nb;
     if (bar) bar->update(b0 + nb);

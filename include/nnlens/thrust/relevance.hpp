@@ -83,8 +83,8 @@ struct thrust_lrp_layer<L> {
   static void backward(const L& l, const thrust_params<T>& p, shape in, shape out, std::size_t nb, const T* x, const T* z,
                        const double* r_out, double* r_in, const thrust_lrp_scratch& s, const lrp_options& rule) {
     const auto d = thrust_layer<L>::dims(l, in, out);  // a Dense: its 1 x 1 convolution
-    const T* W = ::thrust::raw_pointer_cast(p.W.data());
-    const T* b = ::thrust::raw_pointer_cast(p.b.data());
+    const T* W = detail::dptr(p.W);
+    const T* b = detail::dptr(p.b);
     thrust_kernels::lrp_conv_factors<T>(nb, d, x, W, b, z, r_out, s.fp, s.fn, s.bs, rule, s.fold_scale, s.fold_shift);
     thrust_kernels::lrp_conv_gather<T>(nb, d, x, W, r_out, s.fp, s.fn, s.bs, r_in, rule, s.fold_scale);
   }
@@ -129,8 +129,7 @@ struct thrust_lrp_layer<L> {
   static void backward(const L&, const thrust_params<T>& p, shape in, shape, std::size_t nb, const T* x, const T* z,
                        const double* r_out, double* r_in, const thrust_lrp_scratch&, const lrp_options& rule) {
     const std::size_t E = in.size();
-    thrust_kernels::lrp_scale_shift<T>(nb, E, E / p.lrp_w.size(), x, z, r_out, r_in,
-                                       ::thrust::raw_pointer_cast(p.lrp_w.data()), ::thrust::raw_pointer_cast(p.lrp_b.data()),
+    thrust_kernels::lrp_scale_shift<T>(nb, E, E / p.lrp_w.size(), x, z, r_out, r_in, detail::dptr(p.lrp_w), detail::dptr(p.lrp_b),
                                        rule);
   }
 };
@@ -219,7 +218,7 @@ class device_lrp {
   const std::vector<shape>& acts() const { return dnet_.acts(); }
   const device_network<Net>& network() const { return dnet_; }
   /// Device pointer to tensor a of the last run ([nb, acts()[a].size()]).
-  const T* tensor(std::size_t a) const { return ::thrust::raw_pointer_cast(bufs_[a].data()); }
+  const T* tensor(std::size_t a) const { return detail::dptr(bufs_[a]); }
 
   /// Forward pass of nb samples at device pointer x, then relevance from the logit of cls[s]
   /// (device; null: the predicted class) down to tensor `stop`, node by node backwards as the
@@ -237,18 +236,14 @@ class device_lrp {
         need_f = std::max(need_f, acts[nodes[k].out].size());
         if (acc_[nodes[k].in]) need_t = std::max(need_t, acts[nodes[k].in].size());
       }
-    for (auto* v : {&fp_, fn ? &fn_ : nullptr, bs ? &bs_ : nullptr, &tmp_})
-      if (v && v->size() < nb * (v == &tmp_ ? need_t : need_f)) v->resize(nb * (v == &tmp_ ? need_t : need_f));
-    const thrust_lrp_scratch sc{::thrust::raw_pointer_cast(fp_.data()), fn ? ::thrust::raw_pointer_cast(fn_.data()) : nullptr,
-                                bs ? ::thrust::raw_pointer_cast(bs_.data()) : nullptr};
+    detail::dptr(tmp_, nb * need_t);
+    const thrust_lrp_scratch sc{detail::dptr(fp_, nb * need_f), fn ? detail::dptr(fn_, nb * need_f) : nullptr,
+                                bs ? detail::dptr(bs_, nb * need_f) : nullptr};
     // R of tensor a: its own buffer (rbuf), or the buffer of the tensor it passed through from
     // (a pass-through or folded node whose input only it reads: no copy)
     r_.resize(A);
     std::vector<double*> rp(A, nullptr);
-    auto rbuf = [&](std::size_t a) {
-      if (r_[a].size() < nb * acts[a].size()) r_[a].resize(nb * acts[a].size());
-      return ::thrust::raw_pointer_cast(r_[a].data());
-    };
+    auto rbuf = [&](std::size_t a) { return detail::dptr(r_[a], nb * acts[a].size()); };
     for (std::size_t a = stop; a < A; ++a)
       if (acc_[a]) {
         rp[a] = rbuf(a);
@@ -295,13 +290,13 @@ class device_lrp {
           const T* z = tensor(out);
           if (fold_from == k + 1) {  // the folded pair: the BatchNorm's output and coefficients
             z = tensor(nodes[k + 1].out);
-            si.fold_scale = ::thrust::raw_pointer_cast(steps_[k + 1].fold_scale->data());
-            si.fold_shift = ::thrust::raw_pointer_cast(steps_[k + 1].fold_shift->data());
+            si.fold_scale = detail::dptr(*steps_[k + 1].fold_scale);
+            si.fold_shift = detail::dptr(*steps_[k + 1].fold_shift);
             fold_from = std::size_t(-1);
           }
           // R_in: its own buffer (tensors are numbered in creation order, so in < out and R_out's
           // buffer, r_[out] or one it passed through from, is another), or the scratch when R_in is a sum
-          double* dst = acc_[in] ? ::thrust::raw_pointer_cast(tmp_.data()) : (rp[in] = rbuf(in));
+          double* dst = acc_[in] ? detail::dptr(tmp_) : (rp[in] = rbuf(in));
           thrust_lrp_layer<L>::backward(l, st.params, lin, lout, nb, tensor(in), z, R, dst, si, rule_);
           if (acc_[in]) thrust_kernels::lrp_add(nb * acts[in].size(), dst, rp[in]);
         }
@@ -337,13 +332,8 @@ xt::xarray<double> relevance(const execution::thrust_policy& policy, const Net& 
   device_lrp<Net> d(net, o);
   const auto& acts = d.acts();
   const shape in = acts[0];
-  const std::size_t n = detail::relevance_rows<T>(in, X, classes);
+  const std::size_t n = detail::relevance_rows<T>(in, acts.back().size(), X, classes);
   const std::size_t stop = d.network().layer_tensor(layer);
-  const std::size_t nout = acts.back().size();
-  for (std::size_t c : classes)
-    if (c >= nout)
-      throw value_error("lrp: class " + std::to_string(c) + " out of range (the network has " + std::to_string(nout) +
-                        " outputs)");
   const shape st = acts[stop];
   xt::xarray<double> R = xt::xarray<double>::from_shape(st.with_batch(n));
   if (n == 0) return R;
@@ -354,8 +344,7 @@ xt::xarray<double> relevance(const execution::thrust_policy& policy, const Net& 
     const std::size_t nb = std::min(pass, n - b0);
     ::thrust::copy(X.data() + b0 * in.size(), X.data() + (b0 + nb) * in.size(), dx.begin());
     if (!classes.empty()) ::thrust::copy(classes.begin() + std::ptrdiff_t(b0), classes.begin() + std::ptrdiff_t(b0 + nb), dc.begin());
-    const double* r = d.run(nb, ::thrust::raw_pointer_cast(dx.data()), stop,
-                            classes.empty() ? nullptr : ::thrust::raw_pointer_cast(dc.data()));
+    const double* r = d.run(nb, detail::dptr(dx), stop, classes.empty() ? nullptr : detail::dptr(dc));
     ::thrust::copy(::thrust::device_pointer_cast(r), ::thrust::device_pointer_cast(r) + std::ptrdiff_t(nb * st.size()),
                    R.data() + b0 * st.size());
   }
