@@ -66,6 +66,28 @@ namespace detail {
 
 NNLENS_HD inline bool lrp_finite(double v) { return v - v == 0.0; }
 
+/// A composite's join backwards, for the host and the thrust kernels alike: the relevance an
+/// operand element of value x gets of R, the relevance of an output that `feeders` operand elements
+/// with sum zs feed: all of R from one feeder (a concat), else x R / (zs + eps sign zs) (a sum;
+/// 0 if not finite).
+NNLENS_HD inline double join_share(double R, std::size_t feeders, double zs, double x, double eps) {
+  if (R == 0) return 0.0;
+  if (feeders == 1) return R;
+  const double a = R / (zs + (zs >= 0 ? eps : -eps));
+  return lrp_finite(a) ? x * a : 0.0;
+}
+
+/// LRP's start, for the host and the thrust kernels alike: R = one_hot(c) z_c over the O logits z,
+/// c = cls, or the first maximum of z when cls is std::size_t(-1); returns c.
+template <class T>
+NNLENS_HD inline std::size_t lrp_start(const T* z, std::size_t O, std::size_t cls, double* R) {
+  std::size_t c = cls == std::size_t(-1) ? 0 : cls;
+  for (std::size_t k = 1; cls == std::size_t(-1) && k < O; ++k)
+    if (z[k] > z[c]) c = k;
+  for (std::size_t k = 0; k < O; ++k) R[k] = k == c ? double(z[k]) : 0.0;
+  return c;
+}
+
 /// The factors of output k of an affine map, for the host and the thrust kernels alike: rk its
 /// relevance, zk its output, bk its bias; zp, zn the sums of the positive / negative z_jk
 /// (alpha_beta: started from b+_k / b-_k); J the inputs it reads.  epsilon: fa = R_k / (z_k + ε

@@ -44,6 +44,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "nnlens/core/hd.hpp"
 #include "nnlens/core/relevance.hpp"
 #include "nnlens/core/shape.hpp"
 
@@ -109,6 +110,15 @@ struct sign_ctx {
 /// Neurons of a tensor of per-sample shape s.
 constexpr std::size_t neuron_count(shape s, bool element) { return element || s.rank != 3 ? s.size() : s[0]; }
 
+/// A channel's neuron: the mean of its hw values, summed in double in order (the host and the
+/// thrust kernels alike; hw = 1: the value itself).
+template <class T>
+NNLENS_HD inline double neuron_mean(const T* v, std::size_t hw) {
+  double acc = 0;
+  for (std::size_t i = 0; i < hw; ++i) acc += double(v[i]);
+  return acc / double(hw);
+}
+
 /// The neurons of tensor values v (one sample, every element) at the given granularity: channel
 /// means for a rank-3 tensor at channel granularity, the elements otherwise.
 template <class T>
@@ -118,11 +128,7 @@ void neuron_values(shape s, bool element, const T* v, double* out) {
     return;
   }
   const std::size_t hw = s[1] * s[2];
-  for (std::size_t c = 0; c < s[0]; ++c) {
-    double acc = 0;
-    for (std::size_t i = 0; i < hw; ++i) acc += double(v[c * hw + i]);
-    out[c] = acc / double(hw);
-  }
+  for (std::size_t c = 0; c < s[0]; ++c) out[c] = neuron_mean(v + c * hw, hw);
 }
 
 /// Same layer with scalar type U.  Weightless layers are their own rebind.  convert(l) makes the

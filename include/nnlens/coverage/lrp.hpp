@@ -131,11 +131,10 @@ class lrp_engine {
     }
     const std::size_t out = g_.output();
     const auto& z = x_[out];
-    if (cls == std::size_t(-1)) cls = std::size_t(std::max_element(z.begin(), z.end()) - z.begin());
-    if (cls >= z.size())
+    if (cls != npos && cls >= z.size())
       throw value_error("lrp: class " + std::to_string(cls) + " out of range (the network has " + std::to_string(z.size()) +
                         " outputs)");
-    r_[out][cls] = z[cls];
+    detail::lrp_start(z.data(), z.size(), cls, r_[out].data());
     const double eps = o_.epsilon;
     std::size_t fold_from = npos;  // the node whose output a folding BatchNorm took over
     for_each_node_reverse(net, nodes.size(), [&](std::size_t k, const auto& l, shape, shape) {
@@ -152,13 +151,9 @@ class lrp_engine {
           double zs = 0;
           std::size_t feeders = 0;
           ops.feeding(i, [&](std::size_t q, std::size_t e) { zs += x_[ops.ins[q]][e], ++feeders; });
-          if (feeders == 1) {
-            ops.feeding(i, [&](std::size_t q, std::size_t e) { r_[ops.ins[q]][e] += R[i]; });
-            continue;
-          }
-          const double s = R[i] / (zs + (zs >= 0 ? eps : -eps));
-          if (!std::isfinite(s)) continue;
-          ops.feeding(i, [&](std::size_t q, std::size_t e) { r_[ops.ins[q]][e] += x_[ops.ins[q]][e] * s; });
+          ops.feeding(i, [&](std::size_t q, std::size_t e) {
+            r_[ops.ins[q]][e] += detail::join_share(R[i], feeders, zs, x_[ops.ins[q]][e], eps);
+          });
         }
         return true;
       } else if constexpr (!RelevanceLayer<L>) {

@@ -30,8 +30,8 @@
 #include <utility>
 #include <vector>
 
-#include "nnlens/config.hpp"
 #include "nnlens/core/error.hpp"
+#include "nnlens/core/hd.hpp"
 #include "nnlens/core/properties.hpp"
 #include "nnlens/network/forward.hpp"
 #include "nnlens/network/validate.hpp"

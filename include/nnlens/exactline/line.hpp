@@ -280,7 +280,7 @@ class line_engine {
         propose(pl.v.data() + j * d, pl.v.data() + (j + 1) * d, out);
         auto first = out.begin() + std::ptrdiff_t(start);
         auto last = std::remove_if(first, out.end(), [](const R& x) { return !(x > R(0) && x < R(1)); });
-        std::sort(first, last);
+        exactline::sort_small(out.data() + start, std::size_t(last - first));
         last = std::unique(first, last);
         out.erase(last, out.end());
         cnt[j] = out.size() - start;

@@ -8,6 +8,8 @@
 //                                      f(s, winner) at every s in (0, 1) where the arg-max changes,
 //                                      in ascending s; returns the winner at s = 0 (n = the floor)
 //   envelope_breaks(a, b, n, floor, out)  just the ratios
+//   sort_small(x, n)                       a piece's proposed ratios in ascending order (no
+//                                      recursion or allocation: a device work item sorts its pair's)
 //   merge_piece(t0, t1, s, n, tol, keep)  which of a piece's sorted local ratios become points
 //   add_at(dst, v, d, t, j, n, ts)         a polyline's values at ratio t, added to dst
 //
@@ -31,6 +33,43 @@
 #include "nnlens/kernels/simd.hpp"
 
 namespace nnlens::exactline {
+
+template <class R>
+NNLENS_HD inline void sift_down(R* x, std::size_t root, std::size_t end) {
+  for (;;) {
+    std::size_t c = 2 * root + 1;
+    if (c >= end) return;
+    if (c + 1 < end && x[c] < x[c + 1]) ++c;
+    if (!(x[root] < x[c])) return;
+    const R t = x[root];
+    x[root] = x[c];
+    x[c] = t;
+    root = c;
+  }
+}
+
+/// Sorts x[0..n) ascending in place: insertion sort for short runs, heapsort beyond (no recursion,
+/// no allocation: on the thrust backend one work item sorts the candidates of its pair; the host
+/// sorts a piece's with it too, so both order them by the same comparisons).
+template <class R>
+NNLENS_HD inline void sort_small(R* x, std::size_t n) {
+  if (n <= 24) {
+    for (std::size_t i = 1; i < n; ++i) {
+      const R v = x[i];
+      std::size_t j = i;
+      for (; j > 0 && v < x[j - 1]; --j) x[j] = x[j - 1];
+      x[j] = v;
+    }
+    return;
+  }
+  for (std::size_t i = n / 2; i-- > 0;) sift_down(x, i, n);
+  for (std::size_t end = n - 1; end > 0; --end) {
+    const R t = x[0];
+    x[0] = x[end];
+    x[end] = t;
+    sift_down(x, 0, end);
+  }
+}
 
 /// Whether a unit going from a to b crosses the knot k strictly, and where (s, in R).  NNLENS_HD:
 /// the thrust backend's knot rule calls it too (thrust/exactline_kernels.hpp, knot_proposer).

@@ -136,6 +136,16 @@ struct profile_options {
 };
 
 namespace detail {
+/// profile_network's checks of the network and of X (every policy): the sample count N of X
+/// [N, input...]; data_error when it is 0.
+template <class Net, class E>
+std::size_t profile_samples(const Net& net, const E& X) {
+  check_shapes(net);
+  const std::size_t n = check_batch_input(X, input_shape_of(net), "profile_network");
+  if (n == 0) throw data_error("profile_network: the dataset is empty");
+  return n;
+}
+
 /// profile_network after its input checks: x holds n row-major samples in T.  One instantiation per
 /// policy and network, whatever container the caller had (the forms of nnlens/precompiled/nnslicer.hpp).
 template <class Policy, class Net>
@@ -182,9 +192,7 @@ template <class Policy, class Net, class E>
   requires execution::is_execution_policy_v<Policy>
 profile profile_network(const Policy& pol, const Net& net, const E& X, const profile_options& o = {}) {
   using T = network_scalar_t<Net>;
-  check_shapes(net);
-  const std::size_t n = detail::check_batch_input(X, input_shape_of(net), "profile_network");
-  if (n == 0) throw data_error("profile_network: the dataset is empty");
+  const std::size_t n = detail::profile_samples(net, X);
   const auto& x = detail::row_major_input<T>(X);  // X itself, or a row-major copy in T
   return detail::profile_rows(pol, net, std::span<const T>(x.data(), x.size()), n, o);
 }

@@ -15,10 +15,12 @@
 #include <cstddef>
 #include <deque>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <thrust/copy.h>
@@ -79,55 +81,42 @@ void check_nodes(const Net& net) {
 }
 
 /// Device memory that only grows and is never initialised (thrust::device_vector fills on resize
-/// and copies on growth; here every buffer is written before it is read).
+/// and copies on growth; here every buffer is written before it is read).  Movable: std::swap.
 template <class T>
 class dbuf {
  public:
-  dbuf() = default;
-  dbuf(const dbuf&) = delete;
-  dbuf& operator=(const dbuf&) = delete;
-  ~dbuf() { release(); }
   void reserve(idx n) {
     if (n <= cap_) return;
-    release();
+    p_.reset();
     cap_ = n + n / 4 + 16;
-    p_ = ::thrust::device_malloc<T>(cap_);
+    p_.reset(::thrust::raw_pointer_cast(::thrust::device_malloc<T>(cap_)));
   }
-  T* get() const { return ::thrust::raw_pointer_cast(p_); }
+  T* get() const { return p_.get(); }
   void upload(const T* h, idx n) {
     reserve(n);
-    if (n) ::thrust::copy(h, h + n, p_);
+    if (n) ::thrust::copy(h, h + n, dp());
   }
-  void download(idx i, idx n, T* h) const {
-    if (n) ::thrust::copy(p_ + std::ptrdiff_t(i), p_ + std::ptrdiff_t(i + n), h);
+  void download(idx n, T* h, idx from = 0) const {
+    if (n) ::thrust::copy(dp() + std::ptrdiff_t(from), dp() + std::ptrdiff_t(from + n), h);
   }
   void copy_from(const dbuf& o, idx n) {
     reserve(n);
-    if (n) ::thrust::copy(o.p_, o.p_ + std::ptrdiff_t(n), p_);
+    if (n) ::thrust::copy(o.dp(), o.dp() + std::ptrdiff_t(n), dp());
   }
   T at(idx i) const {
     T x{};
-    download(i, 1, &x);
+    download(1, &x, i);
     return x;
-  }
-  void swap(dbuf& o) noexcept {
-    std::swap(p_, o.p_);
-    std::swap(cap_, o.cap_);
   }
 
  private:
-  void release() {
-    if (cap_) ::thrust::device_free(p_);
-    cap_ = 0;
-  }
-  ::thrust::device_ptr<T> p_{};
+  struct release {
+    void operator()(T* p) const { ::thrust::device_free(::thrust::device_pointer_cast(p)); }
+  };
+  ::thrust::device_ptr<T> dp() const { return ::thrust::device_pointer_cast(p_.get()); }
+  std::unique_ptr<T, release> p_;
   idx cap_ = 0;
 };
-
-template <class T>
-T* raw(dbuf<T>& v) {
-  return v.get();
-}
 
 /// The points of every segment of a pass: rows sorted by (segment, t), segment g's rows from
 /// off[g] (on the host and, doff, on the device), n rows of width d.
@@ -142,10 +131,6 @@ struct line_rows {
     seg.copy_from(o.seg, o.n), t.copy_from(o.t, o.n), v.copy_from(o.v, o.n * o.d);
     doff.copy_from(o.doff, o.off.size());
     off = o.off, n = o.n, d = o.d;
-  }
-  void swap(line_rows& o) {
-    seg.swap(o.seg), doff.swap(o.doff), t.swap(o.t), v.swap(o.v);
-    std::swap(off, o.off), std::swap(n, o.n), std::swap(d, o.d);
   }
 };
 
@@ -171,22 +156,18 @@ class engine {
     {  // two rows per segment: t = 0 (P) and t = 1 (Q)
       std::vector<idx> seg(2 * G_);
       std::vector<R> t(2 * G_);
-      const bool ends = opt_->reanchor;  // P and Q on the device: only reanchor reads them
-      std::vector<S> v(2 * G_ * di), p(ends ? G_ * di : 0), q(ends ? G_ * di : 0);
+      std::vector<S> v(2 * G_ * di);
       for (idx j = 0; j < G_; ++j) {
         seg[2 * j] = seg[2 * j + 1] = j;
         t[2 * j] = R(0), t[2 * j + 1] = R(1);
         std::copy(A[ids[j]].begin(), A[ids[j]].end(), v.begin() + std::ptrdiff_t(2 * j * di));
         std::copy(B[ids[j]].begin(), B[ids[j]].end(), v.begin() + std::ptrdiff_t((2 * j + 1) * di));
-        if (!ends) continue;
-        std::copy(A[ids[j]].begin(), A[ids[j]].end(), p.begin() + std::ptrdiff_t(j * di));
-        std::copy(B[ids[j]].begin(), B[ids[j]].end(), q.begin() + std::ptrdiff_t(j * di));
       }
       c.seg.upload(seg.data(), seg.size());
       c.t.upload(t.data(), t.size());
       c.v.upload(v.data(), v.size());
       c.n = 2 * G_;
-      if (ends) P_.upload(p.data(), p.size()), Q_.upload(q.data(), q.size());
+      if (opt_->reanchor) PQ_.copy_from(c.v, c.n * di);  // P and Q of every segment: only reanchor reads them
     }
     c.off.resize(G_ + 1);
     for (idx j = 0; j <= G_; ++j) c.off[j] = 2 * j;
@@ -202,8 +183,8 @@ class engine {
     const idx n = c.n;
     std::vector<R> t(n);
     std::vector<S> v(n * c.d);
-    c.t.download(0, n, t.data());
-    c.v.download(0, n * c.d, v.data());
+    c.t.download(n, t.data());
+    c.v.download(n * c.d, v.data());
     for (idx j = 0; j < G_; ++j) {
       const idx g = ids[j];
       if (!live_[j]) {
@@ -237,8 +218,8 @@ class engine {
   template <class L>
   void apply(const L& l, shape in, shape out) {
     next_.v.reserve(cur_.n * out.size());
-    thrust_layer<L>::forward(l, dn_->params(k_), in, out, cur_.n, raw(cur_.v), raw(next_.v));
-    cur_.v.swap(next_.v);
+    thrust_layer<L>::forward(l, dn_->params(k_), in, out, cur_.n, cur_.v.get(), next_.v.get());
+    std::swap(cur_.v, next_.v);
     cur_.d = out.size();
     at_ = ++k_;  // node k writes tensor k + 1
   }
@@ -252,13 +233,13 @@ class engine {
     const idx base = used_, in_at = at_;
     used_ += 1 + nb;
     if (saved_.size() < used_) saved_.resize(used_);
-    saved_[base].swap(cur_);  // the input
+    std::swap(saved_[base], cur_);  // the input
     std::vector<idx> dims;
     line_branches(*this, l, lin, where, [&](std::size_t b, auto&& run) {
       cur_.copy_from(saved_[base]);
       run();
       dims.push_back(cur_.d);
-      saved_[base + 1 + b].swap(cur_);
+      std::swap(saved_[base + 1 + b], cur_);
       at_ = in_at;
     });
     const std::vector<idx> at = branch_offsets(composite_join_v<L>, dims);
@@ -267,22 +248,22 @@ class engine {
     u.nb = nb;
     for (idx b = 0; b < nb; ++b) {
       auto& r = saved_[base + 1 + b];
-      u.br[b] = {raw(r.t), raw(r.doff), raw(r.v), r.d, at[b]};
+      u.br[b] = {r.t.get(), r.doff.get(), r.v.get(), r.d, at[b]};
     }
     std::vector<idx> live(live_.begin(), live_.end()), cnt(G_), merged(G_), off(G_ + 1, 0);
     live_d_.upload(live.data(), G_);
     cnt_.reserve(G_), merged_.reserve(G_);
-    u.tin = in.t.get(), u.offin = in.doff.get(), u.live = raw(live_d_), u.tol = R(opt_->merge_tol);
-    u.cnt = raw(cnt_), u.merged = raw(merged_);
+    u.tin = in.t.get(), u.offin = in.doff.get(), u.live = live_d_.get(), u.tol = R(opt_->merge_tol);
+    u.cnt = cnt_.get(), u.merged = merged_.get();
     thrust_kernels::launch(G_, u);
-    cnt_.download(0, G_, cnt.data());
-    merged_.download(0, G_, merged.data());
+    cnt_.download(G_, cnt.data());
+    merged_.download(G_, merged.data());
     const idx dout = lout.size();
     for (idx j = 0; j < G_; ++j) {
       if (live_[j]) {
         stats_[j].merged += merged[j];
         try {
-          check_caps(cnt[j], std::max(lin.size(), dout), where);
+          check_line_caps<S>(cnt[j], std::max(lin.size(), dout), *opt_, [&] { return where.str(); });
         } catch (const error&) {
           err_[j] = std::current_exception();
           live_[j] = 0, live[j] = 0, cnt[j] = 0;
@@ -294,13 +275,13 @@ class engine {
     c.n = off[G_], c.d = dout, c.off = off;
     c.doff.upload(off.data(), off.size());
     live_d_.upload(live.data(), G_);
-    u.live = raw(live_d_);
+    u.live = live_d_.get();
     c.seg.reserve(c.n), c.t.reserve(c.n), c.v.reserve(c.n * dout);
-    u.off_out = c.doff.get(), u.t_out = raw(c.t), u.seg_out = raw(c.seg);
+    u.off_out = c.doff.get(), u.t_out = c.t.get(), u.seg_out = c.seg.get();
     thrust_kernels::launch(G_, u);
     tk::join_values<S, R> jv{};
     std::copy(u.br, u.br + nb, jv.br);
-    jv.nb = nb, jv.dout = dout, jv.t = c.t.get(), jv.seg = c.seg.get(), jv.v = raw(c.v);
+    jv.nb = nb, jv.dout = dout, jv.t = c.t.get(), jv.seg = c.seg.get(), jv.v = c.v.get();
     thrust_kernels::launch(c.n, jv);
     used_ = base;
     at_ = ++k_;
@@ -314,7 +295,7 @@ class engine {
   idx used_ = 0;                       // of saved_
   dbuf<idx> doff2_, cnt_, coff_, pair_, keep_, kept_, koff_, merged_, gpos_, mseg_, pseg_, fresh_, live_d_, flag_, pos_;
   dbuf<R> s_;
-  dbuf<S> P_, Q_, x0_, x1_;
+  dbuf<S> PQ_, x0_, x1_;
   std::vector<char> live_;
   std::vector<std::exception_ptr> err_;
   std::vector<line_stats> stats_;
@@ -329,38 +310,38 @@ class engine {
     if (n < 2) return;
     cnt_.reserve(n);
     coff_.reserve(n);
-    thrust_kernels::launch(n, tk::count_pairs<S, R, P>{raw(c.seg), raw(c.v), n, d, prop, raw(cnt_)});
-    ::thrust::exclusive_scan(::thrust::device, raw(cnt_), raw(cnt_) + n, raw(coff_));
+    thrust_kernels::launch(n, tk::count_pairs<S, R, P>{c.seg.get(), c.v.get(), n, d, prop, cnt_.get()});
+    ::thrust::exclusive_scan(::thrust::device, cnt_.get(), cnt_.get() + n, coff_.get());
     const idx total = coff_.at(n - 1);  // cnt[n - 1] == 0
     if (total == 0) return;
     s_.reserve(total);
     pair_.reserve(total);
-    thrust_kernels::launch(n, tk::fill_pairs<S, R, P>{raw(cnt_), raw(coff_), raw(c.v), d, prop, raw(s_), raw(pair_)});
+    thrust_kernels::launch(n, tk::fill_pairs<S, R, P>{cnt_.get(), coff_.get(), c.v.get(), d, prop, s_.get(), pair_.get()});
     keep_.reserve(total);
     kept_.reserve(n);
     merged_.reserve(n);
-    thrust_kernels::launch(n, tk::merge_pairs<R>{raw(cnt_), raw(coff_), raw(c.t), raw(s_), R(opt_->merge_tol), raw(keep_), raw(kept_),
-                                     raw(merged_)});
+    thrust_kernels::launch(n, tk::merge_pairs<R>{cnt_.get(), coff_.get(), c.t.get(), s_.get(), R(opt_->merge_tol), keep_.get(),
+                                                 kept_.get(), merged_.get()});
     koff_.reserve(n);
-    ::thrust::exclusive_scan(::thrust::device, raw(kept_), raw(kept_) + n, raw(koff_));
+    ::thrust::exclusive_scan(::thrust::device, kept_.get(), kept_.get() + n, koff_.get());
     const idx K = koff_.at(n - 1);
     gpos_.reserve(total);
-    ::thrust::exclusive_scan(::thrust::device, raw(keep_), raw(keep_) + total, raw(gpos_));
+    ::thrust::exclusive_scan(::thrust::device, keep_.get(), keep_.get() + total, gpos_.get());
     doff2_.reserve(G_ + 1);
     mseg_.reserve(G_);
     pseg_.reserve(G_);
-    thrust_kernels::launch(G_ + 1, tk::segment_update{raw(c.doff), raw(koff_), raw(cnt_), raw(merged_), n, K, G_, raw(doff2_),
-                                          raw(mseg_), raw(pseg_)});
+    thrust_kernels::launch(G_ + 1, tk::segment_update{c.doff.get(), koff_.get(), cnt_.get(), merged_.get(), n, K, G_, doff2_.get(),
+                                                      mseg_.get(), pseg_.get()});
     std::vector<idx> off2(G_ + 1), mseg(G_), pseg(G_);
-    doff2_.download(0, G_ + 1, off2.data());
-    mseg_.download(0, G_, mseg.data());
-    pseg_.download(0, G_, pseg.data());
+    doff2_.download(G_ + 1, off2.data());
+    mseg_.download(G_, mseg.data());
+    pseg_.download(G_, pseg.data());
     bool failed = false;
     for (idx j = 0; j < G_; ++j) {
       if (!live_[j] || pseg[j] == 0) continue;
       stats_[j].merged += mseg[j];
       try {
-        check_caps(off2[j + 1] - off2[j], d, where);
+        check_line_caps<S>(off2[j + 1] - off2[j], d, *opt_, [&] { return where.str(); });
       } catch (const error&) {
         err_[j] = std::current_exception();
         live_[j] = 0;
@@ -373,12 +354,12 @@ class engine {
       x.t.reserve(n + K);
       x.v.reserve((n + K) * d);
       if (opt_->reanchor) fresh_.reserve(K);
-      thrust_kernels::launch(n, tk::move_rows<S, R>{raw(c.seg), raw(c.t), raw(c.v), raw(koff_), nullptr, nullptr, d, raw(x.seg),
-                                        raw(x.t), raw(x.v)});
-      thrust_kernels::launch(total, tk::scatter_new<S, R>{raw(c.seg), raw(c.t), raw(c.v), raw(pair_), raw(s_), raw(keep_), raw(gpos_), d,
-                                               raw(x.seg), raw(x.t), raw(x.v),
-                                               opt_->reanchor ? raw(fresh_) : static_cast<idx*>(nullptr)});
-      c.seg.swap(x.seg), c.t.swap(x.t), c.v.swap(x.v), c.doff.swap(doff2_);
+      thrust_kernels::launch(n, tk::move_rows<S, R>{c.seg.get(), c.t.get(), c.v.get(), koff_.get(), nullptr, nullptr, d, x.seg.get(),
+                                                    x.t.get(), x.v.get()});
+      thrust_kernels::launch(total, tk::scatter_new<S, R>{c.seg.get(), c.t.get(), c.v.get(), pair_.get(), s_.get(), keep_.get(),
+                                                          gpos_.get(), d, x.seg.get(), x.t.get(), x.v.get(),
+                                                          opt_->reanchor ? fresh_.get() : static_cast<idx*>(nullptr)});
+      std::swap(c.seg, x.seg), std::swap(c.t, x.t), std::swap(c.v, x.v), std::swap(c.doff, doff2_);
       c.n = n + K;
       c.off = off2;
       if (opt_->reanchor) reanchor(K);
@@ -386,20 +367,16 @@ class engine {
     if (failed) compact();
   }
 
-  void check_caps(idx points, idx d, const layer_site& where) const {
-    check_line_caps<S>(points, d, *opt_, [&] { return where.str(); });
-  }
-
   /// The K new rows recomputed from P + t (Q - P): the op graph's nodes up to the tensor the rows
   /// hold (device_network::forward; with a composite its other branches too: other tensors).
   void reanchor(idx K) {
     const idx di = dn_->acts()[0].size();
     x0_.reserve(K * di);
-    thrust_kernels::launch(K, tk::endpoints_at<S, R>{raw(fresh_), raw(cur_.seg), raw(cur_.t), raw(P_), raw(Q_), di, raw(x0_)});
+    thrust_kernels::launch(K, tk::endpoints_at<S, R>{fresh_.get(), cur_.seg.get(), cur_.t.get(), PQ_.get(), di, x0_.get()});
     NNLENS_EXPECTS(dn_->acts()[at_].size() == cur_.d);
     x1_.reserve(K * cur_.d);
-    dn_->forward(K, raw(x0_), raw(x1_), at_);
-    thrust_kernels::launch(K, tk::scatter_rows<S>{raw(fresh_), raw(x1_), cur_.d, raw(cur_.v)});
+    dn_->forward(K, x0_.get(), x1_.get(), at_);
+    thrust_kernels::launch(K, tk::scatter_rows<S>{fresh_.get(), x1_.get(), cur_.d, cur_.v.get()});
   }
 
   /// Drops the rows of segments that failed.
@@ -410,17 +387,17 @@ class engine {
     live_d_.upload(live.data(), G_);
     flag_.reserve(n);
     pos_.reserve(n);
-    thrust_kernels::launch(n, tk::live_flag{raw(c.seg), raw(live_d_), raw(flag_)});
-    ::thrust::exclusive_scan(::thrust::device, raw(flag_), raw(flag_) + n, raw(pos_));
+    thrust_kernels::launch(n, tk::live_flag{c.seg.get(), live_d_.get(), flag_.get()});
+    ::thrust::exclusive_scan(::thrust::device, flag_.get(), flag_.get() + n, pos_.get());
     std::vector<idx> off(G_ + 1, 0);
     for (idx j = 0; j < G_; ++j) off[j + 1] = off[j] + (live_[j] ? c.off[j + 1] - c.off[j] : 0);
     auto& x = next_;
     x.seg.reserve(off[G_]);
     x.t.reserve(off[G_]);
     x.v.reserve(off[G_] * c.d);
-    thrust_kernels::launch(n, tk::move_rows<S, R>{raw(c.seg), raw(c.t), raw(c.v), nullptr, raw(pos_), raw(live_d_), c.d, raw(x.seg),
-                                      raw(x.t), raw(x.v)});
-    c.seg.swap(x.seg), c.t.swap(x.t), c.v.swap(x.v);
+    thrust_kernels::launch(n, tk::move_rows<S, R>{c.seg.get(), c.t.get(), c.v.get(), nullptr, pos_.get(), live_d_.get(), c.d,
+                                                  x.seg.get(), x.t.get(), x.v.get()});
+    std::swap(c.seg, x.seg), std::swap(c.t, x.t), std::swap(c.v, x.v);
     c.n = off[G_];
     c.off = off;
     c.doff.upload(off.data(), off.size());

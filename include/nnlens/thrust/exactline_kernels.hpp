@@ -13,7 +13,7 @@
 //                                        (and of the floor c of a fused max(x, c)), the envelope walk
 //                                        of exactline::envelope_walk, the same tie rules
 //   count_pairs / fill_pairs             candidates per pair; written at exclusive-scan offsets and
-//                                        sorted there (sort_small: each work item owns its pair's run)
+//                                        sorted there (exactline::sort_small, as the host sorts them)
 //   merge_pairs                          per pair, over its sorted candidates: drops exact repeats
 //                                        (std::unique) and ratios within merge_tol of the last kept
 //                                        point or of the pair's end (counted as merged), as the host
@@ -46,16 +46,15 @@
 
 namespace nnlens::thrust_kernels::line {
 
+/// A proposer's candidates: counted, and written to out unless it is null.
 template <class R>
-struct count_emit {
+struct emit_to {
+  R* out = nullptr;
   idx n = 0;
-  NNLENS_HD void operator()(R) { ++n; }
-};
-template <class R>
-struct write_emit {
-  R* out;
-  idx n = 0;
-  NNLENS_HD void operator()(R s) { out[n++] = s; }
+  NNLENS_HD void operator()(R s) {
+    if (out) out[n] = s;
+    ++n;
+  }
 };
 
 /// An element-wise op with knots k (pwl_rule<L>::knots): a unit crosses a knot strictly inside the
@@ -114,42 +113,6 @@ struct pool_proposer {
   }
 };
 
-template <class R>
-NNLENS_HD void sift_down(R* x, idx root, idx end) {
-  for (;;) {
-    idx c = 2 * root + 1;
-    if (c >= end) return;
-    if (c + 1 < end && x[c] < x[c + 1]) ++c;
-    if (!(x[root] < x[c])) return;
-    const R t = x[root];
-    x[root] = x[c];
-    x[c] = t;
-    root = c;
-  }
-}
-
-/// Sorts x[0..n) ascending in place: insertion sort for short runs, heapsort beyond (no recursion,
-/// no allocation: one work item sorts the candidates of its pair).
-template <class R>
-NNLENS_HD void sort_small(R* x, idx n) {
-  if (n <= 24) {
-    for (idx i = 1; i < n; ++i) {
-      const R v = x[i];
-      idx j = i;
-      for (; j > 0 && v < x[j - 1]; --j) x[j] = x[j - 1];
-      x[j] = v;
-    }
-    return;
-  }
-  for (idx i = n / 2; i-- > 0;) sift_down(x, i, n);
-  for (idx end = n - 1; end > 0; --end) {
-    const R t = x[0];
-    x[0] = x[end];
-    x[end] = t;
-    sift_down(x, 0, end);
-  }
-}
-
 /// cnt[r] = number of candidates of pair r (0 across segments and for the last row).
 template <class T, class R, class P>
 struct count_pairs {
@@ -163,7 +126,7 @@ struct count_pairs {
       cnt[r] = 0;
       return;
     }
-    count_emit<R> e;
+    emit_to<R> e;
     prop(v + r * d, v + (r + 1) * d, e);
     cnt[r] = e.n;
   }
@@ -181,9 +144,9 @@ struct fill_pairs {
   NNLENS_HD void operator()(idx r) const {
     if (cnt[r] == 0) return;
     R* o = s + off[r];
-    write_emit<R> e{o};
+    emit_to<R> e{o};
     prop(v + r * d, v + (r + 1) * d, e);
-    sort_small(o, e.n);
+    exactline::sort_small(o, e.n);
     for (idx q = 0; q < e.n; ++q) pair[off[r] + q] = r;
   }
 };
@@ -284,20 +247,20 @@ struct segment_update {
   }
 };
 
-/// x[k] = P[seg] + T(t) (Q[seg] - P[seg]) for the rows fresh[k] (reanchor).
+/// x[k] = P + T(t) (Q - P) of segment seg[r] for the rows r = fresh[k] (reanchor).
 template <class T, class R>
 struct endpoints_at {
   const idx* fresh;
   const idx* seg;
   const R* t;
-  const T* P;
-  const T* Q;
+  const T* PQ;  // P and Q of segment g: rows 2 g and 2 g + 1
   idx di;
   T* x;
   NNLENS_HD void operator()(idx k) const {
-    const idx r = fresh[k], sg = seg[r];
+    const idx r = fresh[k];
     const T a = T(t[r]);
-    for (idx i = 0; i < di; ++i) x[k * di + i] = P[sg * di + i] + a * (Q[sg * di + i] - P[sg * di + i]);
+    const T *P = PQ + 2 * seg[r] * di, *Q = P + di;
+    for (idx i = 0; i < di; ++i) x[k * di + i] = P[i] + a * (Q[i] - P[i]);
   }
 };
 

@@ -30,7 +30,7 @@
 //                                      i < size: operand b of a composite's join (a sum adds every
 //                                      branch at offset 0, a concat places each at its offset)
 //   neuron_partials(n, C, hw, x, part, S)  part[c*S+s] += sum over the samples of block s of the mean
-//                                      of x[sample, c, 0..hw) (double): NNSlicer's profile sums
+//                                      of x[sample, c, 0..hw) (neuron_mean): NNSlicer's profile sums
 #pragma once
 
 #include <cstddef>
@@ -42,6 +42,7 @@
 #include <thrust/transform.h>
 
 #include "nnlens/config.hpp"
+#include "nnlens/core/traits.hpp"
 #include "nnlens/kernels/window.hpp"
 
 // Vectorise a host loop (OMP/CPP device systems with -fopenmp); nothing under nvcc.
@@ -315,12 +316,7 @@ struct neuron_partial {
   NNLENS_HD void operator()(idx t) const {
     const idx c = t / S, s = t % S;
     double sum = 0;
-    for (idx n = s; n < N; n += S) {
-      const T* v = x + (n * C + c) * hw;
-      double a = 0;
-      for (idx i = 0; i < hw; ++i) a += double(v[i]);
-      sum += a / double(hw);
-    }
+    for (idx n = s; n < N; n += S) sum += neuron_mean(x + (n * C + c) * hw, hw);
     part[t] += sum;
   }
 };

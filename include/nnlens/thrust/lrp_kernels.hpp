@@ -228,24 +228,14 @@ void lrp_scale_shift(idx N, idx E, idx per, const T* x, const T* z, const double
   launch(N * E, lrp_scale_elem<T>{x, z, R, Rin, w, b, E, per, p});
 }
 
-/// The start of LRP: R[n] = one_hot(c) z[n, c].
+/// The start of LRP: R[n] = one_hot(c) z[n, c] (detail::lrp_start, the host's).
 template <class T>
 struct lrp_start_op {
   const T* z;
   const idx* cls;  // null: the first maximum
   double* R;
   idx O;
-  NNLENS_HD void operator()(idx n) const {
-    const T* zn = z + n * O;
-    idx c = 0;
-    if (cls) {
-      c = cls[n];
-    } else {
-      for (idx k = 1; k < O; ++k)
-        if (zn[k] > zn[c]) c = k;
-    }
-    for (idx k = 0; k < O; ++k) R[n * O + k] = k == c ? double(zn[k]) : 0.0;
-  }
+  NNLENS_HD void operator()(idx n) const { detail::lrp_start(z + n * O, O, cls ? cls[n] : idx(-1), R + n * O); }
 };
 
 template <class T>
@@ -256,10 +246,8 @@ void lrp_start(idx N, idx O, const T* z, const idx* cls, double* R) {
 /// At most this many operands per join on the device.
 inline constexpr idx lrp_join_max = 8;
 
-/// A composite's join backwards (network/graph.hpp's join_operands; the host's lrp_engine): an
-/// output element fed by one operand (a concat) passes R on; fed by several (a sum), R splits in
-/// proportion to the operands' values, x_q R / (z + eps sign z) with z their sum (0 if not
-/// finite).  One work item per output element of a sample: each operand element feeds one output,
+/// A composite's join backwards (network/graph.hpp's join_operands; detail::join_share, the host's
+/// rule).  One work item per output element of a sample: each operand element feeds one output,
 /// so no two items write one place.  add[q]: onto r[q] (a tensor other nodes read too), else
 /// written as 0 + v (the host's zeroed sum).
 template <class T>
@@ -279,13 +267,10 @@ struct lrp_join_op {
     idx feeders = 0;
     for (idx q = 0; q < K; ++q)
       if (feeds(q, i)) zs += double(x[q][s * size[q] + i - off[q]]), ++feeders;
-    const double a = feeders == 1 ? 1.0 : Ri / (zs + (zs >= 0 ? eps : -eps));
     for (idx q = 0; q < K; ++q) {
       if (!feeds(q, i)) continue;
       const idx e = s * size[q] + i - off[q];
-      double v = 0;
-      if (Ri != 0) v = feeders == 1 ? Ri : detail::lrp_finite(a) ? double(x[q][e]) * a : 0.0;
-      r[q][e] = (add[q] ? r[q][e] : 0.0) + v;
+      r[q][e] = (add[q] ? r[q][e] : 0.0) + detail::join_share(Ri, feeders, zs, double(x[q][e]), eps);
     }
   }
 };
@@ -327,18 +312,7 @@ struct neuron_value_op {
   const T* x;
   double* out;
   idx C, hw, ld, off;
-  NNLENS_HD void operator()(idx t) const {
-    const idx n = t / C, c = t % C;
-    const T* v = x + t * hw;
-    double* o = out + n * ld + off + c;
-    if (hw == 1) {
-      *o = double(v[0]);
-      return;
-    }
-    double a = 0;
-    for (idx i = 0; i < hw; ++i) a += double(v[i]);
-    *o = a / double(hw);
-  }
+  NNLENS_HD void operator()(idx t) const { out[(t / C) * ld + off + t % C] = neuron_mean(x + t * hw, hw); }
 };
 
 /// Coverage neurons: out[n * ld + off + c] = mean over hw of x[n, c, ...] (hw = 1: the element).

@@ -83,9 +83,7 @@ struct thrust_layer<L> {
   static constexpr bool supported = true;
   /// Its window as the kernels read it: the 1 x 1 convolution of its inputs (LRP's kernels).
   static thrust_kernels::window_dims dims(const L&, shape in, shape out) {
-    thrust_kernels::window_dims d;
-    d.C = in.size(), d.H = d.W = 1, d.O = out.size(), d.OH = d.OW = 1;
-    return d;
+    return kernels::window_of(conv_geometry{}, shape(in.size(), 1, 1), shape(out.size(), 1, 1));
   }
   static void upload(const L& l, thrust_params<T>& p, shape in) {  // padded: thrust_kernels::dense_pad_weights
     std::vector<T> w, b;

@@ -34,11 +34,9 @@ namespace nnlens {
 template <class Net, class E>
 profile profile_network(const execution::thrust_policy& policy, const Net& net, const E& X, const profile_options& o = {}) {
   using T = network_scalar_t<Net>;
-  check_shapes(net);
   const shape in = input_shape_of(net);
-  const std::size_t n = detail::check_batch_input(X, in, "profile_network");
-  if (n == 0) throw data_error("profile_network: the dataset is empty");
-  const xt::xarray<T> x = X;
+  const std::size_t n = detail::profile_samples(net, X);
+  const auto& x = detail::row_major_input<T>(X);  // X itself, or a row-major copy in T
   require_finite(std::span<const T>(x.data(), x.size()), in.size(), "profile_network: input");
   std::unique_ptr<progress_bar> bar;
   if (o.progress) bar = std::make_unique<progress_bar>("profile", n);
@@ -46,9 +44,8 @@ profile profile_network(const execution::thrust_policy& policy, const Net& net, 
   profile_accumulator<T> acc(net, o.grain);  // names, fingerprint, zero sums
   profile& p = acc.result();
   const device_network<Net> dnet(net);
-  const std::vector<shape>& acts = dnet.acts();
-  if (p.sums.size() != acts.size())
-    throw logic_error("profile_network(thrust): the device's tensors are not the op graph's");
+  const std::vector<shape>& acts = dnet.acts();  // the op graph's tensors, as the accumulator's
+  NNLENS_EXPECTS(p.sums.size() == acts.size());
   const bool el = o.grain == granularity::element;
 
   const std::size_t pass = std::max<std::size_t>(1, std::min(policy.batch, n));
@@ -57,8 +54,7 @@ profile profile_network(const execution::thrust_policy& policy, const Net& net, 
   std::vector<::thrust::device_vector<T>> bufs;
   std::vector<::thrust::device_vector<double>> part(acts.size());  // per tensor: [neuron][block], on the device
   for (std::size_t a = 0; a < acts.size(); ++a) {
-    if (neuron_count(acts[a], el) != p.sums[a].size())
-      throw logic_error("profile_network(thrust): tensor sizes differ from the op graph's");
+    NNLENS_EXPECTS(neuron_count(acts[a], el) == p.sums[a].size());
     part[a].assign(p.sums[a].size() * S, 0.0);
   }
   for (std::size_t b0 = 0; b0 < n; b0 += pass) {

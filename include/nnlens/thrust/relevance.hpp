@@ -24,7 +24,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <memory>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -185,16 +184,12 @@ class device_lrp {
           using L = std::decay_t<decltype(l)>;
           step& s = steps_[k];
           if constexpr (ThrustLrpLayer<L> && !Composite<L>) {
+            relevance_view<T> v;  // the host's reading of the rule: folding, and a fold's coefficients
+            v.make(l, in, out);
             s.passthrough = thrust_lrp_layer<L>::passthrough;
-            s.accepts_fold = detail::relevance_accepts_fold<L>;
-            if constexpr (detail::relevance_folds<L>) {  // as the host's relevance_view: per channel
-              s.folds = true;
-              const std::size_t C = out.rank == 3 ? out[0] : out.size();
-              std::vector<double> a(C), t(C);
-              for (std::size_t c = 0; c < C; ++c) relevance_rule<L>::scale_shift(l, c, a[c], t[c]);
-              s.fold_scale = std::make_shared<::thrust::device_vector<double>>(a.begin(), a.end());
-              s.fold_shift = std::make_shared<::thrust::device_vector<double>>(t.begin(), t.end());
-            }
+            s.accepts_fold = v.accepts_fold, s.folds = !v.fold_scale.empty();
+            s.fold_scale.assign(v.fold_scale.begin(), v.fold_scale.end());
+            s.fold_shift.assign(v.fold_shift.begin(), v.fold_shift.end());
             if constexpr (!thrust_lrp_layer<L>::passthrough) thrust_lrp_layer<L>::upload(l, s.params, in);
           } else {
             throw logic_error(detail::concat("nnlens::thrust: layer ", nodes[k].name,
@@ -290,8 +285,8 @@ class device_lrp {
           const T* z = tensor(out);
           if (fold_from == k + 1) {  // the folded pair: the BatchNorm's output and coefficients
             z = tensor(nodes[k + 1].out);
-            si.fold_scale = detail::dptr(*steps_[k + 1].fold_scale);
-            si.fold_shift = detail::dptr(*steps_[k + 1].fold_shift);
+            si.fold_scale = detail::dptr(steps_[k + 1].fold_scale);
+            si.fold_shift = detail::dptr(steps_[k + 1].fold_shift);
             fold_from = std::size_t(-1);
           }
           // R_in: its own buffer (tensors are numbered in creation order, so in < out and R_out's
@@ -310,7 +305,7 @@ class device_lrp {
   struct step {
     bool join = false, passthrough = false;
     bool folds = false, accepts_fold = false;  // relevance_rule: folds_into_previous, accepts_fold
-    std::shared_ptr<::thrust::device_vector<double>> fold_scale, fold_shift;
+    ::thrust::device_vector<double> fold_scale, fold_shift;  // a folding node's, per channel
     thrust_params<T> params;  // what the step's kernels read (thrust_lrp_layer<L>::upload)
   };
   device_network<Net> dnet_;
