@@ -16,6 +16,7 @@ set(forms
   "nnlens::detail::forward_rows<nnlens::execution::parallel_policy, nnlens::basic_dynamic_network<double> >"
   "nnlens::network_cast<double, nnlens::basic_dynamic_network<float> >"
   "nnlens::network_cast<float, nnlens::basic_dynamic_network<double> >"
+  "nnlens::check_shapes<nnlens::basic_dynamic_network<float> >"
   "nnlens::detail::line_impl<double, double, nnlens::basic_dynamic_network<double> >"
   "nnlens::detail::line_impl<float, double, nnlens::basic_dynamic_network<float> >"
   "nnlens::detail::profile_rows<nnlens::execution::parallel_policy, nnlens::basic_dynamic_network<float> >"

@@ -47,26 +47,22 @@
 // set; never a crash.
 #pragma once
 
+#include <limits>
 #include <string>
 
 #include "nnlens/core/tensor.hpp"
 #include "nnlens/io/layout.hpp"
+#include "nnlens/io/onnx/types.hpp"
+#include "nnlens/network/dynamic_network.hpp"
+#if !defined(NNLENS_EXTERN_TEMPLATES_ONNX)  // else the importer is nnlens::precompiled_onnx's
 #include "nnlens/io/onnx/import.hpp"
 #include "nnlens/io/onnx/proto.hpp"
-#include "nnlens/network/dynamic_network.hpp"
+#endif
 
 namespace nnlens::io {
 
+#if !defined(NNLENS_EXTERN_TEMPLATES_ONNX)
 namespace detail {
-/// The importer's two entry points.  A class template over the network's scalar only so that
-/// nnlens::precompiled_onnx can hold their one instantiation (T = float, the DynamicNetwork ONNX
-/// gives): under NNLENS_EXTERN_TEMPLATES_ONNX a program compiles calls to them, not the importer.
-template <class T>
-struct onnx_reader {
-  static basic_dynamic_network<T> read(const std::string& path, onnx_info& info, const onnx_options& options);
-  static basic_dynamic_network<T> parse(const void* data, std::size_t size, const std::string& name, onnx_info& info,
-                                        const onnx_options& options);
-};
 template <class T>
 basic_dynamic_network<T> onnx_reader<T>::read(const std::string& path, onnx_info& info, const onnx_options& options) {
   const onnx::ModelProto m = onnx_read_model(path);
@@ -80,10 +76,21 @@ basic_dynamic_network<T> onnx_reader<T>::parse(const void* data, std::size_t siz
   onnx_importer imp(m, name, options);
   return imp.run(info);
 }
+template <class T>
+onnx_tensor onnx_reader<T>::tensor(const std::string& path) {
+  const std::string bytes = onnx_read_bytes(path);
+  onnx::TensorProto t;
+  if (bytes.size() > std::size_t(std::numeric_limits<int>::max()) || !t.ParseFromArray(bytes.data(), int(bytes.size())))
+    throw io_error("ONNX: " + path + " is not a valid TensorProto (truncated or corrupt)");
+  return tensor_from_proto(t, "ONNX: " + path);
+}
 }  // namespace detail
-#if defined(NNLENS_EXTERN_TEMPLATES_ONNX)  // nnlens::precompiled_onnx (src/precompiled/onnx.cpp)
+#else  // nnlens::precompiled_onnx (src/precompiled/onnx.cpp) holds them
 extern template struct detail::onnx_reader<float>;
 #endif
+
+/// Reads a serialized TensorProto (e.g. test_data_set_0/input_0.pb); throws io_error.
+inline onnx_tensor read_onnx_tensor(const std::string& path) { return detail::onnx_reader<float>::tensor(path); }
 
 /// Reads an ONNX model; `info` receives what the file says about its input and output.
 inline DynamicNetwork import_onnx(const std::string& path, onnx_info& info, const onnx_options& options = {}) {

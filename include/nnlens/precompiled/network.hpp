@@ -11,6 +11,7 @@
 #include "nnlens/network/cast.hpp"
 #include "nnlens/network/dynamic_network.hpp"
 #include "nnlens/network/forward.hpp"
+#include "nnlens/network/validate.hpp"
 #include "nnlens/precompiled/forms.hpp"
 
 #define NNLENS_PRECOMPILED_FORWARD(KW, T, P)                                                                 \
@@ -22,7 +23,9 @@
   KW basic_dynamic_network<double> network_cast<double, basic_dynamic_network<float>>(                       \
       const basic_dynamic_network<float>&);                                                                  \
   KW basic_dynamic_network<float> network_cast<float, basic_dynamic_network<double>>(                        \
-      const basic_dynamic_network<double>&);
+      const basic_dynamic_network<double>&);                                                                 \
+  KW void check_shapes<basic_dynamic_network<float>>(const basic_dynamic_network<float>&);                  \
+  KW void check_shapes<basic_dynamic_network<double>>(const basic_dynamic_network<double>&);
 
 namespace nnlens {
 NNLENS_PRECOMPILED_DECLARE(NNLENS_PRECOMPILED_NETWORK)

@@ -4,9 +4,7 @@
 // ONNX headers must be compiled with ONNX_NAMESPACE=onnx and ONNX_ML=1, which the CMake target
 // onnx_proto / nnlens::onnx sets).  Not included by nnlens.hpp.
 //
-//   onnx_tensor                      a constant as dims + values (double: exact for float32, int32
-//                                    and the int64 values shapes use)
-//   read_onnx_tensor(path)           a serialized TensorProto (.pb file of the ONNX test data)
+//   onnx_tensor (io/onnx/types.hpp)  a constant as dims + values
 //   detail::onnx_read_model(path), detail::onnx_parse_model(data, size, name)   a ModelProto
 //   detail::tensor_from_proto(t, w)  TensorProto -> onnx_tensor (float, double, int32, int64, int8,
 //                                    uint8, bool; raw_data or typed fields)
@@ -26,19 +24,13 @@
 #include <onnx/onnx_pb.h>
 
 #include "nnlens/core/error.hpp"
+#include "nnlens/io/onnx/types.hpp"
 
 #if !defined(ONNX_ML) || !defined(ONNX_NAMESPACE)
 #error "nnlens/io/onnx: compile with ONNX_NAMESPACE=onnx and ONNX_ML=1 (link the CMake target nnlens::onnx)"
 #endif
 
 namespace nnlens::io {
-
-/// A constant tensor: row-major values with their dims (no dims = a scalar).
-struct onnx_tensor {
-  std::vector<std::int64_t> dims;
-  std::vector<double> values;
-  std::size_t size() const { return values.size(); }
-};
 
 namespace detail {
 
@@ -162,14 +154,5 @@ inline std::vector<std::int64_t> onnx_attr_ints(const onnx::NodeProto& n, const 
 }
 
 }  // namespace detail
-
-/// Reads a serialized TensorProto (e.g. test_data_set_0/input_0.pb); throws io_error.
-inline onnx_tensor read_onnx_tensor(const std::string& path) {
-  const std::string bytes = detail::onnx_read_bytes(path);
-  onnx::TensorProto t;
-  if (bytes.size() > std::size_t(std::numeric_limits<int>::max()) || !t.ParseFromArray(bytes.data(), int(bytes.size())))
-    throw io_error("ONNX: " + path + " is not a valid TensorProto (truncated or corrupt)");
-  return detail::tensor_from_proto(t, "ONNX: " + path);
-}
 
 }  // namespace nnlens::io

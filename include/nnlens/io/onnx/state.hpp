@@ -1,6 +1,7 @@
 // nnlens/io/onnx/state.hpp -- the ONNX importer's state and bookkeeping (part of nnlens::onnx).
 //
-// onnx_options / onnx_info (the loader's public options and report), and detail::onnx_graph_state:
+// detail::onnx_graph_state (onnx_options / onnx_info, the loader's public options and report, are
+// in io/onnx/types.hpp):
 // the values of a graph being imported (constants as onnx_tensor, activations as onnx_act), how
 // many nodes read each value, the anchors (values read by several nodes: where residual branches
 // start), the network input's layout (set_input: batch axis, NHWC detection), the node-input
@@ -30,27 +31,10 @@
 #include "nnlens/core/onnx_form.hpp"
 #include "nnlens/io/layout.hpp"
 #include "nnlens/io/onnx/proto.hpp"
+#include "nnlens/io/onnx/types.hpp"
 #include "nnlens/io/onnx/values.hpp"
 
 namespace nnlens::io {
-
-/// Options of the ONNX loader.
-struct onnx_options {
-  /// Values for the 2nd, 3rd, ... run-time graph inputs (in graph order): bound as constants.
-  std::vector<onnx_tensor> extra_inputs;
-};
-
-/// What the loader found besides the network.
-struct onnx_info {
-  std::string input_name, output_name, producer;
-  std::vector<std::int64_t> input_dims;  // as declared (-1 for a symbolic extent)
-  bool batch_axis = true;                // false: the file's input has no batch axis (e.g. [5])
-  bool input_nhwc = false;  // the file's input is NHWC and begins with Transpose(0,3,1,2): the
-                            // network takes the same data in NCHW (permute NHWC data first)
-  data_layout layout = data_layout::none;  // the declared layout of the input's data (io/layout.hpp):
-                                           // nhwc (input_nhwc), nchw (another rank-4 input), none (flat)
-  std::int64_t opset = 0;
-};
 
 /// The supported operators (for messages): the graph-level ones handled here and in import.hpp,
 /// then every op type an op's onnx_import_rule lists (core/onnx_form.hpp), then constant folding.
