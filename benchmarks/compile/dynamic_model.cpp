@@ -2,7 +2,13 @@
 // load an ONNX file, then ExactLine on a segment, NNSlicer's slice of a few inputs and IDC.
 // Built (not run) by the measurement; it runs: dynamic_model MODEL.onnx.
 #include <nnlens/io/onnx.hpp>
+#if defined(NNLENS_TECHNIQUE_HEADERS)  // scripts/compile-times' "technique headers" rows
+#include <nnlens/coverage.hpp>
+#include <nnlens/exactline.hpp>
+#include <nnlens/nnslicer.hpp>
+#else
 #include <nnlens/nnlens.hpp>
+#endif
 
 #include <cstdio>
 

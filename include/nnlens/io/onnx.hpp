@@ -45,6 +45,10 @@
 // Errors: an unreadable, truncated or corrupt file, an unsupported operator, attribute or
 // topology -> io_error naming the file, the node, its op type and (for operators) the supported
 // set; never a crash.
+// With nnlens::precompiled_onnx (NNLENS_EXTERN_TEMPLATES_ONNX) this header declares the loader
+// (io/onnx/types.hpp) and does not parse the importer or the protobuf classes: the library holds
+// them.  A program that needs the importer's internals (onnx::ModelProto, onnx_supported_ops())
+// includes nnlens/io/onnx/import.hpp itself.
 #pragma once
 
 #include <limits>
