@@ -279,6 +279,24 @@ TEST_CASE("thrust exact_lines: errors as the host's") {
     CHECK(contains(e.what(), "Softmax"));
     CHECK(contains(e.what(), "layer 3"));
   }
+  // a composite with more branches than the device's join holds (8): refused before any segment
+  // runs, by the check that walks the network as every ExactLine engine does (exactline/walk.hpp)
+  using Br = Block<Dense<2, double>, ReLU>;
+  Sequential<Input<3>, Dense<4, double>, Concat<Br, Br, Br, Br, Br, Br, Br, Br, Br>, Dense<3, double>> wide;
+  initialize(wide, 30);
+  CHECK(exact_lines(execution::seq, wide, rows{{0, 0, 0}}, rows{{1, 2, 3}}).at(0).pieces() >= 1);
+  for (int form = 0; form < 2; ++form) {
+    try {
+      if (form == 0)
+        (void)exact_lines(execution::thrust, wide, rows{{0, 0, 0}}, rows{{1, 2, 3}});
+      else
+        (void)exact_lines(execution::thrust, to_dynamic(wide), rows{{0, 0, 0}}, rows{{1, 2, 3}});
+      FAIL("no error");
+    } catch (const logic_error& e) {
+      CHECK(contains(e.what(), "layer 1 (Concat) has more than 8 branches"));
+      CHECK(contains(e.what(), "execution::seq"));
+    }
+  }
   // a composite runs on the device (tests/thrust/test_thrust_composite.cpp has the full checks)
   Sequential<Input<3>, Dense<4, double>, Residual<Block<Dense<4, double>, ReLU>>, Dense<3, double>> lk;
   initialize(lk, 29);
