@@ -189,6 +189,26 @@ TEST_CASE("Concat: static and DynamicNetwork agree bitwise; from_dynamic; parame
   CHECK(msg.find("2 branches, the network has 3") != std::string::npos);
 }
 
+TEST_CASE("composites without weights of their own in a double network: to_dynamic and from_dynamic") {
+  // A Concat or Residual whose branches hold no weights has no scalar of its own (its default
+  // run-time form is float); in a double network it takes the network's scalar.
+  using Net = Sequential<Input<2, 4, 4>, Conv2D<3, 3, 1, 1, 1, 1, double>, Residual<Block<ReLU>>,
+                         Concat<Block<MaxPool2D<3, 1, 1>>, Block<>, Block<LeakyReLU>>, Flatten, Dense<3, double>>;
+  static_assert(std::is_same_v<dynamic_form_t<Residual<Block<ReLU>>>, DynamicResidual<float>>);
+  static_assert(std::is_same_v<dynamic_form_in_t<Residual<Block<ReLU>>, double>, DynamicResidual<double>>);
+  static_assert(std::is_same_v<dynamic_form_in_t<Concat<Block<>, Block<ReLU>>, double>, DynamicConcat<double>>);
+  Net net;
+  initialize(net, 31);
+  std::mt19937_64 r(32);
+  const auto X = batch_of(4, {2, 4, 4}, r);
+  const auto d = to_dynamic(net);
+  static_assert(std::is_same_v<std::decay_t<decltype(d)>, basic_dynamic_network<double>>);
+  CHECK(std::holds_alternative<DynamicResidual<double>>(d.layer(1)));
+  CHECK(std::holds_alternative<DynamicConcat<double>>(d.layer(2)));
+  check_bitwise(forward(net, X), forward(d, X));
+  check_bitwise(forward(net, X), forward(from_dynamic<Net>(d), X));
+}
+
 TEST_CASE("Concat: training lowers the loss; NNLW round trip keeps outputs and the inner BatchNorm's running statistics") {
   ImgNet net;
   initialize(net, 23);

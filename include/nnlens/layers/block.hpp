@@ -460,7 +460,7 @@ void block_to_dynamic(const Block<Cs...>& b, DynamicBlock<T>& d) {
   d.layers.reserve(sizeof...(Cs));
   chain<Block<Cs...>>::each(&b, [&](const auto* l, auto) {
     using L = layer_of_ptr_t<decltype(l)>;
-    d.layers.emplace_back(dynamic_form<L>::to_dynamic(*l));
+    d.layers.emplace_back(to_dynamic_in<T>(*l));
   });
 }
 template <class T, class... Cs>
@@ -469,7 +469,7 @@ void block_from_dynamic(Block<Cs...>& b, const DynamicBlock<T>& d, const std::st
     throw shape_error(concat(what, ": the static type has ", sizeof...(Cs), " layers, the network has ", d.layers.size()));
   chain<Block<Cs...>>::each(&b, [&](auto* l, auto idx) {
     using L = layer_of_ptr_t<decltype(l)>;
-    using D = dynamic_form_t<L>;
+    using D = dynamic_form_in_t<L, T>;
     const std::string here = concat(what, " layer ", std::size_t(idx), " (", layer_traits<L>::name, ")");
     const auto* p = std::get_if<D>(&d.layers[idx]);
     if (!p) throw shape_error(concat(here, ": the network has a ", any_name_of(d.layers[idx]), " layer here"));

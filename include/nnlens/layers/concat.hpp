@@ -339,20 +339,26 @@ struct layer_traits<DynamicConcat<T>> : detail::concat_common<DynamicConcat<T>> 
 };
 
 /// to_dynamic / from_dynamic of a static Concat.  A Concat whose inner layers have no weights has
-/// no scalar type; its run-time form is then DynamicConcat<float>.
+/// no scalar type; its run-time form is then DynamicConcat<float>, or DynamicConcat<U> in a network
+/// of scalar U (as<U>: core/dynamic_form.hpp's dynamic_form_in).
 template <class... Bs>
 struct dynamic_form<Concat<Bs...>> {
   using C = Concat<Bs...>;
   using T = std::conditional_t<std::is_void_v<typename C::scalar_type>, float, typename C::scalar_type>;
+  template <class U>
+    requires(std::is_void_v<typename C::scalar_type> || std::is_same_v<U, T>)
+  using as = DynamicConcat<U>;
   using type = DynamicConcat<T>;
 
-  static type to_dynamic(const C& c) {
-    type d;
+  template <class U = T>
+  static as<U> to_dynamic(const C& c) {
+    as<U> d;
     d.branches.resize(sizeof...(Bs));
     detail::concat_list<C>::each(&c, [&](const auto* b, std::size_t k) { detail::block_to_dynamic(*b, d.branches[k]); });
     return d;
   }
-  static C from_dynamic(const type& d, const std::string& where) {
+  template <class U>
+  static C from_dynamic(const DynamicConcat<U>& d, const std::string& where) {
     if (d.branches.size() != sizeof...(Bs))
       throw shape_error(detail::concat(where, ": the static type has ", sizeof...(Bs), " branches, the network has ",
                                        d.branches.size()));

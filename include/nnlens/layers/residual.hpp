@@ -245,20 +245,26 @@ struct layer_traits<Residual<DynamicBlock<T>, DynamicBlock<T>>>
 };
 
 /// to_dynamic / from_dynamic of a static Residual.  A Residual whose inner layers have no weights
-/// has no scalar type; its run-time form is then DynamicResidual<float>.
+/// has no scalar type; its run-time form is then DynamicResidual<float>, or DynamicResidual<U> in a
+/// network of scalar U (as<U>: core/dynamic_form.hpp's dynamic_form_in).
 template <class... Ls, class S>
 struct dynamic_form<Residual<Block<Ls...>, S>> {
   using R = Residual<Block<Ls...>, S>;
   using T = std::conditional_t<std::is_void_v<typename R::scalar_type>, float, typename R::scalar_type>;
+  template <class U>
+    requires(std::is_void_v<typename R::scalar_type> || std::is_same_v<U, T>)
+  using as = DynamicResidual<U>;
   using type = DynamicResidual<T>;
 
-  static type to_dynamic(const R& r) {
-    type d;
+  template <class U = T>
+  static as<U> to_dynamic(const R& r) {
+    as<U> d;
     detail::block_to_dynamic(r.block, d.block);
     if constexpr (!std::is_same_v<S, Identity>) detail::block_to_dynamic(r.shortcut, d.shortcut);
     return d;
   }
-  static R from_dynamic(const type& d, const std::string& where) {
+  template <class U>
+  static R from_dynamic(const DynamicResidual<U>& d, const std::string& where) {
     R r;
     detail::block_from_dynamic(r.block, d.block, where + ": block");
     if constexpr (std::is_same_v<S, Identity>) {

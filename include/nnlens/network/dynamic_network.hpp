@@ -81,7 +81,7 @@ class basic_dynamic_network {
     if constexpr (std::is_same_v<D, layer_type>)
       return std::forward<L>(l);
     else
-      return layer_type(dynamic_form<D>::to_dynamic(l));
+      return layer_type(to_dynamic_in<T>(l));
   }
   shape infer_one(std::size_t i, shape in) const {
     return std::visit(
@@ -162,7 +162,7 @@ template <class In, class... Ls>
 auto to_dynamic(const Sequential<In, Ls...>& net) {
   using T = network_scalar_t<Sequential<In, Ls...>>;
   basic_dynamic_network<T> d(Sequential<In, Ls...>::input_shape);
-  std::apply([&](const auto&... l) { (d.add(dynamic_form<std::decay_t<decltype(l)>>::to_dynamic(l)), ...); },
+  std::apply([&](const auto&... l) { (d.add(to_dynamic_in<T>(l)), ...); },
              net.layers);
   return d;
 }
@@ -180,7 +180,7 @@ Net from_dynamic(const basic_dynamic_network<T>& d) {
   Net net;
   for_each_layer(net, [&](auto& l, auto idx, shape, shape out) {
     using L = std::decay_t<decltype(l)>;
-    using D = dynamic_form_t<L>;
+    using D = dynamic_form_in_t<L, T>;
     const std::string where = detail::concat("layer ", std::size_t(idx), " (", layer_traits<L>::name, ")");
     const auto* p = std::get_if<D>(&d.layer(idx));
     if (!p)
