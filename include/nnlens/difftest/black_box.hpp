@@ -167,10 +167,11 @@ black_box wrap_shared(std::shared_ptr<const Net> net, std::string name, const no
     const std::size_t isz = L.input_size, classes = L.classes;
     xin.resize(n * isz);
     y.resize(n * classes);
+    const normalize_op<T> norm{x.data(), xin.data(), L.mean.data(), L.stddev.data(), isz, L.per_channel};
     if (L.plain)
       std::copy_n(x.data(), n * isz, xin.data());
     else
-      for (std::size_t i = 0; i < n * isz; ++i) normalize_op<T>{x.data(), xin.data(), L.mean.data(), L.stddev.data(), isz, L.per_channel}(i);
+      for (std::size_t i = 0; i < n * isz; ++i) norm(i);
     const std::size_t need = inference_workspace_size(*net, n);
     if (ws.size() < need) ws.resize(need);
     forward_into(*net, n, xin.data(), y.data(), std::span<T>(ws));

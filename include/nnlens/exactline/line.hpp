@@ -273,7 +273,6 @@ class line_engine {
     if (n < 2) return;
     // 1. proposals per piece (local ratios in (0,1), sorted, unique)
     std::vector<R> s;
-    std::vector<std::size_t> off(n, 0);
     auto propose_range = [&](std::size_t j0, std::size_t j1, std::vector<R>& out, std::vector<std::size_t>& cnt) {
       for (std::size_t j = j0; j < j1; ++j) {
         const std::size_t start = out.size();
