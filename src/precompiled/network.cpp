@@ -5,6 +5,10 @@
 
 namespace nnlens {
 NNLENS_PRECOMPILED_NETWORK(template)
+// the members of the network itself that visit, copy, move or destroy its layers (declared
+// `extern` in nnlens/network/dynamic_network.hpp)
+template class basic_dynamic_network<float>;
+template class basic_dynamic_network<double>;
 
 /// The SIMD target this library was compiled for (precompiled/forms.hpp): a program built for
 /// another one refers to a `value` that is not here, and does not link.

@@ -458,10 +458,7 @@ inline constexpr auto has_relevance_rule = []<class L>(std::type_identity<L>) { 
 template <class T, class... Cs>
 void block_to_dynamic(const Block<Cs...>& b, DynamicBlock<T>& d) {
   d.layers.reserve(sizeof...(Cs));
-  chain<Block<Cs...>>::each(&b, [&](const auto* l, auto) {
-    using L = layer_of_ptr_t<decltype(l)>;
-    d.layers.emplace_back(to_dynamic_in<T>(*l));
-  });
+  chain<Block<Cs...>>::each(&b, [&](const auto* l, auto) { d.layers.emplace_back(to_dynamic_in<T>(*l)); });
 }
 template <class T, class... Cs>
 void block_from_dynamic(Block<Cs...>& b, const DynamicBlock<T>& d, const std::string& what) {

@@ -33,18 +33,20 @@ class basic_dynamic_network {
     if (!input.is_static()) throw shape_error("DynamicNetwork: the input shape must be fully known, got " + input.str());
   }
 
-  /// Appends a layer; checks it against the current output shape (throws shape_error).
+  basic_dynamic_network(const basic_dynamic_network&);
+  basic_dynamic_network(basic_dynamic_network&&) noexcept = default;
+  basic_dynamic_network& operator=(const basic_dynamic_network&);
+  basic_dynamic_network& operator=(basic_dynamic_network&&) noexcept;
+  ~basic_dynamic_network();
+
+  /// Appends a layer; checks it against the current output shape (throws shape_error, and the
+  /// network stays as it was).
   template <class L>
   basic_dynamic_network& add(L layer) {
-    if (shapes_.empty()) throw shape_error("DynamicNetwork: set the input shape before adding layers");
-    layers_.emplace_back(convert(std::move(layer)));
-    try {
-      shapes_.push_back(infer_one(layers_.size() - 1, shapes_.back()));
-    } catch (...) {
-      layers_.pop_back();
-      throw;
-    }
-    return *this;
+    if constexpr (std::is_same_v<L, layer_type>)
+      return push(std::move(layer));
+    else
+      return push(layer_type(to_dynamic_in<T>(layer)));
   }
 
   std::size_t size() const { return layers_.size(); }
@@ -62,45 +64,78 @@ class basic_dynamic_network {
   std::vector<layer_type>& layers() { return layers_; }
 
   /// Re-infers every shape from the weights; throws shape_error naming the first bad layer.
-  void validate() {
-    if (shapes_.empty()) throw shape_error("DynamicNetwork: no input shape");
-    std::vector<shape> s{shapes_.front()};
-    for (std::size_t i = 0; i < layers_.size(); ++i) s.push_back(infer_one(i, s.back()));
-    shapes_ = std::move(s);
-  }
+  void validate();
 
   /// Human-readable name of layer i, e.g. "Dense".
-  std::string_view layer_name(std::size_t i) const {
-    return std::visit([](const auto& l) { return layer_traits<std::decay_t<decltype(l)>>::name; }, layers_.at(i));
-  }
+  std::string_view layer_name(std::size_t i) const;
 
  private:
-  template <class L>
-  static layer_type convert(L&& l) {
-    using D = std::decay_t<L>;
-    if constexpr (std::is_same_v<D, layer_type>)
-      return std::forward<L>(l);
-    else
-      return layer_type(to_dynamic_in<T>(l));
-  }
-  shape infer_one(std::size_t i, shape in) const {
-    return std::visit(
-        [&](const auto& l) -> shape {
-          using L = std::decay_t<decltype(l)>;
-          try {
-            return layer_traits<L>::output_shape(l, in);
-          } catch (const shape_error& e) {
-            throw shape_error(detail::concat("layer ", i, " (", layer_traits<L>::name, "): ", e.what()));
-          } catch (const value_error& e) {
-            throw value_error(detail::concat("layer ", i, " (", layer_traits<L>::name, "): ", e.what()));
-          }
-        },
-        layers_[i]);
-  }
+  basic_dynamic_network& push(layer_type&& l);
+  shape infer_one(std::size_t i, shape in) const;
 
   std::vector<layer_type> layers_;
   std::vector<shape> shapes_;
 };
+
+// The members that visit the variant or copy, move or destroy its layers are defined out of the
+// class: they are not inline, so under NNLENS_EXTERN_TEMPLATES (nnlens::precompiled holds
+// basic_dynamic_network<float> and <double>) a program calls them instead of instantiating the
+// variant's visits once more (issue 19: building one network cost a program 1.4 s of g++ -O2).
+template <class T>
+basic_dynamic_network<T>::basic_dynamic_network(const basic_dynamic_network&) = default;
+template <class T>
+basic_dynamic_network<T>& basic_dynamic_network<T>::operator=(const basic_dynamic_network&) = default;
+template <class T>
+basic_dynamic_network<T>& basic_dynamic_network<T>::operator=(basic_dynamic_network&&) noexcept = default;
+template <class T>
+basic_dynamic_network<T>::~basic_dynamic_network() = default;
+
+template <class T>
+basic_dynamic_network<T>& basic_dynamic_network<T>::push(layer_type&& l) {
+  if (shapes_.empty()) throw shape_error("DynamicNetwork: set the input shape before adding layers");
+  layers_.push_back(std::move(l));
+  try {
+    shapes_.push_back(infer_one(layers_.size() - 1, shapes_.back()));
+  } catch (...) {
+    layers_.pop_back();
+    throw;
+  }
+  return *this;
+}
+
+template <class T>
+void basic_dynamic_network<T>::validate() {
+  if (shapes_.empty()) throw shape_error("DynamicNetwork: no input shape");
+  std::vector<shape> s{shapes_.front()};
+  for (std::size_t i = 0; i < layers_.size(); ++i) s.push_back(infer_one(i, s.back()));
+  shapes_ = std::move(s);
+}
+
+template <class T>
+std::string_view basic_dynamic_network<T>::layer_name(std::size_t i) const {
+  return std::visit([](const auto& l) { return layer_traits<std::decay_t<decltype(l)>>::name; }, layers_.at(i));
+}
+
+template <class T>
+shape basic_dynamic_network<T>::infer_one(std::size_t i, shape in) const {
+  return std::visit(
+      [&](const auto& l) -> shape {
+        using L = std::decay_t<decltype(l)>;
+        try {
+          return layer_traits<L>::output_shape(l, in);
+        } catch (const shape_error& e) {
+          throw shape_error(detail::concat("layer ", i, " (", layer_traits<L>::name, "): ", e.what()));
+        } catch (const value_error& e) {
+          throw value_error(detail::concat("layer ", i, " (", layer_traits<L>::name, "): ", e.what()));
+        }
+      },
+      layers_[i]);
+}
+
+#if defined(NNLENS_EXTERN_TEMPLATES)  // nnlens::precompiled defines them (src/precompiled/network.cpp)
+extern template class basic_dynamic_network<float>;
+extern template class basic_dynamic_network<double>;
+#endif
 
 using DynamicNetwork = basic_dynamic_network<float>;
 
