@@ -1,5 +1,5 @@
 // The README's one-screen example, verbatim (the test suite builds and runs it).
-#include <nnlens/nnlens.hpp>
+#include <nnlens/network.hpp>  // the network alone; nnlens/nnlens.hpp adds every analysis
 
 using LeNet5 = nnlens::Sequential<
     nnlens::Input<1, 28, 28>,

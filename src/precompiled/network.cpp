@@ -9,6 +9,14 @@ NNLENS_PRECOMPILED_NETWORK(template)
 // `extern` in nnlens/network/dynamic_network.hpp)
 template class basic_dynamic_network<float>;
 template class basic_dynamic_network<double>;
+// the GEMM of this library's SIMD target (its namespace names the target: a program built for
+// another one does not link; declared `extern` in nnlens/kernels/gemm.hpp)
+template void kernels::gemm_impl::gemm_on<float>(bool, bool, std::size_t, std::size_t, std::size_t, const float*,
+                                                 std::size_t, const float*, std::size_t, float, float*, std::size_t,
+                                                 const float*, float*);
+template void kernels::gemm_impl::gemm_on<double>(bool, bool, std::size_t, std::size_t, std::size_t, const double*,
+                                                  std::size_t, const double*, std::size_t, double, double*, std::size_t,
+                                                  const double*, double*);
 
 /// The SIMD target this library was compiled for (precompiled/forms.hpp): a program built for
 /// another one refers to a `value` that is not here, and does not link.

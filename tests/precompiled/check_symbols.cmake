@@ -19,6 +19,7 @@ set(forms
   "nnlens::check_shapes<nnlens::basic_dynamic_network<float> >"
   "_ZN6nnlens21basic_dynamic_networkIfE4push"  # c++filt cannot spell its variant (class-type NTTPs)
   "nnlens::basic_dynamic_network<float>::~basic_dynamic_network()"
+  "::gemm_impl::gemm_on<float>("
   "nnlens::detail::line_impl<double, double, nnlens::basic_dynamic_network<double> >"
   "nnlens::detail::line_impl<float, double, nnlens::basic_dynamic_network<float> >"
   "nnlens::detail::profile_rows<nnlens::execution::parallel_policy, nnlens::basic_dynamic_network<float> >"

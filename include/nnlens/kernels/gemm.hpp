@@ -269,6 +269,12 @@ void gemm_on(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, cons
     }
   }
 }
+#if defined(NNLENS_EXTERN_TEMPLATES)  // nnlens::precompiled holds both (src/precompiled/network.cpp)
+extern template void gemm_on<float>(bool, bool, std::size_t, std::size_t, std::size_t, const float*, std::size_t,
+                                    const float*, std::size_t, float, float*, std::size_t, const float*, float*);
+extern template void gemm_on<double>(bool, bool, std::size_t, std::size_t, std::size_t, const double*, std::size_t,
+                                     const double*, std::size_t, double, double*, std::size_t, const double*, double*);
+#endif
 }  // namespace gemm_impl
 }  // inline namespace NNLENS_SIMD_NS
 
