@@ -81,6 +81,40 @@ TEST_CASE("precompiled forward and casts agree with the static network") {
   check_close(forward(back, X), ys, 0.0);
 }
 
+TEST_CASE("precompiled DynamicNetwork members: copies, layer names, validate, a refused add") {
+  // to_dynamic's add, validate, layer_name, the copies and the destructor are the library's here
+  // (precompiled_symbols checks push and the destructor)
+  fixture f;
+  REQUIRE(f.dyn.size() == Net::size);
+  CHECK(f.dyn.layer_name(0) == "Conv2D");
+  CHECK(f.dyn.layer_name(Net::size - 1) == "Dense");
+  CHECK(f.dyn.output_shape() == shape(3));
+  const xt::xarray<float> X = inputs<float>(4, 2);
+  const xt::xarray<float> y = forward(f.dyn, X);
+
+  DynamicNetwork copy = f.dyn, assigned, moved;
+  assigned = copy;
+  moved = std::move(copy);
+  check_close(forward(assigned, X), y, 0.0);
+  check_close(forward(moved, X), y, 0.0);
+
+  // a layer that does not fit the output is refused with its index and name; nothing changes
+  Dense<dyn> bad;
+  bad.W = tensor<float, 2>::from_shape({5, 2});
+  bad.b = tensor<float, 1>::from_shape({2});
+  const std::string where = "layer " + std::to_string(Net::size) + " (Dense)";
+  CHECK_THROWS_WITH_AS(moved.add(bad), doctest::Contains(where.c_str()), shape_error);
+  CHECK(moved.size() == Net::size);
+  CHECK(moved.shapes().size() == Net::size + 1);
+  check_close(forward(moved, X), y, 0.0);
+
+  // validate re-infers every shape: a bias resized by hand is found, naming its layer
+  CHECK_NOTHROW(moved.validate());
+  std::get<Dense<dyn>>(moved.layer(Net::size - 1)).b = tensor<float, 1>::from_shape({7});
+  const std::string last = "layer " + std::to_string(Net::size - 1) + " (Dense)";
+  CHECK_THROWS_WITH_AS(moved.validate(), doctest::Contains(last.c_str()), shape_error);
+}
+
 TEST_CASE("precompiled ExactLine agrees with the static network") {
   fixture f;
   std::vector<double> a(64), b(64);
