@@ -9,8 +9,8 @@ NNLENS_PRECOMPILED_NETWORK(template)
 // `extern` in nnlens/network/dynamic_network.hpp)
 template class basic_dynamic_network<float>;
 template class basic_dynamic_network<double>;
-// the GEMM of this library's SIMD target (its namespace names the target: a program built for
-// another one does not link; declared `extern` in nnlens/kernels/gemm.hpp)
+// the GEMM of this library's SIMD target (declared `extern` in nnlens/kernels/gemm.hpp, beside
+// kernels/simd.hpp's target check: a program built for another target does not link)
 template void kernels::gemm_impl::gemm_on<float>(bool, bool, std::size_t, std::size_t, std::size_t, const float*,
                                                  std::size_t, const float*, std::size_t, float, float*, std::size_t,
                                                  const float*, float*);

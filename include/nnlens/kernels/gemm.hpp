@@ -269,7 +269,9 @@ void gemm_on(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, cons
     }
   }
 }
-#if defined(NNLENS_EXTERN_TEMPLATES)  // nnlens::precompiled holds both (src/precompiled/network.cpp)
+// nnlens::precompiled holds both (src/precompiled/network.cpp), compiled for its SIMD target, which
+// must be the program's: kernels/simd.hpp's precompiled_target check makes a mismatch a link error.
+#if defined(NNLENS_EXTERN_TEMPLATES)
 extern template void gemm_on<float>(bool, bool, std::size_t, std::size_t, std::size_t, const float*, std::size_t,
                                     const float*, std::size_t, float, float*, std::size_t, const float*, float*);
 extern template void gemm_on<double>(bool, bool, std::size_t, std::size_t, std::size_t, const double*, std::size_t,

@@ -168,3 +168,23 @@ inline void axpy(std::size_t n, T a, const T* x, T* y) {
 
 }  // inline namespace NNLENS_SIMD_NS
 }  // namespace nnlens::kernels::simd
+
+#if defined(NNLENS_EXTERN_TEMPLATES)  // nnlens::precompiled
+namespace nnlens::detail {
+/// The SIMD target is part of what a program shares with the library: inline kernels and packed
+/// panels are sized by the vector width, and two copies of one kernel built for different targets
+/// carry the same name, so the linker would mix them (measured: a program built for SSE beside a
+/// library built with -march=native computed outputs off by 0.29).  The library defines `value`
+/// for the vector types it was compiled with, and every program that declares the forms refers to
+/// its own: a mismatch is a link error naming the program's vector types, never wrong numbers.
+/// Build both with the same -march (a library built with NNLENS_NATIVE gives its users -march=native).
+/// Here, beside the vector types, so that every header with a kernel the library holds (the GEMM,
+/// kernels/gemm.hpp) carries the check, not only the umbrellas (precompiled/forms.hpp).
+template <class VecFloat, class VecDouble>
+struct precompiled_target {
+  static const int value;
+};
+inline const int precompiled_target_check =
+    precompiled_target<kernels::simd::vec<float>, kernels::simd::vec<double>>::value;
+}  // namespace nnlens::detail
+#endif

@@ -32,21 +32,6 @@
 #define NNLENS_PRECOMPILED_DECLARE(M)
 #else
 #define NNLENS_PRECOMPILED_DECLARE(M) M(extern template)
+// the SIMD target check (a program built for another target than the library does not link)
 #include "nnlens/kernels/simd.hpp"
-
-namespace nnlens::detail {
-/// The SIMD target is part of what a program shares with the library: inline kernels and packed
-/// panels are sized by the vector width, and two copies of one kernel built for different targets
-/// carry the same name, so the linker would mix them (measured: a program built for SSE beside a
-/// library built with -march=native computed outputs off by 0.29).  The library defines `value`
-/// for the vector types it was compiled with, and every program that declares the forms refers to
-/// its own: a mismatch is a link error naming the program's vector types, never wrong numbers.
-/// Build both with the same -march (a library built with NNLENS_NATIVE gives its users -march=native).
-template <class VecFloat, class VecDouble>
-struct precompiled_target {
-  static const int value;
-};
-inline const int precompiled_target_check =
-    precompiled_target<kernels::simd::vec<float>, kernels::simd::vec<double>>::value;
-}  // namespace nnlens::detail
 #endif
