@@ -566,11 +566,11 @@ std::vector<line_result<S, R>> lines_impl(const Net& net, const std::vector<std:
   return res;
 }
 
-/// One line on a network already in scalar S.
+/// One line on a network already in scalar S, whose endpoints passed check_segment (exact_line
+/// checks its segment, lines_impl each of exact_lines').
 template <class S, class R, class Net>
 line_result<S, R> line_impl(const Net& net, std::vector<S> P, std::vector<S> Q, const line_options& opt, bool parallel) {
   const shape in = input_shape_of(net), out = output_shape_of(net);
-  check_segment(P, Q, in);
   line_result<S, R> r;
   r.input_shape = in;
   r.output_shape = out;
@@ -601,7 +601,9 @@ line_result<S, R> exact_line(const Policy&, const Net& net, const EP& P, const E
   check_shapes(net);
   const auto& n = detail::as_scalar<S>(net);
   constexpr bool par = execution::is_host_parallel_policy_v<Policy>;
-  return detail::line_impl<S, R>(n, detail::to_values<S>(P), detail::to_values<S>(Q), opt, par);
+  std::vector<S> p = detail::to_values<S>(P), q = detail::to_values<S>(Q);
+  detail::check_segment(p, q, input_shape_of(n));
+  return detail::line_impl<S, R>(n, std::move(p), std::move(q), opt, par);
 }
 template <class S = double, class R = double, class Net, class EP, class EQ>
   requires(!execution::is_execution_policy_v<Net>)
