@@ -97,6 +97,24 @@ TEST_CASE("DynamicNetwork checks shapes as layers are added") {
   CHECK_THROWS_AS(DynamicNetwork(shape(1, dyn, 3)), shape_error);
 }
 
+TEST_CASE("DynamicNetwork::add moves a layer already in its run-time form, and copies one given as an lvalue") {
+  DynamicNetwork d(shape(5));
+  Dense<dyn> l;
+  l.W = xt::ones<float>({5, 4});
+  l.b = xt::zeros<float>({4});
+  d.add(l);  // an lvalue: copied, the caller's layer untouched
+  CHECK(l.W.size() == 20);
+  CHECK(std::get<Dense<dyn>>(d.layer(0)).W.data() != l.W.data());
+  Dense<dyn> m;
+  m.W = xt::ones<float>({4, 3});
+  m.b = xt::zeros<float>({3});
+  const float* w = m.W.data();
+  d.add(ReLU{}).add(std::move(m));  // an rvalue: its weights move into the network, not copied
+  REQUIRE(d.size() == 3);
+  CHECK(std::get<Dense<dyn>>(d.layer(2)).W.data() == w);
+  CHECK(d.output_shape() == shape(3));
+}
+
 TEST_CASE("forward rejects bad input with a clear error") {
   MLP net;
   initialize(net, 1);

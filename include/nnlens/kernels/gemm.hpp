@@ -269,17 +269,28 @@ void gemm_on(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, cons
     }
   }
 }
-// nnlens::precompiled holds both (src/precompiled/network.cpp), compiled for its SIMD target, which
-// must be the program's: kernels/simd.hpp's precompiled_target check makes a mismatch a link error.
-#if defined(NNLENS_EXTERN_TEMPLATES)
-extern template void gemm_on<float>(bool, bool, std::size_t, std::size_t, std::size_t, const float*, std::size_t,
-                                    const float*, std::size_t, float, float*, std::size_t, const float*, float*);
-extern template void gemm_on<double>(bool, bool, std::size_t, std::size_t, std::size_t, const double*, std::size_t,
-                                     const double*, std::size_t, double, double*, std::size_t, const double*, double*);
-#endif
 }  // namespace gemm_impl
 }  // inline namespace NNLENS_SIMD_NS
 
+}  // namespace nnlens::kernels
+
+// The GEMM's forms that nnlens::precompiled holds, spelled once: `extern template` here under
+// NNLENS_EXTERN_TEMPLATES, `template` in src/precompiled/network.cpp.  The library is compiled for
+// its SIMD target, which must be the program's: kernels/simd.hpp's precompiled_target check makes a
+// mismatch a link error.
+#define NNLENS_PRECOMPILED_GEMM(KW)                                                                        \
+  KW void ::nnlens::kernels::gemm_impl::gemm_on<float>(bool, bool, std::size_t, std::size_t, std::size_t,   \
+                                                       const float*, std::size_t, const float*, std::size_t, \
+                                                       float, float*, std::size_t, const float*, float*);   \
+  KW void ::nnlens::kernels::gemm_impl::gemm_on<double>(bool, bool, std::size_t, std::size_t, std::size_t,  \
+                                                        const double*, std::size_t, const double*,          \
+                                                        std::size_t, double, double*, std::size_t,          \
+                                                        const double*, double*);
+#if defined(NNLENS_EXTERN_TEMPLATES)
+NNLENS_PRECOMPILED_GEMM(extern template)
+#endif
+
+namespace nnlens::kernels {
 namespace dispatch {
 /// One SIMD target's GEMM (src/dispatch/: nnlens::dispatch, the run-time choice of target).
 template <class T>

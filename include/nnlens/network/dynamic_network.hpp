@@ -43,8 +43,8 @@ class basic_dynamic_network {
   /// network stays as it was).
   template <class L>
   basic_dynamic_network& add(L layer) {
-    if constexpr (std::is_same_v<L, layer_type>)
-      return push(std::move(layer));
+    if constexpr (std::is_same_v<L, layer_type> || std::is_same_v<dynamic_form_in_t<L, T>, L>)
+      return push(layer_type(std::move(layer)));  // already a run-time form: moved, not copied
     else
       return push(layer_type(to_dynamic_in<T>(layer)));
   }
@@ -132,9 +132,13 @@ shape basic_dynamic_network<T>::infer_one(std::size_t i, shape in) const {
       layers_[i]);
 }
 
-#if defined(NNLENS_EXTERN_TEMPLATES)  // nnlens::precompiled defines them (src/precompiled/network.cpp)
-extern template class basic_dynamic_network<float>;
-extern template class basic_dynamic_network<double>;
+// Spelled once: `extern template` here under NNLENS_EXTERN_TEMPLATES, `template` in
+// src/precompiled/network.cpp, which nnlens::precompiled compiles.
+#define NNLENS_PRECOMPILED_DYNAMIC_NETWORK(KW) \
+  KW class basic_dynamic_network<float>;        \
+  KW class basic_dynamic_network<double>;
+#if defined(NNLENS_EXTERN_TEMPLATES)
+NNLENS_PRECOMPILED_DYNAMIC_NETWORK(extern template)
 #endif
 
 using DynamicNetwork = basic_dynamic_network<float>;
