@@ -1,7 +1,7 @@
 // bench_forms: the static form (Sequential, every layer's type known to the compiler) against the
 // run-time form (DynamicNetwork, a vector of variant layers) of the same network, for each
-// analysis: forward, NNSlicer slicing, LRP and ExactLine (issue 17 item 3: "the static form must
-// not be slower").  Both forms hold the same weights (to_dynamic of the static network); before it
+// analysis: forward, NNSlicer slicing, LRP and ExactLine: the static form must not be
+// slower.  Both forms hold the same weights (to_dynamic of the static network); before it
 // measures, the benchmark checks that their forward outputs on the samples are equal (bitwise), and
 // skips the rows with an error otherwise.
 //

@@ -1,5 +1,5 @@
-// bench_peak -- this machine's measured fused multiply-add peak (issue 18, item 4: "the limit is
-// measured rather than assumed").  Each thread runs ACC independent chains of xsimd fma on full
+// bench_peak -- this machine's measured fused multiply-add peak, so that the limit a
+// kernel is held against is measured rather than assumed.  Each thread runs ACC independent chains of xsimd fma on full
 // vectors of the compile-time target (-march=native: AVX-512 here), enough chains to cover the FMA
 // latency on every current x86 and ARM core; nothing is loaded or stored inside the loop.
 //

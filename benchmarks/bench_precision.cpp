@@ -1,4 +1,4 @@
-// benchmarks/bench_precision.cpp -- what --precision f64 costs against f32 (issue 16): ExactLine on
+// benchmarks/bench_precision.cpp -- what --precision f64 costs against f32: ExactLine on
 // ACAS Xu segments, and forward passes of an MNIST MLP and a CIFAR ResNet.
 //
 //   nnlens_bench_precision SHARED_DIR [pairs = 7]

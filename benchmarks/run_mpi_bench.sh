@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# MPI scale-out of `nnlens profile` (issue 9; docs/scale.md): NNSlicer's profile of Fashion-MNIST
+# MPI scale-out of `nnlens profile` (docs/scale.md): NNSlicer's profile of Fashion-MNIST
 # training images (the first N of the 60,000) with one process and under mpirun, timed end to end
 # (wall clock: launch, MPI_Init, reading the IDX file, profiling, the reduction, writing) and as
 # the tool reports it (profiling + reduction, after the data is read).  Best of REPEAT runs.

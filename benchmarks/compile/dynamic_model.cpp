@@ -1,4 +1,4 @@
-// A research user's program on a model read at run time (scripts/compile-times, issue 19 item 3):
+// A research user's program on a model read at run time (scripts/compile-times):
 // load an ONNX file, then ExactLine on a segment, NNSlicer's slice of a few inputs and IDC.
 // Built (not run) by the measurement; it runs: dynamic_model MODEL.onnx.
 #include <nnlens/io/onnx.hpp>

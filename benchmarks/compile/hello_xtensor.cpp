@@ -1,4 +1,4 @@
-// The baseline of scripts/compile-times: an xtensor hello-world (issue 19, item 3).
+// The baseline of scripts/compile-times: an xtensor hello-world.
 #include <xtensor/xarray.hpp>
 #include <xtensor/xbuilder.hpp>
 #include <xtensor/xmath.hpp>

@@ -2,7 +2,7 @@
 // run-time DynamicNetwork, forward, initialisation and parameters, casts, traces, the run-time
 // graph.  No analysis: a program that builds, loads or runs networks includes this header, and
 // each technique's own header (nnlens/exactline.hpp, nnslicer.hpp, ...) adds what it uses;
-// nnlens/nnlens.hpp is all of them.  Measured (issue 19, g++ -O2): this header costs about 1.1x an
+// nnlens/nnlens.hpp is all of them.  Measured (g++ 12 -O2): this header costs about 1.1x an
 // xtensor hello-world to compile, nnlens/nnlens.hpp 2.1-2.3x.
 #pragma once
 

@@ -1,4 +1,4 @@
-// nnlens::dispatch -- run-time choice of the GEMM's SIMD target (issue 18 item 1).
+// nnlens::dispatch -- run-time choice of the GEMM's SIMD target.
 //
 // For a program that must run on several x86-64 CPUs (a tool shipped as one binary, a cluster of
 // mixed nodes): build it for a baseline (no -march=native) and link nnlens::dispatch.  Its GEMM

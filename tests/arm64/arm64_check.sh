@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/arm64/arm64_check.sh -- ARM64 (issue 18, item 2): a portable selection of the test suite,
+# tests/arm64/arm64_check.sh -- ARM64: a portable selection of the test suite,
 # cross-compiled for aarch64 (Debian g++-aarch64-linux-gnu, flags as cmake/toolchains/
 # aarch64-linux-gnu.cmake sets them) and run under qemu-aarch64 (Debian qemu-user), with the same
 # tolerances as on x86.  The selection: forward/backward on static and dynamic networks, field

@@ -1,4 +1,4 @@
-# tests/clang/clang_check.cmake -- a second compiler (issue 18, item 5): clang compiles every public
+# tests/clang/clang_check.cmake -- a second compiler: clang compiles every public
 # header in one TU (-fsyntax-only), then builds and runs the README's quickstart and the portable
 # selection of the suite (tests/portable_tests.txt: 106 cases, the ones arm64_check runs) as two
 # unity files (cmake/nnlens_unity_gen.cmake).  The g++ build stays the main one.

@@ -1,5 +1,5 @@
-// nnlens::dispatch: run-time choice of the SIMD target of the float/double GEMM and the int8 GEMM
-// (issue 18 item 1).  This executable is built for the x86-64 baseline (no -march=native: its own
+// nnlens::dispatch: run-time choice of the SIMD target of the float/double GEMM and the int8 GEMM.
+// This executable is built for the x86-64 baseline (no -march=native: its own
 // kernels are SSE2) and links nnlens::dispatch.  ctest runs it twice: as it is, and with
 // NNLENS_DISPATCH=avx2.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN

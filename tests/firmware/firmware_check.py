@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tests/firmware/firmware_check.py -- a generated model in Cortex-M firmware (issue 18, item 3).
+"""tests/firmware/firmware_check.py -- a generated model in Cortex-M firmware.
 
 For each model: `nnlens codegen MODEL --freestanding` writes model.hpp; inputs.hpp holds N seeded
 inputs (dyadic values: the same number in the CSV and in the C++ literal); the firmware
@@ -148,7 +148,7 @@ def main():
     p.add_argument("--qemu", default="qemu-system-arm")
     p.add_argument("--count", type=int, default=20)
     # f32: two compilations of the same sums, the firmware's (arm-none-eabi-g++ -Os fuses multiply-adds)
-    # and the host tool's (at -O1 in ./scripts/test's tree: unfused).  Measured (stop 30), the worst of
+    # and the host tool's (at -O1 in ./scripts/test's tree: unfused).  Measured, the worst of
     # the 45 ACAS Xu nets: 1.35e-5 (acasxu_3_3; 8.1e-6 the next) against the -O1 tool, under 1e-5
     # against the -O3 tool (the default was 1e-5 until then).  f64 stays at 1e-12 (below).
     p.add_argument("--tol", type=float, default=3e-5)

@@ -90,7 +90,7 @@ TEST_CASE("csv: write -> read is exact") {
   std::filesystem::remove(tmp);
 }
 
-TEST_CASE("csv: a first line with numbers and non-numbers is a data line, and so an error (issue 16)") {
+TEST_CASE("csv: a first line with numbers and non-numbers is a data line, and so an error") {
   // Before: "0.1,abc,0.3" was dropped as a header and the file read as 1 sample, silently.
   CHECK(err("0.1,abc,0.3\n1,2,3\n", shape(3)).find("in.csv:1:2: 'abc' is not a finite number") != std::string::npos);
   CHECK(err("x0,1,x2\n1,2,3\n", shape(3)).find("in.csv:1:1: 'x0' is not a finite number") != std::string::npos);

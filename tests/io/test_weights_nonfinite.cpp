@@ -1,4 +1,4 @@
-// Non-finite weights in .nnlw files (io/weights.hpp; issue 16, item 8): NaN, +Inf, -Inf, and a
+// Non-finite weights in .nnlw files (io/weights.hpp): NaN, +Inf, -Inf, and a
 // double file's value beyond float loaded into a float network, each a value_error naming the
 // file, the layer, the parameter tensor and the element; the target network is left untouched.
 #include <doctest/doctest.h>

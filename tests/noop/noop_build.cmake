@@ -1,4 +1,4 @@
-# A no-op build is a no-op (issue 19, item 1): with everything built, `cmake --build` must have no
+# A no-op build is a no-op: with everything built, `cmake --build` must have no
 # work to do and finish within LIMIT seconds.  Run by ctest after ./scripts/build (the suite's
 # first step), so this is the second build of the tree.  (`ninja -n` cannot be used: with
 # CONFIGURE_DEPENDS globs a dry run always assumes the glob check changed something.)

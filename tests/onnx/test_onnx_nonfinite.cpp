@@ -1,4 +1,4 @@
-// NaN / Inf weights in ONNX files (issue 16, item 8): a NaN in the first Conv or in fc1 is absorbed
+// NaN / Inf weights in ONNX files: a NaN in the first Conv or in fc1 is absorbed
 // by ReLU and the outputs look finite, so the importer must reject every non-finite initializer,
 // Constant, bound input and float attribute that becomes a weight, naming the tensor, its node and
 // the element.  Models are built in memory (ModelProto written here), plus DeepXplore's LeNet-5 with

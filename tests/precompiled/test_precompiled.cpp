@@ -1,4 +1,4 @@
-// nnlens::precompiled (issue 19 item 3): this file is compiled with NNLENS_EXTERN_TEMPLATES, so
+// nnlens::precompiled: this file is compiled with NNLENS_EXTERN_TEMPLATES, so
 // every DynamicNetwork call below that matches a precompiled form is a call into the library
 // (the ctest precompiled_symbols checks this object: those forms are undefined here, defined
 // there).  Each result is compared with the same analysis on the static network the dynamic one

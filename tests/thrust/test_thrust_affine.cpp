@@ -201,7 +201,7 @@ TEST_CASE("thrust affine: LRP folds BatchNorm as the host does, Affine by its ow
   // by hand: x = (1, 2) -> Dense (identity, b = (0, 1)) -> z = (1, 3) -> BatchNorm a = (2, 1),
   // t = (0, -1) (gamma = (2, 1), beta = (0, -1), mean 0, var 1, eps 0) -> y = (2, 2); class 0.
   // Folded (stop: the input): R_1 = y_0 = 2 to input 0 only, epsilon with the folded weights:
-  // z_00 = 1 * 2 * 1 = 2, R_in = (2, 0).  Unfolded at the Dense's output (stop 0): R = (2, 0).
+  // z_00 = 1 * 2 * 1 = 2, R_in = (2, 0).  Unfolded at the Dense's output: R = (2, 0).
   Sequential<Input<2>, Dense<2, double>, BatchNorm<2, double>> f;
   f.layer<0>().W = {{1.0, 0.0}, {0.0, 1.0}};
   f.layer<0>().b = {0.0, 1.0};

@@ -80,7 +80,7 @@ class basic_dynamic_network {
 // The members that visit the variant or copy, move or destroy its layers are defined out of the
 // class: they are not inline, so under NNLENS_EXTERN_TEMPLATES (nnlens::precompiled holds
 // basic_dynamic_network<float> and <double>) a program calls them instead of instantiating the
-// variant's visits once more (issue 19: building one network cost a program 1.4 s of g++ -O2).
+// variant's visits once more (building one network cost a program 1.4 s of g++ -O2).
 template <class T>
 basic_dynamic_network<T>::basic_dynamic_network(const basic_dynamic_network&) = default;
 template <class T>

@@ -1,4 +1,4 @@
-// nnlens/precompiled/forms.hpp -- the vocabulary of the precompiled forms (issue 19 item 3).
+// nnlens/precompiled/forms.hpp -- the vocabulary of the precompiled forms.
 //
 // nnlens stays header-only.  A program that links the small companion library `nnlens::precompiled`
 // (CMake; it defines NNLENS_EXTERN_TEMPLATES for its users) or defines NNLENS_EXTERN_TEMPLATES and
