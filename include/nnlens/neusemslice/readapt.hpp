@@ -46,6 +46,7 @@
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/execution.hpp"
 #include "nnlens/core/progress.hpp"
+#include "nnlens/core/random.hpp"
 #include "nnlens/core/thread_pool.hpp"
 #include "nnlens/network/parameters.hpp"
 #include "nnlens/train/attacks.hpp"
@@ -113,10 +114,8 @@ namespace detail {
 inline std::vector<std::size_t> draw_indices(std::size_t n, std::size_t k, std::uint64_t seed) {
   std::vector<std::size_t> idx(n);
   std::iota(idx.begin(), idx.end(), std::size_t(0));
-  if (k >= n) return idx;
   std::mt19937_64 rng(seed);
-  for (std::size_t i = 0; i < k; ++i) std::swap(idx[i], idx[i + std::size_t(train::detail::mulhi64(rng(), n - i))]);
-  idx.resize(k);
+  nnlens::detail::partial_shuffle(idx, k, rng);
   return idx;
 }
 

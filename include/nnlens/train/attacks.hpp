@@ -38,6 +38,7 @@
 
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/execution.hpp"
+#include "nnlens/core/random.hpp"
 #include "nnlens/core/thread_pool.hpp"
 #include "nnlens/network/forward.hpp"
 #include "nnlens/network/trace.hpp"
@@ -73,11 +74,9 @@ template <class T>
 T sign_of(T v) {
   return v > T(0) ? T(1) : (v < T(0) ? T(-1) : T(0));
 }
+/// SplitMix64 of the seed advanced i steps (the i-th output of the stream seeded with `seed`).
 inline std::uint64_t attack_seed(std::uint64_t seed, std::size_t i) {
-  std::uint64_t z = seed + 0x9e3779b97f4a7c15ull * (std::uint64_t(i) + 1);  // splitmix64
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+  return nnlens::detail::splitmix64(seed + 0x9e3779b97f4a7c15ull * std::uint64_t(i));
 }
 }  // namespace detail
 

@@ -40,6 +40,7 @@
 #include "nnlens/core/execution.hpp"
 #include "nnlens/core/finite.hpp"
 #include "nnlens/core/progress.hpp"
+#include "nnlens/core/random.hpp"
 #include "nnlens/core/thread_pool.hpp"
 #include "nnlens/network/forward.hpp"
 #include "nnlens/network/parameters.hpp"
@@ -82,20 +83,7 @@ struct evaluation {
 
 namespace detail {
 
-/// The high 64 bits of a * b.
-constexpr std::uint64_t mulhi64(std::uint64_t a, std::uint64_t b) {
-  const std::uint64_t al = a & 0xffffffffu, ah = a >> 32, bl = b & 0xffffffffu, bh = b >> 32;
-  const std::uint64_t p0 = al * bl, p1 = al * bh, p2 = ah * bl, p3 = ah * bh;
-  const std::uint64_t mid = (p0 >> 32) + (p1 & 0xffffffffu) + (p2 & 0xffffffffu);
-  return p3 + (p1 >> 32) + (p2 >> 32) + (mid >> 32);
-}
-
-/// Portable, deterministic Fisher-Yates shuffle (Lemire's multiply-shift bounded draw; the
-/// standard distributions are implementation-defined, this is the same everywhere).
-inline void shuffle(std::vector<std::size_t>& v, std::mt19937_64& rng) {
-  for (std::size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[std::size_t(mulhi64(rng(), i))]);
-}
-
+using nnlens::detail::shuffle;           // core/random.hpp (portable Fisher-Yates)
 using nnlens::detail::contiguous_input;  // core/tensor.hpp
 
 template <class Labels>
