@@ -93,148 +93,16 @@
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/execution.hpp"
 #include "nnlens/core/progress.hpp"
+#include "nnlens/core/random.hpp"
 #include "nnlens/core/thread_pool.hpp"
 #include "nnlens/difftest/black_box.hpp"
 #include "nnlens/difftest/lockstep.hpp"
 #include "nnlens/difftest/mutation.hpp"
+#include "nnlens/difftest/oracle.hpp"
+#include "nnlens/difftest/seeds.hpp"
 #include "nnlens/difftest/selection.hpp"
 
 namespace nnlens::difftest {
-
-// ---- oracle, fitness, novelty ----------------------------------------------------------------------
-
-/// argmax with ties resolved to the lowest index.
-inline std::size_t top1(std::span<const float> p) {
-  return std::size_t(std::max_element(p.begin(), p.end()) - p.begin());
-}
-/// The oracle: the top-1 labels differ.
-inline bool is_triggering(std::span<const float> f, std::span<const float> g) { return top1(f) != top1(g); }
-/// D(x) = |max f(x) - max g(x)| (each model's own top-1 probability).
-inline double output_distance(std::span<const float> f, std::span<const float> g) {
-  return std::abs(double(*std::max_element(f.begin(), f.end())) - double(*std::max_element(g.begin(), g.end())));
-}
-
-/// A model's logit margin recovered from its probabilities: log p_top - log p_second (softmax:
-/// = z_top - z_second); a probability that underflowed to 0 counts as the smallest float.
-inline double logit_margin(std::span<const float> p) {
-  const std::size_t t = top1(p);
-  double second = 0;
-  for (std::size_t i = 0; i < p.size(); ++i)
-    if (i != t) second = std::max(second, double(p[i]));
-  constexpr double tiny = double(std::numeric_limits<float>::denorm_min());
-  return std::log(std::max(double(p[t]), tiny)) - std::log(std::max(second, tiny));
-}
-
-/// Beyond the spec (distance_measure::logit_margin): |M_f - M_g| / max(M_f, M_g) in [0, 1] with M
-/// each model's logit margin (logit_margin): how far one model is closer to its decision boundary
-/// than the other, relative to the larger margin (1: one of them is on it).  0 when both are 0.
-/// Unlike D it still moves when both softmaxes are saturated (top-1 probability 1.0f in both).
-inline double margin_distance(std::span<const float> f, std::span<const float> g) {
-  const double a = logit_margin(f), b = logit_margin(g), m = std::max(a, b);
-  return m > 0 ? std::abs(a - b) / m : 0.0;
-}
-
-/// The D of the fitness: the spec's top-1 probability gap, or (beyond the spec) the relative
-/// logit-margin gap.
-enum class distance_measure : std::uint8_t { top1_probability, logit_margin };
-
-inline double fitness_distance(distance_measure m, std::span<const float> f, std::span<const float> g) {
-  return m == distance_measure::logit_margin ? margin_distance(f, g) : output_distance(f, g);
-}
-
-/// Exact nearest-neighbour novelty over states [f ‖ g]: novel iff the squared L2 distance to every
-/// stored state exceeds tau.  test_and_insert stores a novel state.
-class novelty_corpus {
- public:
-  explicit novelty_corpus(double tau = 0.5) : tau_(tau) {}
-  void clear() { data_.clear(), dim_ = 0; }
-  std::size_t size() const { return dim_ ? data_.size() / dim_ : 0; }
-  double tau() const { return tau_; }
-
-  /// min over stored states of |s - state|^2 (+inf when empty).
-  double distance(std::span<const float> f, std::span<const float> g) const {
-    double best = INFINITY;
-    const std::size_t d = f.size() + g.size();
-    if (d != dim_) return best;
-    for (std::size_t r = 0; r < data_.size(); r += d) {
-      double s = 0;
-      for (std::size_t i = 0; i < f.size(); ++i) s += sq(double(f[i]) - double(data_[r + i]));
-      for (std::size_t i = 0; i < g.size(); ++i) s += sq(double(g[i]) - double(data_[r + f.size() + i]));
-      best = std::min(best, s);
-    }
-    return best;
-  }
-  void insert(std::span<const float> f, std::span<const float> g) {
-    if (dim_ == 0) dim_ = f.size() + g.size();
-    if (f.size() + g.size() != dim_) throw shape_error("novelty_corpus: state of another size");
-    data_.insert(data_.end(), f.begin(), f.end());
-    data_.insert(data_.end(), g.begin(), g.end());
-  }
-  /// O(x): true (and stores the state) iff its distance to the corpus exceeds tau.
-  bool test_and_insert(std::span<const float> f, std::span<const float> g) {
-    if (!(distance(f, g) > tau_)) return false;
-    insert(f, g);
-    return true;
-  }
-
- private:
-  static double sq(double v) { return v * v; }
-  double tau_;
-  std::size_t dim_ = 0;
-  std::vector<float> data_;
-};
-
-enum class acceptance : std::uint8_t { paper, reference, no_novelty };
-
-/// The fitness record of an evaluated input: D and O.
-struct fitness_record {
-  double d = 0;
-  bool novel = false;
-};
-
-/// ACCEPT(x, x_max) for each acceptance rule (header comment).
-inline bool accepts(acceptance rule, const fitness_record& x, const fitness_record& best, double delta = 1e-3) {
-  switch (rule) {
-    case acceptance::paper: return x.d / delta + double(x.novel) >= best.d / delta + double(best.novel);
-    case acceptance::reference: return std::abs(x.d - best.d) > delta || x.novel;
-    case acceptance::no_novelty: return x.d > best.d;
-  }
-  return false;
-}
-
-// ---- options and results -----------------------------------------------------------------------------
-
-enum class seed_status : std::uint8_t {
-  found,               // a triggering input was found
-  not_found,           // the budget ran out
-  already_triggering,  // the seed itself triggers: skipped, not counted
-  failed,              // a black box threw: see error
-};
-
-constexpr std::string_view to_string(seed_status s) {
-  switch (s) {
-    case seed_status::found: return "found";
-    case seed_status::not_found: return "not_found";
-    case seed_status::already_triggering: return "already_triggering";
-    case seed_status::failed: return "failed";
-  }
-  return "?";
-}
-
-struct seed_result {
-  std::size_t index = 0;                 // position in the seed set (first_index + i)
-  seed_status status = seed_status::not_found;
-  std::size_t queries = 0;               // mutant queries (both models once each), the seed's excluded
-  double seconds = 0;                    // from after the seed query to the end of the search
-  std::size_t seed_label = 0;            // top-1 of f on the seed
-  std::size_t label_f = 0, label_g = 0;  // top-1 labels on the triggering input (or the last x_max)
-  std::vector<float> input;              // the triggering input (raw pixels), if found and kept
-  std::vector<float> probs_f, probs_g;   // f and g on that input
-  std::size_t accepted = 0;              // mutants accepted as x_max
-  std::size_t corpus = 0;                // final corpus size
-  std::string error;                     // status failed: the exception's message
-  bool found() const { return status == seed_status::found; }
-};
 
 struct dflare_options {
   image_shape image;                 // C x H x W of an input; its size must equal f.input_size
@@ -261,54 +129,11 @@ struct dflare_options {
   std::function<void(const seed_result&)> on_seed;  // called after each seed (any thread, serialised)
 };
 
-struct dflare_summary {
-  std::size_t seeds = 0, searched = 0, found = 0, not_found = 0, already_triggering = 0, failed = 0;
-  double success_rate = 0;  // found / (found + not_found)
-  double mean_queries = 0;  // over the successful seeds
-  double mean_seconds = 0;  // over the successful seeds
-  std::size_t total_queries = 0;
-};
-
-struct dflare_result {
-  std::vector<seed_result> seeds;  // sorted by index
-
-  dflare_summary summary() const {
-    dflare_summary s;
-    s.seeds = seeds.size();
-    double q = 0, t = 0;
-    for (const auto& r : seeds) {
-      s.total_queries += r.queries;
-      switch (r.status) {
-        case seed_status::found: ++s.found, q += double(r.queries), t += r.seconds; break;
-        case seed_status::not_found: ++s.not_found; break;
-        case seed_status::already_triggering: ++s.already_triggering; break;
-        case seed_status::failed: ++s.failed; break;
-      }
-    }
-    s.searched = s.found + s.not_found;
-    if (s.searched) s.success_rate = double(s.found) / double(s.searched);
-    if (s.found) s.mean_queries = q / double(s.found), s.mean_seconds = t / double(s.found);
-    return s;
-  }
-};
-
-/// The results of two disjoint seed sets, sorted by seed index.
-inline dflare_result merge(dflare_result a, const dflare_result& b) {
-  a.seeds.insert(a.seeds.end(), b.seeds.begin(), b.seeds.end());
-  std::stable_sort(a.seeds.begin(), a.seeds.end(), [](const seed_result& x, const seed_result& y) { return x.index < y.index; });
-  return a;
-}
-
 // ---- the search ----------------------------------------------------------------------------------
 
 namespace detail {
 
-inline std::uint64_t splitmix64(std::uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+using nnlens::detail::splitmix64;  // core/random.hpp
 
 /// A 64-bit hash of an image's values (their bit patterns; +0 and -0 alike): skip_repeats' key.
 inline std::uint64_t image_hash(std::span<const float> x) {
@@ -324,27 +149,10 @@ inline std::uint64_t image_hash(std::span<const float> x) {
 
 inline void check_dflare(const black_box& f, const black_box& g, std::size_t seed_floats, std::size_t n,
                          const dflare_options& o) {
-  using nnlens::detail::concat;
-  if (!f.predict || !g.predict) throw value_error("dflare: a black box has no predict function");
-  if (f.input_size != g.input_size || f.classes != g.classes)
-    throw shape_error(concat("dflare: '", f.name, "' (", f.input_size, " -> ", f.classes, ") and '", g.name, "' (",
-                             g.input_size, " -> ", g.classes, ") differ in shape"));
-  if (f.classes < 2) throw shape_error("dflare: the black boxes need at least 2 classes");
-  if (o.image.size() != f.input_size)
-    throw shape_error(concat("dflare: options.image is ", o.image.channels, "x", o.image.height, "x", o.image.width, " (",
-                             o.image.size(), " values) but the black boxes read ", f.input_size));
-  if (seed_floats != n * f.input_size)
-    throw shape_error(concat("dflare: ", seed_floats, " seed values for ", n, " seeds of ", f.input_size));
+  check_black_boxes("dflare", f, g, seed_floats, n, o.image);
   if (o.pool.empty()) throw value_error("dflare: empty mutation pool");
   if (o.max_queries == 0 && !(o.max_seconds > 0)) throw value_error("dflare: no budget (max_queries = max_seconds = 0)");
   if (!(o.delta > 0) || !(o.tau >= 0)) throw value_error("dflare: delta must be positive and tau non-negative");
-}
-
-/// Throws value_error unless p holds finite probabilities (a black box's answer).
-inline void check_probs(std::span<const float> p, const black_box& b, std::size_t seed) {
-  for (float v : p)
-    if (!std::isfinite(v))
-      throw value_error(nnlens::detail::concat("dflare: black box '", b.name, "' returned a non-finite probability for seed ", seed));
 }
 
 /// One seed's search (Algorithm 1) as a resumable state (the concept lockstep_search of
@@ -492,93 +300,6 @@ inline void dflare_one(const black_box& f, const black_box& g, std::span<const f
     g.predict(x, 1, pg);
     s.observe(pf, pg);
   }
-}
-
-/// Records the exception e as seed r's failure (status failed, the message, no input).
-inline void fail_seed(seed_result& r, const std::exception_ptr& e) {
-  r.status = seed_status::failed;
-  r.input.clear();
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& ex) {
-    r.error = ex.what();
-  } catch (...) {
-    r.error = "unknown exception";
-  }
-}
-
-/// The progress bar and options.on_seed of a run over n seeds: report(r) after each finished seed
-/// (any thread; serialised), finish(result) at the end.
-template <class Options>
-class seed_reporter {
- public:
-  seed_reporter(const char* label, std::size_t n, const Options& o) : o_(&o) {
-    if (o.progress) bar_ = std::make_unique<progress_bar>(label, n);
-  }
-  void report(const seed_result& r) {
-    if (!bar_ && !o_->on_seed) return;
-    std::lock_guard lk(m_);
-    ++done_;
-    found_ += r.found();
-    searched_ += r.found() || r.status == seed_status::not_found;
-    if (o_->on_seed) o_->on_seed(r);
-    if (bar_) bar_->update(done_, [&] { return nnlens::detail::concat("found ", found_, "/", searched_); });
-  }
-  void finish(const dflare_result& res) {
-    if (!bar_) return;
-    const auto s = res.summary();
-    bar_->finish(nnlens::detail::concat("found ", s.found, "/", s.searched, "  mean queries ", s.mean_queries));
-  }
-
- private:
-  const Options* o_;
-  std::unique_ptr<progress_bar> bar_;
-  std::mutex m_;
-  std::size_t done_ = 0, found_ = 0, searched_ = 0;
-};
-
-/// Runs work(i) for i in [0, groups) on the pool the policy names (execution::par: o.threads
-/// threads if set, else the process-wide pool); in order on the calling thread otherwise.
-template <class Policy, class Options, class Work>
-void for_each_group(std::size_t groups, const Options& o, Work&& work) {
-  if constexpr (execution::is_host_parallel_policy_v<Policy>) {
-    if (o.threads) {
-      nnlens::detail::thread_pool pool(o.threads);
-      pool.parallel_for(groups, work);
-    } else {
-      nnlens::detail::default_pool().parallel_for(groups, work);
-    }
-  } else {
-    for (std::size_t i = 0; i < groups; ++i) work(i);
-  }
-}
-
-}  // namespace detail
-
-namespace detail {
-
-/// The per-seed driver shared by dflare() and diffchaser(): search(seed, result) on each of the n
-/// seeds (seq: in order; par: on the thread pool, o.threads of them if set), result.index =
-/// o.first_index + i; an exception fails that seed only (status failed, the message kept); the
-/// progress bar and o.on_seed see each finished seed (serialised).
-template <class Policy, class Options, class Search>
-dflare_result run_seeds(const char* label, std::size_t input_size, std::span<const float> seeds, std::size_t n, const Options& o,
-                        Search&& search) {
-  dflare_result res;
-  res.seeds.resize(n);
-  seed_reporter<Options> rep(label, n, o);
-  for_each_group<Policy>(n, o, [&](std::size_t i) {
-    seed_result& r = res.seeds[i];
-    r.index = o.first_index + i;
-    try {
-      search(seeds.subspan(i * input_size, input_size), r);
-    } catch (...) {
-      fail_seed(r, std::current_exception());
-    }
-    rep.report(r);
-  });
-  rep.finish(res);
-  return res;
 }
 
 /// DFlare's lockstep driver (lockstep.hpp): the seeds in `groups` contiguous groups (for_each_group),

@@ -4,8 +4,8 @@
 //
 //   auto r = diffchaser(f, g, seeds, n, {.image = {1, 28, 28}, .max_queries = 10000, .seed = 1});
 //   auto r = diffchaser(execution::par, f, g, seeds, n, opts);
-//   r.seeds[i].status, .queries, .seconds, .label_f, .label_g, .input     (dflare.hpp's seed_result)
-//   r.summary()                                                          (dflare.hpp's summary)
+//   r.seeds[i].status, .queries, .seconds, .label_f, .label_g, .input     (difftest/seeds.hpp's seed_result)
+//   r.summary()                                                          (difftest/seeds.hpp's summary)
 //
 // Per seed: query f, g on the seed (already triggering: skipped, as in DFlare).  Then
 //   1. initial population: `population` mutants of the seed, each one operator from the pool
@@ -58,24 +58,19 @@
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/execution.hpp"
 #include "nnlens/core/progress.hpp"
+#include "nnlens/core/random.hpp"
 #include "nnlens/core/thread_pool.hpp"
 #include "nnlens/difftest/black_box.hpp"
-#include "nnlens/difftest/dflare.hpp"
 #include "nnlens/difftest/mutation.hpp"
+#include "nnlens/difftest/oracle.hpp"
+#include "nnlens/difftest/seeds.hpp"
 
 namespace nnlens::difftest {
 
 namespace detail {
-inline std::uint64_t mulhi64_portable(std::uint64_t a, std::uint64_t b) {
-  const std::uint64_t al = a & 0xffffffffu, ah = a >> 32, bl = b & 0xffffffffu, bh = b >> 32;
-  const std::uint64_t p0 = al * bl, p1 = al * bh, p2 = ah * bl, p3 = ah * bh;
-  const std::uint64_t mid = (p0 >> 32) + (p1 & 0xffffffffu) + (p2 & 0xffffffffu);
-  return p3 + (p1 >> 32) + (p2 >> 32) + (mid >> 32);
-}
-/// A uniform draw in [0, n) that is the same on every standard library (Lemire's multiply-shift).
-inline std::size_t draw_below(std::mt19937_64& rng, std::size_t n) { return std::size_t(mulhi64_portable(rng(), n)); }
-/// A uniform double in [0, 1), portable.
-inline double draw_unit(std::mt19937_64& rng) { return double(rng() >> 11) * 0x1.0p-53; }
+using nnlens::detail::draw_below;  // core/random.hpp
+using nnlens::detail::draw_unit;
+using nnlens::detail::splitmix64;
 }  // namespace detail
 
 /// U_k(p) = p_(1) - p_(k): the highest minus the k-th highest value (1 <= k <= p.size()).
@@ -151,20 +146,10 @@ using diffchaser_result = dflare_result;
 
 namespace detail {
 
-
 inline void check_diffchaser(const black_box& f, const black_box& g, std::size_t seed_floats, std::size_t n,
                              const diffchaser_options& o) {
   using nnlens::detail::concat;
-  if (!f.predict || !g.predict) throw value_error("diffchaser: a black box has no predict function");
-  if (f.input_size != g.input_size || f.classes != g.classes)
-    throw shape_error(concat("diffchaser: '", f.name, "' (", f.input_size, " -> ", f.classes, ") and '", g.name, "' (",
-                             g.input_size, " -> ", g.classes, ") differ in shape"));
-  if (f.classes < 2) throw shape_error("diffchaser: the black boxes need at least 2 classes");
-  if (o.image.size() != f.input_size)
-    throw shape_error(concat("diffchaser: options.image is ", o.image.channels, "x", o.image.height, "x", o.image.width,
-                             " (", o.image.size(), " values) but the black boxes read ", f.input_size));
-  if (seed_floats != n * f.input_size)
-    throw shape_error(concat("diffchaser: ", seed_floats, " seed values for ", n, " seeds of ", f.input_size));
+  check_black_boxes("diffchaser", f, g, seed_floats, n, o.image);
   if (o.pool.empty()) throw value_error("diffchaser: empty mutation pool");
   if (o.population == 0 || o.offspring == 0 || o.tournament == 0)
     throw value_error("diffchaser: population, offspring and tournament must be positive");

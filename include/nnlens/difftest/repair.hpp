@@ -40,9 +40,11 @@
 
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/execution.hpp"
+#include "nnlens/core/random.hpp"
 #include "nnlens/core/tensor.hpp"
 #include "nnlens/difftest/black_box.hpp"
-#include "nnlens/difftest/dflare.hpp"
+#include "nnlens/difftest/oracle.hpp"
+#include "nnlens/difftest/seeds.hpp"
 #include "nnlens/network/dynamic_network.hpp"
 #include "nnlens/train/fit.hpp"
 #include "nnlens/train/optimizer.hpp"
@@ -131,7 +133,7 @@ inline Dense<dyn> repair_dense(std::size_t in, std::size_t out, std::mt19937_64&
   d.W = xt::zeros<float>({in, out});
   d.b = xt::zeros<float>({out});
   const double bound = 1.0 / std::sqrt(double(in));
-  auto u = [&] { return float((double(rng() >> 11) * 0x1.0p-53 * 2 - 1) * bound); };
+  auto u = [&] { return float((nnlens::detail::draw_unit(rng) * 2 - 1) * bound); };
   for (auto& w : d.W) w = u();
   for (auto& b : d.b) b = u();
   return d;
@@ -252,7 +254,7 @@ std::vector<repair_metrics> cross_validate_repair(const repair_pairs& pairs, std
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), std::size_t(0));
   std::mt19937_64 rng(seed);
-  train::detail::shuffle(order, rng);
+  nnlens::detail::shuffle(order, rng);
   std::vector<repair_metrics> out;
   for (std::size_t k = 0; k < folds; ++k) {
     const std::size_t a = k * n / folds, b = (k + 1) * n / folds;
