@@ -38,8 +38,6 @@
 #pragma once
 
 #include <algorithm>
-#include <bit>
-#include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -57,174 +55,12 @@
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/execution.hpp"
 #include "nnlens/coverage/activations.hpp"
+#include "nnlens/coverage/covered_set.hpp"
 #include "nnlens/coverage/criterion.hpp"
+#include "nnlens/coverage/state_file.hpp"
 #include "nnlens/network/fingerprint.hpp"
 
 namespace nnlens {
-
-namespace detail {
-
-/// A fixed-size set of bits; merge = OR.
-struct cov_bitset {
-  std::vector<std::uint64_t> words;
-  std::size_t bits = 0;
-  cov_bitset() = default;
-  explicit cov_bitset(std::size_t n) : words((n + 63) / 64, 0), bits(n) {}
-  void set(std::size_t i) { words[i >> 6] |= std::uint64_t(1) << (i & 63); }
-  bool test(std::size_t i) const { return (words[i >> 6] >> (i & 63)) & 1u; }
-  std::size_t count() const {
-    std::size_t c = 0;
-    for (auto w : words) c += std::size_t(std::popcount(w));
-    return c;
-  }
-  void clear() { std::fill(words.begin(), words.end(), 0); }
-  void merge(const cov_bitset& o) {
-    NNLENS_EXPECTS(o.bits == bits);
-    for (std::size_t i = 0; i < words.size(); ++i) words[i] |= o.words[i];
-  }
-  bool operator==(const cov_bitset&) const = default;
-};
-
-/// Layers a criterion reads and where each starts in a block's row (offsets.size() == layers + 1).
-struct cov_layer_set {
-  std::vector<std::size_t> layers;
-  std::vector<std::size_t> offsets{0};
-  std::size_t width() const { return offsets.back(); }
-  std::size_t count() const { return layers.size(); }
-  bool operator==(const cov_layer_set&) const = default;
-};
-
-template <class Net>
-cov_layer_set resolve_cov_layers(const Net& net, std::vector<std::size_t> layers, const char* who) {
-  if (layers.empty())
-    for (const auto& c : coverage_layers(net)) layers.push_back(c.index);
-  if (layers.empty()) throw value_error(std::string(who) + ": the network has no layer to cover");
-  cov_layer_set s;
-  for (std::size_t l : layers) {
-    check_layer_index(net, l, who);
-    s.layers.push_back(l);
-    s.offsets.push_back(s.offsets.back() + coverage_neurons(shape_at(net, l + 1)));
-  }
-  return s;
-}
-
-inline void check_cov_block(const neuron_block& b, const cov_layer_set& s, const char* who) {
-  if (b.width != s.width() || b.offsets != s.offsets)
-    throw shape_error(concat(who, ": a block of ", b.width, " neurons per row in ", b.offsets.size() ? b.offsets.size() - 1 : 0,
-                             " layers; this criterion reads ", s.width(), " neurons in ", s.count(),
-                             " layers (stream the criterion's layers())"));
-}
-
-inline void check_finite_neuron(double v, const neuron_block& b, std::size_t r, std::size_t col, const char* who) {
-  if (!std::isfinite(v))
-    throw value_error(concat(who, ": non-finite neuron value in input row ", b.first + r, ", column ", col));
-}
-
-// ---- the text format of prepared states --------------------------------------------------------
-
-inline void write_doubles(std::ostream& os, std::span<const double> v) {
-  char buf[64];
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (i) os << ' ';
-    auto r = std::to_chars(buf, buf + sizeof buf, v[i]);
-    os.write(buf, r.ptr - buf);
-  }
-}
-
-/// Line-by-line reader of a prepared-state file; every failure is a data_error naming the line.
-class cov_text_reader {
- public:
-  cov_text_reader(std::istream& in, std::string what) : in_(in), what_(std::move(what)) {}
-  data_error bad(const std::string& msg) const { return data_error(concat(what_, ": line ", line_no_, ": ", msg)); }
-  std::string line(const char* expected) {
-    if (!std::getline(in_, line_)) {
-      ++line_no_;
-      throw bad(concat("expected ", expected, ", got the end of the input (truncated?)"));
-    }
-    ++line_no_;
-    if (!line_.empty() && line_.back() == '\r') line_.pop_back();
-    return line_;
-  }
-  /// "key rest" -> rest
-  std::string value(const char* key) {
-    const std::string l = line(key);
-    const std::string k = std::string(key) + " ";
-    if (l.rfind(k, 0) != 0) throw bad(concat("expected '", key, " ...', got '", l.substr(0, 40), "'"));
-    return l.substr(k.size());
-  }
-  std::uint64_t u64(std::string_view s, const char* what) const {
-    std::uint64_t v = 0;
-    auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (r.ec != std::errc() || r.ptr != s.data() + s.size())
-      throw bad(concat(what, " is not a non-negative integer: '", s.substr(0, 40), "'"));
-    return v;
-  }
-  std::uint64_t u64_value(const char* key) { return u64(value(key), key); }
-  double f64(std::string_view s, const char* what) const {
-    double v = 0;
-    auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (r.ec != std::errc() || r.ptr != s.data() + s.size() || !std::isfinite(v))
-      throw bad(concat(what, " is not a finite number: '", s.substr(0, 40), "'"));
-    return v;
-  }
-  /// Exactly n space-separated numbers (finite doubles).
-  std::vector<double> doubles(std::string_view s, std::size_t n, const char* what) const {
-    std::vector<double> v;
-    v.reserve(std::min<std::size_t>(n, s.size() / 2 + 1));  // n comes from the file: never trust it for memory
-    const char* c = s.data();
-    const char* e = c + s.size();
-    while (c < e) {
-      while (c < e && *c == ' ') ++c;
-      if (c >= e) break;
-      double d = 0;
-      auto r = std::from_chars(c, e, d);
-      if (r.ec != std::errc() || !std::isfinite(d) || (r.ptr < e && *r.ptr != ' '))
-        throw bad(concat(what, ": value ", v.size(), " is not a finite number"));
-      v.push_back(d);
-      c = r.ptr;
-      if (v.size() > n) break;
-    }
-    if (v.size() != n) throw bad(concat(what, ": expected ", n, " values, got ", v.size() > n ? "more" : std::to_string(v.size())));
-    return v;
-  }
-  std::vector<std::size_t> sizes(std::string_view s, std::size_t n, const char* what) const {
-    std::vector<std::size_t> v;
-    std::size_t p = 0;
-    while (p < s.size()) {
-      while (p < s.size() && s[p] == ' ') ++p;
-      if (p >= s.size()) break;
-      std::size_t q = s.find(' ', p);
-      if (q == std::string_view::npos) q = s.size();
-      v.push_back(std::size_t(u64(s.substr(p, q - p), what)));
-      p = q;
-      if (v.size() > n) break;
-    }
-    if (v.size() != n) throw bad(concat(what, ": expected ", n, " integers"));
-    return v;
-  }
-  /// The closing "end" line (a file cut inside its last number is caught here).
-  void end() {
-    if (line("the closing 'end'") != "end") throw bad("expected 'end'");
-  }
-  void header(std::string_view expected) {
-    const std::string h = line("the header");
-    if (h != expected) throw bad(concat("not a ", expected.substr(0, expected.size() - 2), " file (expected '", expected, "')"));
-  }
-
- private:
-  std::istream& in_;
-  std::string what_;
-  std::string line_;
-  std::size_t line_no_ = 0;
-};
-
-inline void check_fingerprint(std::uint64_t stored, std::uint64_t net, const char* what) {
-  if (stored != net)
-    throw data_error(concat(what, ": made on another model (model fingerprint ", stored, ", this network's is ", net,
-                            ": other layers, shapes or weights)"));
-}
-
-}  // namespace detail
 
 // =================================================================================================
 // neuron bounds: the preparation of KMNC, NBC and SNAC
