@@ -46,6 +46,8 @@
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/execution.hpp"
 #include "nnlens/core/thread_pool.hpp"
+#include "nnlens/exactline/buffer_pool.hpp"
+#include "nnlens/exactline/line_result.hpp"
 #include "nnlens/exactline/walk.hpp"
 #include "nnlens/kernels/envelope.hpp"
 #include "nnlens/network/cast.hpp"
@@ -55,119 +57,7 @@
 
 namespace nnlens {
 
-struct line_options {
-  double merge_tol = 0;           // merge breaks closer than this in t (0: only coincident ones)
-  bool reanchor = false;          // recompute values at new points from the input (no drift)
-  bool validate = false;          // check every piece at 1/4, 1/2 and 3/4 of its length
-  double validate_tol = 1e-9;     // |f(x) - interpolation| <= tol * (1 + |f(x)|) counts as affine
-  bool fuse_max_pool = true;      // ReLU / max(x, c) next to a MaxPool: one fused rule
-  std::size_t max_pieces = std::size_t(1) << 24;  // limit_error beyond
-  std::size_t max_bytes = std::size_t(4) << 30;   // values kept for one layer; limit_error beyond
-  bool keep_going = false;        // exact_lines: record a segment's error in its result, go on
-};
-
-struct line_stats {
-  std::size_t merged = 0;             // proposed breaks dropped: within merge_tol, or coincident
-  std::size_t validated_pieces = 0;   // validate: pieces checked
-  std::size_t violations = 0;         // validate: pieces on which the network is not affine
-  double max_deviation = 0;           // validate: the largest relative deviation seen
-  std::vector<std::size_t> points;    // number of points after each top-level layer
-};
-
-template <class S = double, class R = double>
-struct line_result {
-  using scalar_type = S;
-  using ratio_type = R;
-  std::vector<R> t;          // 0 = t_0 < ... < t_k = 1
-  std::vector<S> values;     // (k + 1) x output_shape.size(), row-major: the outputs at every t
-  std::vector<S> from, to;   // P and Q (flattened)
-  shape input_shape{}, output_shape{};
-  line_stats stats;
-  std::string error;         // exact_lines with keep_going: why this segment failed (else empty)
-
-  std::size_t pieces() const { return t.empty() ? 0 : t.size() - 1; }
-  std::size_t out_size() const { return output_shape.size(); }
-  std::span<const S> output(std::size_t j) const { return {values.data() + j * out_size(), out_size()}; }
-  /// The input point P + tt (Q - P).
-  std::vector<S> point(const R& tt) const {
-    std::vector<S> x(from.size());
-    for (std::size_t i = 0; i < x.size(); ++i) x[i] = from[i] + S(tt) * (to[i] - from[i]);
-    return x;
-  }
-  /// The piece j with t_j <= tt < t_{j+1} (the last piece for tt == 1).
-  std::size_t piece_of(const R& tt) const {
-    NNLENS_EXPECTS(t.size() >= 2);
-    auto it = std::upper_bound(t.begin(), t.end(), tt);
-    std::size_t j = it == t.begin() ? 0 : std::size_t(it - t.begin()) - 1;
-    return std::min(j, pieces() - 1);
-  }
-  /// The network output at tt in [0, 1] (interpolated inside its piece: exact up to rounding).
-  std::vector<S> eval(const R& tt) const {
-    const std::size_t j = piece_of(tt);
-    const S a = S((tt - t[j]) / (t[j + 1] - t[j]));
-    std::vector<S> y(out_size());
-    auto y0 = output(j), y1 = output(j + 1);
-    for (std::size_t o = 0; o < y.size(); ++o) y[o] = y0[o] + a * (y1[o] - y0[o]);
-    return y;
-  }
-  /// Euclidean length of the segment in input space.
-  double length() const {
-    double s = 0;
-    for (std::size_t i = 0; i < from.size(); ++i) {
-      const double d = double(to[i] - from[i]);
-      s += d * d;
-    }
-    return std::sqrt(s);
-  }
-};
-
 namespace detail {
-
-/// std::allocator that default-initialises (no zeroing of buffers that are written right away).
-template <class T>
-struct default_init_allocator : std::allocator<T> {
-  template <class U>
-  struct rebind {
-    using other = default_init_allocator<U>;
-  };
-  using std::allocator<T>::allocator;
-  template <class U>
-  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
-    ::new (static_cast<void*>(p)) U;
-  }
-  template <class U, class... A>
-  void construct(U* p, A&&... a) {
-    ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
-  }
-};
-template <class S>
-using value_buffer = std::vector<S, default_init_allocator<S>>;
-
-/// A thread's spare large value buffers: a line's layers take one for their output and give the
-/// one they replaced back, so the same pages serve every layer and every line (fresh pages cost a
-/// page fault each: on a small residual CNN, 2.3-2.8x the speed).  Buffers under 64 KiB come from
-/// the allocator as before (ACAS Xu's: the pool cost 10% there).  A thread keeps at most 4, each
-/// at most 64 MiB: a larger line's buffers go back to the allocator.
-template <class S>
-struct buffer_pool {
-  static constexpr std::size_t min_values = (std::size_t(1) << 16) / sizeof(S);
-  static constexpr std::size_t max_values = (std::size_t(1) << 26) / sizeof(S);
-  std::vector<value_buffer<S>> spare;
-  /// A buffer of n values, not initialised.
-  value_buffer<S> take(std::size_t n) {
-    value_buffer<S> b;
-    if (n >= min_values && !spare.empty()) b = std::move(spare.back()), spare.pop_back();
-    b.resize(n);
-    return b;
-  }
-  void give(value_buffer<S>&& b) {
-    if (spare.size() < 4 && b.capacity() >= min_values && b.capacity() <= max_values) spare.push_back(std::move(b));
-  }
-  static buffer_pool& local() {
-    thread_local buffer_pool p;
-    return p;
-  }
-};
 
 /// The points of a line before (or after) some layer: ratios and the values there.
 template <class S, class R>
@@ -176,25 +66,6 @@ struct polyline {
   value_buffer<S> v;  // t.size() x dim
   std::size_t dim = 0;
 };
-
-/// The caps of line_options (every policy): limit_error when `points` points of width d pass
-/// max_pieces or max_bytes; where() names the layer ("layer 3").
-template <class S, class Where>
-void check_line_caps(std::size_t points, std::size_t d, const line_options& opt, Where&& where) {
-  if (points - 1 > opt.max_pieces)
-    throw limit_error(concat("exact_line: ", where(), " splits the segment into ", points - 1, " pieces, more than max_pieces = ",
-                             opt.max_pieces));
-  const double bytes = double(points) * double(d) * double(sizeof(S)) * 2;
-  if (bytes > double(opt.max_bytes))
-    throw limit_error(concat("exact_line: ", where(), " needs ", bytes / (1 << 20), " MiB for ", points, " points of width ", d,
-                             ", more than max_bytes = ", opt.max_bytes / (1 << 20), " MiB"));
-}
-
-template <class S>
-std::vector<S>& layer_scratch() {
-  thread_local std::vector<S> s;
-  return s;
-}
 
 template <class S, class R>
 class line_engine {
