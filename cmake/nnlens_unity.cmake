@@ -7,7 +7,7 @@
 # same templates (the dynamic network's visits, the analyses, doctest) that its neighbours
 # instantiate too.  Measured on test_layers (7 sources, -O1, g++ 12): 185 s of compiler time as 7
 # objects, 92 s as one unity file (docs/benchmarks.md, "The suite on a fresh clone").  And on
-# test_slicing (9 sources, -O0): 94.1 s as 3 unity files, 63.2 s as one (1.9 GB).  So
+# the slicing suites (9 sources then, -O0): 94.1 s as 3 unity files, 63.2 s as one (1.9 GB).  So
 # the default batch (12) makes one file of each test executable today; the build has about 40
 # objects beside them, so two jobs still find work.
 #

@@ -9,7 +9,7 @@
 //   3. the output tensor holds exactly one +1 (the predicted logit) per sample;
 //   4. additivity: the table of the set is the sum of the one-sample tables; par == seq;
 //   5. |CONTRIB| of a synapse <= the number of samples; the slice is non-empty in every layer.
-#include "slicing_test_util.hpp"
+#include "nnslicer_test_util.hpp"
 
 #include <cmath>
 #include <filesystem>

@@ -1,4 +1,4 @@
-// Helpers shared by the NNSlicer tests (tests/slicing/*.cpp): networks from hand-written matrices,
+// Helpers shared by the NNSlicer tests (tests/nnslicer/*.cpp): networks from hand-written matrices,
 // datasets from row lists, table comparisons.
 #pragma once
 

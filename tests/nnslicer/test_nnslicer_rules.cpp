@@ -2,7 +2,7 @@
 // (channel and element granularity), the θ filter's options, static vs dynamic networks, and
 // bad input.  Unless stated otherwise the profile is a single all-zero sample (every mean is the
 // bias path's value, 0 here), so Δ = the sample's own activation.
-#include "slicing_test_util.hpp"
+#include "nnslicer_test_util.hpp"
 
 #include <string>
 

@@ -1,7 +1,7 @@
 // NNSlicer profiles (nnslicer/profile.hpp): hand-computed means at both granularities, merging,
 // seq == par, batch independence, the text format's exact round trip and its errors (io_error
 // naming file:line), and check_compatible (data_error for a profile of another model).
-#include "slicing_test_util.hpp"
+#include "nnslicer_test_util.hpp"
 
 #include <cstdio>
 #include <filesystem>

@@ -1,7 +1,7 @@
 // NNSlicer: the test oracles of specs/nnslicer.md §7 (1-11), with exact expected tables.
 // Conventions: nnlens' Dense stores W [in, out] (y = x W + b), so the spec's W1 (y = W x) is
 // transposed, and a Dense synapse index is the flat index into W: i * out + j (input i -> unit j).
-#include "slicing_test_util.hpp"
+#include "nnslicer_test_util.hpp"
 
 #include <algorithm>
 #include <cmath>
