@@ -6,7 +6,7 @@
 # Why: a test object's time is mostly parsing nnlens and xtensor and instantiating the
 # same templates (the dynamic network's visits, the analyses, doctest) that its neighbours
 # instantiate too.  Measured on test_layers (7 sources, -O1, g++ 12): 185 s of compiler time as 7
-# objects, 92 s as one unity file (docs/benchmarks.md, "The suite on a fresh clone").  And on
+# objects, 92 s as one unity file (docs/dev/testing.md, "How the test executables compile: unity files").  And on
 # the slicing suites (9 sources then, -O0): 94.1 s as 3 unity files, 63.2 s as one (1.9 GB).  So
 # the default batch (12) makes one file of each test executable today; the build has about 40
 # objects beside them, so two jobs still find work.

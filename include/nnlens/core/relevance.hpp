@@ -153,7 +153,7 @@ void affine_relevance(const relevance_args& a, std::size_t per_channel, Bias&& b
       // The default rule needs no sum over the inputs first: one walk, adding into R directly
       // (each input j appears once per output k), 1.3-3.4x faster than the list below.  These are
       // lrp_factors' and lrp_term's epsilon expressions, written out: through the helpers the
-      // static LeNet-5 LRP ran 6-7% slower (bench_forms, docs/benchmarks.md).
+      // static LeNet-5 LRP ran 6-7% slower (bench_forms).
       const double zk = a.z[k];
       const double s = rk / (zk + (zk >= 0 ? o.epsilon : -o.epsilon));
       if (!std::isfinite(s)) continue;  // z_k = 0 with ε = 0: nothing to distribute
