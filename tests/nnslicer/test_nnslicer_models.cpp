@@ -1,6 +1,6 @@
 // NNSlicer on real models from the shared folder: Marabou's MNIST .nnet networks (784 inputs,
 // Dense/ReLU chains) and sisl's TestNetwork.nnet, profiled on a few hundred random inputs.
-// (The DeepXplore LeNet ONNX files need nnlens::onnx, which test_slicing does not link.)
+// (The DeepXplore LeNet ONNX files need nnlens::onnx, which test_nnslicer does not link.)
 // Checked, per sample ξ (a one-sample table C_ξ) and for the whole set:
 //   1. every Dense node: a unit n with C_ξ[n] != 0 and Δy_n != 0 has at least one synapse of its
 //      column W[:, n] with C_ξ != 0 (at least one item is kept), a unit with C_ξ[n] == 0 has none
