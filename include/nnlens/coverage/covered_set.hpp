@@ -6,6 +6,7 @@
 //                             coverage_layers(net)) and where each starts in a streamed row
 //   detail::check_cov_block(block, s, who)                shape_error unless the block streams s
 //   detail::check_finite_neuron(v, block, row, col, who)  value_error for NaN/Inf
+//   detail::for_each_neuron_value(block, s, who, f)        f(column, value) over every checked value
 //
 // requires: indices below the bitset's size; merge of two bitsets of one size.
 // ensures:  errors name `who`, the input row and the column.
@@ -78,6 +79,21 @@ inline void check_cov_block(const neuron_block& b, const cov_layer_set& s, const
 inline void check_finite_neuron(double v, const neuron_block& b, std::size_t r, std::size_t col, const char* who) {
   if (!std::isfinite(v))
     throw value_error(concat(who, ": non-finite neuron value in input row ", b.first + r, ", column ", col));
+}
+
+/// f(i, v) for each value v of each row of b, column i, in row order: after check_cov_block(b, s,
+/// who), and each v after check_finite_neuron.
+template <class F>
+void for_each_neuron_value(const neuron_block& b, const cov_layer_set& s, const char* who, F&& f) {
+  check_cov_block(b, s, who);
+  const std::size_t n = s.width();
+  for (std::size_t r = 0; r < b.rows; ++r) {
+    const double* row = b.row(r);
+    for (std::size_t i = 0; i < n; ++i) {
+      check_finite_neuron(row[i], b, r, i, who);
+      f(i, row[i]);
+    }
+  }
 }
 
 }  // namespace nnlens::detail

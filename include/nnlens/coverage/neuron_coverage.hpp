@@ -78,15 +78,10 @@ struct neuron_bounds {
   std::size_t neurons() const { return low.size(); }
 
   void add(const neuron_block& b) {
-    detail::check_cov_block(b, cols, "neuron_bounds");
-    for (std::size_t r = 0; r < b.rows; ++r) {
-      const double* v = b.row(r);
-      for (std::size_t i = 0; i < low.size(); ++i) {
-        detail::check_finite_neuron(v[i], b, r, i, "neuron_bounds");
-        low[i] = std::min(low[i], v[i]);
-        high[i] = std::max(high[i], v[i]);
-      }
-    }
+    detail::for_each_neuron_value(b, cols, "neuron_bounds", [&](std::size_t i, double v) {
+      low[i] = std::min(low[i], v);
+      high[i] = std::max(high[i], v);
+    });
     samples += b.rows;
   }
   /// Union of the two sets of samples (same model and layers, else data_error).
@@ -152,16 +147,15 @@ inline void save_neuron_bounds(std::ostream& os, const neuron_bounds& b) {
   detail::write_doubles(os, b.low);
   os << "\nhigh ";
   detail::write_doubles(os, b.high);
-  os << "\nend\n";
-  if (!os) throw io_error("save_neuron_bounds: write failed");
+  os << '\n';
+  detail::end_state(os, "save_neuron_bounds");
 }
 
 /// Reads bounds written by save_neuron_bounds and checks they were made on `net` (data_error naming
 /// the mismatch or the bad line otherwise).
 template <class Net>
 neuron_bounds load_neuron_bounds(std::istream& is, const Net& net) {
-  detail::cov_text_reader rd(is, "load_neuron_bounds");
-  rd.header("nnlens-coverage-bounds 1");
+  detail::cov_text_reader rd(is, "load_neuron_bounds", "nnlens-coverage-bounds 1");
   neuron_bounds b;
   b.fingerprint = rd.u64_value("fingerprint");
   b.samples = std::size_t(rd.u64_value("samples"));
@@ -188,6 +182,37 @@ neuron_bounds load_neuron_bounds(std::istream& is, const Net& net) {
   return b;
 }
 
+namespace detail {
+/// What NC and TKNC share: the model they were made for, the layers they read and one covered bit
+/// per neuron of those layers.
+class layerwise_coverage {
+ public:
+  std::vector<std::size_t> layers() const { return cols_.layers; }
+  const cov_bitset& covered() const { return covered_; }
+  coverage_result result() const { return make_coverage_result(covered_.count(), covered_.bits); }
+  void reset() { covered_.clear(); }
+
+ protected:
+  layerwise_coverage() = default;
+  explicit layerwise_coverage(std::uint64_t fingerprint) : fingerprint_(fingerprint) {}
+  template <class Net>
+  void set_layers(const Net& net, std::vector<std::size_t> layers, const char* who) {
+    cols_ = resolve_cov_layers(net, std::move(layers), who);
+    covered_ = cov_bitset(cols_.width());
+  }
+  /// ORs o's covered set into this one; data_error(what) unless both read the same layers of the
+  /// same model and same_parameters.
+  void merge_covered(const layerwise_coverage& o, bool same_parameters, const char* what) {
+    if (o.fingerprint_ != fingerprint_ || !(o.cols_ == cols_) || !same_parameters) throw data_error(what);
+    covered_.merge(o.covered_);
+  }
+
+  std::uint64_t fingerprint_ = 0;
+  cov_layer_set cols_;
+  cov_bitset covered_;
+};
+}  // namespace detail
+
 // =================================================================================================
 // NC
 // =================================================================================================
@@ -198,21 +223,18 @@ struct nc_options {
 };
 
 /// DeepXplore's neuron coverage.
-class nc_criterion {
+class nc_criterion : public detail::layerwise_coverage {
  public:
   nc_criterion() = default;
   template <class Net>
   explicit nc_criterion(const Net& net, nc_options o = {})
-      : fingerprint_(detail::model_fingerprint(net)), threshold_(o.threshold) {
+      : layerwise_coverage(detail::model_fingerprint(net)), threshold_(o.threshold) {
     if (!(o.threshold > 0 && o.threshold < 1))
       throw value_error(detail::concat("nc_criterion: threshold ", o.threshold, " is outside (0, 1)"));
-    cols_ = detail::resolve_cov_layers(net, std::move(o.layers), "nc_criterion");
-    covered_ = detail::cov_bitset(cols_.width());
+    set_layers(net, std::move(o.layers), "nc_criterion");
   }
-  std::vector<std::size_t> layers() const { return cols_.layers; }
   std::string_view name() const { return "nc"; }
   double threshold() const { return threshold_; }
-  const detail::cov_bitset& covered() const { return covered_; }
 
   void add(const neuron_block& b) {
     detail::check_cov_block(b, cols_, "nc_criterion");
@@ -232,19 +254,12 @@ class nc_criterion {
       }
     }
   }
-  coverage_result result() const { return make_coverage_result(covered_.count(), covered_.bits); }
   void merge(const nc_criterion& o) {
-    if (o.fingerprint_ != fingerprint_ || !(o.cols_ == cols_) || o.threshold_ != threshold_)
-      throw data_error("nc_criterion::merge: criteria of different models, layers or thresholds");
-    covered_.merge(o.covered_);
+    merge_covered(o, o.threshold_ == threshold_, "nc_criterion::merge: criteria of different models, layers or thresholds");
   }
-  void reset() { covered_.clear(); }
 
  private:
-  std::uint64_t fingerprint_ = 0;
   double threshold_ = 0.75;
-  detail::cov_layer_set cols_;
-  detail::cov_bitset covered_;
 };
 
 // =================================================================================================
@@ -257,19 +272,16 @@ struct tknc_options {
 };
 
 /// DeepGauge's top-k neuron coverage.
-class tknc_criterion {
+class tknc_criterion : public detail::layerwise_coverage {
  public:
   tknc_criterion() = default;
   template <class Net>
-  explicit tknc_criterion(const Net& net, tknc_options o = {}) : fingerprint_(detail::model_fingerprint(net)), k_(o.k) {
+  explicit tknc_criterion(const Net& net, tknc_options o = {}) : layerwise_coverage(detail::model_fingerprint(net)), k_(o.k) {
     if (o.k == 0) throw value_error("tknc_criterion: k must be >= 1");
-    cols_ = detail::resolve_cov_layers(net, std::move(o.layers), "tknc_criterion");
-    covered_ = detail::cov_bitset(cols_.width());
+    set_layers(net, std::move(o.layers), "tknc_criterion");
   }
-  std::vector<std::size_t> layers() const { return cols_.layers; }
   std::string_view name() const { return "tknc"; }
   std::size_t k() const { return k_; }
-  const detail::cov_bitset& covered() const { return covered_; }
 
   void add(const neuron_block& b) {
     detail::check_cov_block(b, cols_, "tknc_criterion");
@@ -291,19 +303,12 @@ class tknc_criterion {
       }
     }
   }
-  coverage_result result() const { return make_coverage_result(covered_.count(), covered_.bits); }
   void merge(const tknc_criterion& o) {
-    if (o.fingerprint_ != fingerprint_ || !(o.cols_ == cols_) || o.k_ != k_)
-      throw data_error("tknc_criterion::merge: criteria of different models, layers or k");
-    covered_.merge(o.covered_);
+    merge_covered(o, o.k_ == k_, "tknc_criterion::merge: criteria of different models, layers or k");
   }
-  void reset() { covered_.clear(); }
 
  private:
-  std::uint64_t fingerprint_ = 0;
   std::size_t k_ = 3;
-  detail::cov_layer_set cols_;
-  detail::cov_bitset covered_;
 };
 
 // =================================================================================================
@@ -348,16 +353,10 @@ class kmnc_criterion {
     return std::min(std::size_t(s), k_ - 1);
   }
   void add(const neuron_block& b) {
-    detail::check_cov_block(b, b_->cols, "kmnc_criterion");
-    const std::size_t n = b_->neurons();
-    for (std::size_t r = 0; r < b.rows; ++r) {
-      const double* row = b.row(r);
-      for (std::size_t i = 0; i < n; ++i) {
-        detail::check_finite_neuron(row[i], b, r, i, "kmnc_criterion");
-        const std::size_t s = section(i, row[i]);
-        if (s < k_) covered_.set(i * k_ + s);
-      }
-    }
+    detail::for_each_neuron_value(b, b_->cols, "kmnc_criterion", [&](std::size_t i, double v) {
+      const std::size_t s = section(i, v);
+      if (s < k_) covered_.set(i * k_ + s);
+    });
   }
   coverage_result result() const { return make_coverage_result(covered_.count(), covered_.bits); }
   void merge(const kmnc_criterion& o) {
@@ -387,15 +386,10 @@ class nbc_criterion {
   const detail::cov_bitset& lower() const { return lower_; }  // neurons seen below low
 
   void add(const neuron_block& b) {
-    detail::check_cov_block(b, b_->cols, "nbc_criterion");
-    for (std::size_t r = 0; r < b.rows; ++r) {
-      const double* row = b.row(r);
-      for (std::size_t i = 0; i < b_->neurons(); ++i) {
-        detail::check_finite_neuron(row[i], b, r, i, "nbc_criterion");
-        if (row[i] > b_->high[i]) upper_.set(i);
-        if (row[i] < b_->low[i]) lower_.set(i);
-      }
-    }
+    detail::for_each_neuron_value(b, b_->cols, "nbc_criterion", [&](std::size_t i, double v) {
+      if (v > b_->high[i]) upper_.set(i);
+      if (v < b_->low[i]) lower_.set(i);
+    });
   }
   coverage_result result() const { return make_coverage_result(upper_.count() + lower_.count(), 2 * upper_.bits); }
   void merge(const nbc_criterion& o) {
@@ -426,14 +420,9 @@ class snac_criterion {
   const detail::cov_bitset& upper() const { return upper_; }
 
   void add(const neuron_block& b) {
-    detail::check_cov_block(b, b_->cols, "snac_criterion");
-    for (std::size_t r = 0; r < b.rows; ++r) {
-      const double* row = b.row(r);
-      for (std::size_t i = 0; i < b_->neurons(); ++i) {
-        detail::check_finite_neuron(row[i], b, r, i, "snac_criterion");
-        if (row[i] > b_->high[i]) upper_.set(i);
-      }
-    }
+    detail::for_each_neuron_value(b, b_->cols, "snac_criterion", [&](std::size_t i, double v) {
+      if (v > b_->high[i]) upper_.set(i);
+    });
   }
   coverage_result result() const { return make_coverage_result(upper_.count(), upper_.bits); }
   void merge(const snac_criterion& o) {

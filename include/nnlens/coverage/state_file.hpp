@@ -2,7 +2,8 @@
 // surprise models): a header line, "key value" lines, one "end" line.
 //
 //   detail::write_doubles(os, v)      space-separated, shortest round-trip form (std::to_chars)
-//   detail::cov_text_reader rd(is, "load_x");  rd.header("nnlens-coverage-x 1"); rd.value("key"),
+//   detail::end_state(os, "save_x")   the closing "end" line; io_error if the stream failed
+//   detail::cov_text_reader rd(is, "load_x", "nnlens-coverage-x 1");  the header read; rd.value("key"),
 //                                     rd.u64_value, rd.f64, rd.doubles(s, n, what), rd.sizes, rd.end()
 //   detail::check_fingerprint(stored, model_fingerprint(net), who)   the state belongs to net
 //
@@ -44,6 +45,10 @@ inline void write_doubles(std::ostream& os, std::span<const double> v) {
 class cov_text_reader {
  public:
   cov_text_reader(std::istream& in, std::string what) : in_(in), what_(std::move(what)) {}
+  /// Reads the header line first (header()): the opening of every load function.
+  cov_text_reader(std::istream& in, std::string what, std::string_view expected_header) : cov_text_reader(in, std::move(what)) {
+    header(expected_header);
+  }
   data_error bad(const std::string& msg) const { return data_error(concat(what_, ": line ", line_no_, ": ", msg)); }
   std::string line(const char* expected) {
     if (!std::getline(in_, line_)) {
@@ -126,6 +131,12 @@ class cov_text_reader {
   std::string line_;
   std::size_t line_no_ = 0;
 };
+
+/// The closing "end" line of a state written to os; io_error naming `who` if the stream failed.
+inline void end_state(std::ostream& os, const char* who) {
+  os << "end\n";
+  if (!os) throw io_error(concat(who, ": write failed"));
+}
 
 inline void check_fingerprint(std::uint64_t stored, std::uint64_t net, const char* what) {
   if (stored != net)

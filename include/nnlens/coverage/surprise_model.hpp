@@ -474,15 +474,13 @@ inline void save_surprise(std::ostream& os, const surprise_model& m) {
     detail::write_doubles(os, std::span<const double>(m.ats.data() + i * m.dims, m.dims));
     os << '\n';
   }
-  os << "end\n";
-  if (!os) throw io_error("save_surprise: write failed");
+  detail::end_state(os, "save_surprise");
 }
 
 /// Reads a model written by save_surprise, checks it was made on `net` and refits its KDEs.
 template <class Net>
 surprise_model load_surprise(std::istream& is, const Net& net) {
-  detail::cov_text_reader rd(is, "load_surprise");
-  rd.header("nnlens-coverage-surprise 1");
+  detail::cov_text_reader rd(is, "load_surprise", "nnlens-coverage-surprise 1");
   surprise_model m;
   m.fingerprint = rd.u64_value("fingerprint");
   m.layer = std::size_t(rd.u64_value("layer"));
