@@ -401,6 +401,26 @@ struct dynamic_form<Conv2DG<Out, G, T>> {
 template <std::size_t Out, conv_geometry G, class T>
 struct pwl_rule<Conv2DG<Out, G, T>> : pwl_affine_rule {};
 
+namespace detail {
+/// f(ci, input, k) for each input element inside the receptive field of output position (oh, ow)
+/// in group grp: ci < cg the channel within the group, input the flat index into [C, H, W], k =
+/// u * kw + v the weight's kernel offset; positions in the padding are skipped.
+template <class F>
+void for_each_receptive_input(const conv_geometry& g, std::size_t H, std::size_t W, std::size_t cg, std::size_t grp,
+                              std::size_t oh, std::size_t ow, F&& f) {
+  for (std::size_t ci = 0; ci < cg; ++ci)
+    for (std::size_t u = 0; u < g.kh; ++u) {
+      const std::ptrdiff_t ih = std::ptrdiff_t(oh * g.stride_h + u * g.dilation_h) - std::ptrdiff_t(g.pad_top);
+      if (ih < 0 || ih >= std::ptrdiff_t(H)) continue;
+      for (std::size_t v = 0; v < g.kw; ++v) {
+        const std::ptrdiff_t iw = std::ptrdiff_t(ow * g.stride_w + v * g.dilation_w) - std::ptrdiff_t(g.pad_left);
+        if (iw < 0 || iw >= std::ptrdiff_t(W)) continue;
+        f(ci, (grp * cg + ci) * H * W + std::size_t(ih) * W + std::size_t(iw), u * g.kw + v);
+      }
+    }
+}
+}  // namespace detail
+
 /// NNSlicer (specs/nnslicer.md §2.5): per channel, output channel o has one item per kernel
 /// weight of its group, (input channel c, W[o, c, u, v], W[o, c, u, v] Δx_c); per element, output
 /// element (o, oh, ow) has one item per weight whose input position lies inside the input.
@@ -423,18 +443,9 @@ struct sign_rule<Conv2DG<Out, G, T>> {
       return;
     }
     const std::size_t p = n % (OH * OW), oh = p / OW, ow = p % OW;
-    for (std::size_t ci = 0; ci < cg; ++ci)
-      for (std::size_t u = 0; u < g.kh; ++u) {
-        const std::ptrdiff_t ih = std::ptrdiff_t(oh * g.stride_h + u * g.dilation_h) - std::ptrdiff_t(g.pad_top);
-        if (ih < 0 || ih >= std::ptrdiff_t(H)) continue;
-        for (std::size_t v = 0; v < g.kw; ++v) {
-          const std::ptrdiff_t iw = std::ptrdiff_t(ow * g.stride_w + v * g.dilation_w) - std::ptrdiff_t(g.pad_left);
-          if (iw < 0 || iw >= std::ptrdiff_t(W)) continue;
-          const std::size_t pred = (grp * cg + ci) * H * W + std::size_t(ih) * W + std::size_t(iw);
-          const std::size_t k = u * g.kw + v;
-          out.push_back({pred, (o * cg + ci) * K + k, double(w[ci * K + k]) * c.dx[pred]});
-        }
-      }
+    detail::for_each_receptive_input(g, H, W, cg, grp, oh, ow, [&](std::size_t ci, std::size_t pred, std::size_t k) {
+      out.push_back({pred, (o * cg + ci) * K + k, double(w[ci * K + k]) * c.dx[pred]});
+    });
   }
 };
 
@@ -454,16 +465,9 @@ struct relevance_rule<Conv2DG<Out, G, T>> {
         [&](std::size_t k, auto&& f) {
           const std::size_t o = k / (OH * OW), p = k % (OH * OW), oh = p / OW, ow = p % OW, grp = o / og;
           const T* w = Wd + o * cg * K;
-          for (std::size_t ci = 0; ci < cg; ++ci)
-            for (std::size_t u = 0; u < g.kh; ++u) {
-              const std::ptrdiff_t ih = std::ptrdiff_t(oh * g.stride_h + u * g.dilation_h) - std::ptrdiff_t(g.pad_top);
-              if (ih < 0 || ih >= std::ptrdiff_t(H)) continue;
-              for (std::size_t v = 0; v < g.kw; ++v) {
-                const std::ptrdiff_t iw = std::ptrdiff_t(ow * g.stride_w + v * g.dilation_w) - std::ptrdiff_t(g.pad_left);
-                if (iw < 0 || iw >= std::ptrdiff_t(W)) continue;
-                f((grp * cg + ci) * H * W + std::size_t(ih) * W + std::size_t(iw), double(w[ci * K + u * g.kw + v]));
-              }
-            }
+          detail::for_each_receptive_input(g, H, W, cg, grp, oh, ow, [&](std::size_t ci, std::size_t in, std::size_t kk) {
+            f(in, double(w[ci * K + kk]));
+          });
         });
   }
 };

@@ -54,8 +54,7 @@ struct increment_result {
 /// increment; the others stay trainable).  value_error for a class past the output width.
 template <class Net>
 void set_output_classes(const Net& net, neuron_mask& m, const std::vector<std::size_t>& classes) {
-  const auto us = neuron_units(net);
-  detail::check_mask(net, m, us, "set_output_classes");
+  const auto us = detail::checked_mask_units(net, m, "set_output_classes");
   auto& k = m.keep.back();
   std::fill(k.begin(), k.end(), std::uint8_t(0));
   for (auto c : classes) {
@@ -73,15 +72,10 @@ void set_output_classes(const Net& net, neuron_mask& m, const std::vector<std::s
 /// docs/neusemslice-increment.md.  The first unit reads the input and is unchanged.
 template <class Net>
 Net isolate_kept(const Net& net, const neuron_mask& m) {
-  const auto us = neuron_units(net);
-  detail::check_mask(net, m, us, "isolate_kept");
+  const auto us = detail::checked_mask_units(net, m, "isolate_kept");
   Net r = net;
   auto ps = parameter_spans(r);
-  std::vector<std::vector<std::uint8_t>> kept_param;
-  for (const auto& s : ps) kept_param.emplace_back(s.size(), std::uint8_t(0));
-  for (std::size_t u = 1; u < us.size(); ++u)
-    for (std::size_t n = 0; n < us[u].neurons; ++n)
-      if (m.keep[u][n]) detail::for_each_unit_parameter(net, us[u], n, [&](std::size_t t, std::size_t e) { kept_param[t][e] = 1; });
+  const auto kept_param = detail::kept_parameter_bits(net, us, m, 1);
   for (std::size_t u = 0; u + 1 < us.size(); ++u)
     for (std::size_t n = 0; n < us[u].neurons; ++n)
       if (!m.keep[u][n])

@@ -74,6 +74,14 @@ void check_mask(const Net& net, const neuron_mask& m, const std::vector<neuron_u
       throw data_error(concat(who, ": layer ", us[u].name, " has ", us[u].neurons, " neurons, the mask ", m.keep[u].size()));
 }
 
+/// neuron_units(net), after check_mask(net, m, units, who).
+template <class Net>
+std::vector<neuron_unit> checked_mask_units(const Net& net, const neuron_mask& m, const char* who) {
+  auto us = neuron_units(net);
+  check_mask(net, m, us, who);
+  return us;
+}
+
 /// f(tensor index into parameter_spans(net), element) for every parameter element of neuron n of
 /// unit u (its layer's and its followers').
 template <class Net, class F>
@@ -112,13 +120,25 @@ void for_each_reader_parameter(const Net& net, const neuron_unit& u, const neuro
   });
 }
 
+/// Per parameter tensor of net: 1 on the parameters of the kept neurons of units us[first..], 0
+/// elsewhere.
+template <class Net>
+std::vector<std::vector<std::uint8_t>> kept_parameter_bits(const Net& net, const std::vector<neuron_unit>& us,
+                                                           const neuron_mask& m, std::size_t first = 0) {
+  std::vector<std::vector<std::uint8_t>> bits;
+  for (const auto& s : parameter_spans(net)) bits.emplace_back(s.size(), std::uint8_t(0));
+  for (std::size_t u = first; u < us.size(); ++u)
+    for (std::size_t n = 0; n < us[u].neurons; ++n)
+      if (m.keep[u][n]) for_each_unit_parameter(net, us[u], n, [&](std::size_t t, std::size_t e) { bits[t][e] = 1; });
+  return bits;
+}
+
 }  // namespace detail
 
 /// A copy of net whose masked neurons output 0 (before and after the activation).
 template <class Net>
 Net apply_neuron_mask(const Net& net, const neuron_mask& m) {
-  const auto us = neuron_units(net);
-  detail::check_mask(net, m, us, "apply_neuron_mask");
+  const auto us = detail::checked_mask_units(net, m, "apply_neuron_mask");
   Net r = net;
   auto ps = parameter_spans(r);
   for (std::size_t u = 0; u < us.size(); ++u)
@@ -130,15 +150,8 @@ Net apply_neuron_mask(const Net& net, const neuron_mask& m) {
 /// 1 on the parameters of kept neurons (the output unit: of its kept neurons), 0 elsewhere.
 template <class Net>
 train::parameter_mask neuron_parameter_mask(const Net& net, const neuron_mask& m) {
-  const auto us = neuron_units(net);
-  detail::check_mask(net, m, us, "neuron_parameter_mask");
-  auto ps = parameter_spans(net);
-  std::vector<std::vector<std::uint8_t>> bits;
-  for (const auto& s : ps) bits.emplace_back(s.size(), std::uint8_t(0));
-  for (std::size_t u = 0; u < us.size(); ++u)
-    for (std::size_t n = 0; n < us[u].neurons; ++n)
-      if (m.keep[u][n]) detail::for_each_unit_parameter(net, us[u], n, [&](std::size_t t, std::size_t e) { bits[t][e] = 1; });
-  return train::parameter_mask(std::move(bits));
+  const auto us = detail::checked_mask_units(net, m, "neuron_parameter_mask");
+  return train::parameter_mask(detail::kept_parameter_bits(net, us, m));
 }
 
 struct parameter_count_report {
@@ -150,8 +163,7 @@ struct parameter_count_report {
 /// next unit's weights that read it.
 template <class Net>
 parameter_count_report parameter_accounting(const Net& net, const neuron_mask& m) {
-  const auto us = neuron_units(net);
-  detail::check_mask(net, m, us, "parameter_accounting");
+  const auto us = detail::checked_mask_units(net, m, "parameter_accounting");
   auto ps = parameter_spans(net);
   std::vector<std::vector<std::uint8_t>> gone;
   parameter_count_report r;

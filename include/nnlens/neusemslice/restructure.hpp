@@ -85,8 +85,7 @@ struct restructure_report {
 /// parameter_accounting(net, m).removed.
 template <class Net>
 train::parameter_mask neuron_mask_present(const Net& net, const neuron_mask& m) {
-  const auto us = neuron_units(net);
-  detail::check_mask(net, m, us, "neuron_mask_present");
+  const auto us = detail::checked_mask_units(net, m, "neuron_mask_present");
   const auto ps = parameter_spans(net);
   std::vector<std::vector<std::uint8_t>> bits;
   for (const auto& s : ps) bits.emplace_back(s.size(), std::uint8_t(1));
