@@ -129,6 +129,35 @@ void split_piece(const convex_piece<S, R>& p, std::size_t width_, const std::vec
   }
 }
 
+/// Clips q (rows of `width` values) to the cell where candidate k of n wins: for each other
+/// candidate j, gap(value of col(k), value of col(j)) at every vertex must be >= 0 (q is cut
+/// where it changes sign, the new vertices snapped onto the tie).  False when the cell is empty:
+/// some j wins on all of q, or ties k on all of q with j < k (the lower index keeps a tie), or a
+/// cut leaves fewer than 3 vertices.  vals is scratch.
+template <class S, class R, class Col, class Gap>
+bool clip_to_winner(convex_piece<S, R>& q, std::size_t width, std::size_t k, std::size_t n, Col&& col, Gap&& gap,
+                    std::vector<S>& vals) {
+  for (std::size_t j = 0; j < n; ++j) {
+    if (j == k) continue;
+    bool pos = false, neg = false;
+    vals.resize(q.n());
+    for (std::size_t v = 0; v < q.n(); ++v) {
+      vals[v] = gap(q.data[v * width + col(k)], q.data[v * width + col(j)]);
+      pos |= vals[v] > S(0);
+      neg |= vals[v] < S(0);
+    }
+    if (neg && !pos) return false;  // j beats k on all of q
+    if (!neg && !pos) {             // equal on q: the lower index keeps it
+      if (j < k) return false;
+      continue;
+    }
+    convex_piece<S, R> a, b;
+    split_piece(q, width, vals, a, b, [&](S* row) { row[col(j)] = row[col(k)]; });
+    q = std::move(a);
+    if (q.n() < 3) return false;
+  }
+  return true;
+}
 
 template <class S, class R>
 class plane_engine {
@@ -226,26 +255,8 @@ class plane_engine {
     const std::size_t before = out.size();
     for (std::size_t k = 0; k < n; ++k) {
       pgon q = p;
-      bool empty = false;
-      for (std::size_t j = 0; j < n && !empty; ++j) {
-        if (j == k) continue;
-        bool pos = false, neg = false;
-        vals.resize(q.n());
-        for (std::size_t v = 0; v < q.n(); ++v) {
-          vals[v] = q.data[v * width_ + idx[k]] - q.data[v * width_ + idx[j]];
-          pos |= vals[v] > S(0);
-          neg |= vals[v] < S(0);
-        }
-        if (neg && !pos) empty = true;             // j beats k on all of q
-        else if (!neg && !pos) empty = j < k;      // equal on q: the lower index keeps it
-        else if (neg && pos) {
-          pgon a, b;
-          split(q, vals, a, b, [&](S* row) { row[idx[j]] = row[idx[k]]; });
-          q = std::move(a);
-          empty = q.n() < 3;
-        }
-      }
-      if (!empty) {
+      const auto col = [&](std::size_t j) { return idx[j]; };
+      if (clip_to_winner(q, width_, k, n, col, [](const S& a, const S& b) -> S { return a - b; }, vals)) {
         out.push_back(std::move(q));
         ++made;
       }
@@ -416,26 +427,8 @@ std::vector<class_region<S, R>> classify_plane(const plane_result<S, R>& r, clas
     p.data = P.outputs;
     for (std::size_t c = 0; c < d; ++c) {
       auto q = p;
-      bool empty = false;
-      for (std::size_t j = 0; j < d && !empty; ++j) {
-        if (j == c) continue;
-        bool pos = false, neg = false;
-        vals.resize(q.n());
-        for (std::size_t v = 0; v < q.n(); ++v) {
-          vals[v] = sign * (q.data[v * d + c] - q.data[v * d + j]);
-          pos |= vals[v] > S(0);
-          neg |= vals[v] < S(0);
-        }
-        if (neg && !pos) empty = true;
-        else if (!neg && !pos) empty = j < c;
-        else if (neg && pos) {
-          detail::convex_piece<S, R> a, b;
-          detail::split_piece(q, d, vals, a, b, [&](S* row) { row[j] = row[c]; });
-          q = std::move(a);
-          empty = q.n() < 3;
-        }
-      }
-      if (empty) continue;
+      const auto gap = [&](const S& a, const S& b) -> S { return sign * (a - b); };
+      if (!detail::clip_to_winner(q, d, c, d, [](std::size_t j) { return j; }, gap, vals)) continue;
       class_region<S, R> reg;
       reg.label = c;
       reg.polygon.out_size = d;

@@ -18,6 +18,7 @@
 //   kernels::sum(x, n)                                 vectorised sum (bias gradients)
 //   kernels::valid_outputs(in, out, stride, off)       the outputs o in [lo, hi) with
 //                                                      0 <= o*stride + off < in (no div in loops)
+//   kernels::tap_rows / tap_cols(g, in, out, i)        valid_outputs of kernel row / column i
 //   detail::pool_infer / pool_output_shape             shape checks shared by the pooling layers
 //                                                      (their window bounds: kernels/window.hpp)
 //
@@ -171,6 +172,15 @@ inline output_range valid_outputs(std::size_t in, std::size_t out, std::size_t s
   if (r.lo > r.hi) r.lo = r.hi;
   r.first = r.lo < r.hi ? std::size_t(std::ptrdiff_t(r.lo) * s + off) : 0;
   return r;
+}
+
+/// The output rows (columns) whose kernel row i (column j) reads inside the input [H, W] rather than
+/// the padding: valid_outputs along one axis of the geometry.
+inline output_range tap_rows(const conv_geometry& g, std::size_t H, std::size_t OH, std::size_t i) {
+  return valid_outputs(H, OH, g.stride_h, std::ptrdiff_t(i * g.dilation_h) - std::ptrdiff_t(g.pad_top));
+}
+inline output_range tap_cols(const conv_geometry& g, std::size_t W, std::size_t OW, std::size_t j) {
+  return valid_outputs(W, OW, g.stride_w, std::ptrdiff_t(j * g.dilation_w) - std::ptrdiff_t(g.pad_left));
 }
 
 namespace detail {
@@ -442,11 +452,9 @@ void im2col(const T* x, std::size_t C, std::size_t H, std::size_t W, const conv_
   for (std::size_t c = 0; c < C; ++c) {
     const T* xc = x + c * H * W;
     for (std::size_t i = 0; i < g.kh; ++i) {
-      const output_range rh =
-          valid_outputs(H, OH, sh, std::ptrdiff_t(i * g.dilation_h) - std::ptrdiff_t(g.pad_top));
+      const output_range rh = tap_rows(g, H, OH, i);
       for (std::size_t j = 0; j < g.kw; ++j) {
-        const output_range rw =
-            valid_outputs(W, OW, sw, std::ptrdiff_t(j * g.dilation_w) - std::ptrdiff_t(g.pad_left));
+        const output_range rw = tap_cols(g, W, OW, j);
         T* dst = col + ((c * g.kh + i) * g.kw + j) * ld;
         const std::size_t nw = rw.hi - rw.lo, rows = rh.hi - rh.lo;
         if (nw == 0 || rows == 0) {
@@ -506,8 +514,7 @@ void col2im(const T* col, std::size_t ld, std::size_t C, std::size_t H, std::siz
         for (std::size_t c = 0; c < C; ++c) {
           T* xc = dx + c * H * W + wb;
           for (std::size_t i = 0; i < g.kh; ++i) {
-            const output_range rh =
-                valid_outputs(H, OH, sh, std::ptrdiff_t(i * g.dilation_h) - std::ptrdiff_t(g.pad_top));
+            const output_range rh = tap_rows(g, H, OH, i);
             const T* src = col + (c * g.kh + i) * g.kw * ld + rh.lo * OW;
             T* d = xc + rh.first * W;
             const std::size_t rows = rh.hi - rh.lo;
@@ -537,11 +544,9 @@ void col2im(const T* col, std::size_t ld, std::size_t C, std::size_t H, std::siz
   for (std::size_t c = 0; c < C; ++c) {
     T* xc = dx + c * H * W;
     for (std::size_t i = 0; i < g.kh; ++i) {
-      const output_range rh =
-          valid_outputs(H, OH, sh, std::ptrdiff_t(i * g.dilation_h) - std::ptrdiff_t(g.pad_top));
+      const output_range rh = tap_rows(g, H, OH, i);
       for (std::size_t j = 0; j < g.kw; ++j) {
-        const output_range rw =
-            valid_outputs(W, OW, sw, std::ptrdiff_t(j * g.dilation_w) - std::ptrdiff_t(g.pad_left));
+        const output_range rw = tap_cols(g, W, OW, j);
         const std::size_t nw = rw.hi - rw.lo, rows = rh.hi - rh.lo;
         if (nw == 0 || rows == 0) continue;
         const T* s = col + ((c * g.kh + i) * g.kw + j) * ld + rh.lo * OW + rw.lo;
