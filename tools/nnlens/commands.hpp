@@ -13,6 +13,10 @@
 #include <string>
 
 #include <nnlens/io/csv.hpp>
+#include <nnlens/io/layout.hpp>
+
+#include "cli.hpp"
+#include "model.hpp"
 
 namespace nnlens::tool {
 
@@ -24,7 +28,8 @@ int run_info(const info_options& o);
 
 struct run_options {
   std::string model, input, output;  // output "": stdout
-  std::string precision = "f32", layout;  // layout "": the model's declared layout
+  tool::precision precision = tool::precision::f32;
+  io::data_layout layout = io::data_layout::none;  // none: the model's declared layout
   std::size_t batch = 256;
   bool progress = true;
   io::csv_header header = io::csv_header::detect;  // --header: present, --no-header: absent
@@ -33,9 +38,14 @@ int run_run(const run_options& o);
 
 struct codegen_cmd_options {
   std::string model, output, name = "model", ns;
-  std::string precision = "f32";  // f64: double weights (.nnet's float64 values kept)
+  tool::precision precision = tool::precision::f32;  // f64: double weights (.nnet's float64 values kept)
   bool freestanding = false;       // io/codegen_freestanding.hpp: flash weights, no heap, no exceptions
 };
 int run_codegen(const codegen_cmd_options& o);
+
+/// The subcommands info, run and codegen (their options and run functions).
+void register_info(CLI::App& app, command_list& cmds);
+void register_run(CLI::App& app, command_list& cmds);
+void register_codegen(CLI::App& app, command_list& cmds);
 
 }  // namespace nnlens::tool

@@ -36,7 +36,6 @@ namespace nnlens::tool {
 
 namespace {
 
-using nnlens::detail::concat;
 using json = nlohmann::ordered_json;  // keys in the documented order
 using clock_type = std::chrono::steady_clock;
 
@@ -116,7 +115,7 @@ void save_state(const std::string& path, std::uint64_t fingerprint, const prepar
 }
 
 template <class T>
-preparations load_state(const std::string& path, const std::string& model, const std::string& layout,
+preparations load_state(const std::string& path, const std::string& model, io::data_layout layout,
                         const basic_dynamic_network<T>& net) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw io_error(path + ": cannot open");
@@ -136,7 +135,7 @@ preparations load_state(const std::string& path, const std::string& model, const
     std::string k;
     if (!(ss >> k >> fp) || k != "fingerprint") throw bad("expected 'fingerprint N'");
   }
-  const std::uint64_t mine = nnlens::detail::model_fingerprint(net);
+  const std::uint64_t mine = model_fingerprint(net);
   if (fp != mine && !maint::other_precision<T>(fp, model, layout).empty())
     throw data_error(concat(path, ": a state of ", model, " prepared with --precision ", maint::other_precision<T>(fp, model, layout),
                             "; run with that precision, or remove the file to prepare again"));
@@ -190,10 +189,9 @@ int coverage_impl(const coverage_cmd_options& o) {
   std::optional<nnlens::mpi::communicator> world;
   open_mpi_world(world);
 #endif
-  keep_batch_buffers_on_the_heap();
-  const model<T> md = load_model<T>(o.model, o.layout);
+  const model<T> md = open_model<T>(o.model, o.layout);
   const basic_dynamic_network<T>& net = md.net;
-  const auto layers = nnlens::detail::all_layers(net);
+  const auto layers = all_layers(net);
   const std::size_t L = o.layer.empty() ? subject_layer(net) : layer_index(net, o.layer);  // value_error when out of range
   const std::size_t width = coverage_neurons(layers[L].out);
   if (o.m > width)
@@ -279,7 +277,7 @@ int coverage_impl(const coverage_cmd_options& o) {
       }
       ++done;
     }
-    if (!o.state.empty() && root) save_state(o.state, nnlens::detail::model_fingerprint(net), p);
+    if (!o.state.empty() && root) save_state(o.state, model_fingerprint(net), p);
   }
   const double prepare_s = std::chrono::duration<double>(clock_type::now() - t0).count();
 
@@ -346,7 +344,7 @@ int coverage_impl(const coverage_cmd_options& o) {
 
   if (o.json) {
     json j;
-    j["precision"] = precision_name(parse_precision(o.precision));
+    j["precision"] = precision_name(o.precision);
     j["criteria"] = json::object();
     for (const auto& [c, r] : results) {
       json e{{"coverage", r.percent}, {"covered", r.covered}, {"total", r.total}};
@@ -414,7 +412,44 @@ int coverage_impl(const coverage_cmd_options& o) {
 }
 
 int run_coverage(const coverage_cmd_options& o) {
-  return with_precision(parse_precision(o.precision), [&]<class T>() { return coverage_impl<T>(o); });
+  return with_precision(o.precision, [&]<class T>() { return coverage_impl<T>(o); });
+}
+
+void register_coverage(CLI::App& app, command_list& cmds) {
+  add_command<coverage_cmd_options>(
+      app, cmds, "coverage", "DeepImportance: IDC and the DeepGauge / surprise coverage criteria of a test set",
+      [](CLI::App& cmd, coverage_cmd_options& o) {
+        add_model_arg(cmd, o.model);
+        cmd.add_option("--train", o.train,
+                       "Training samples (CSV or IDX images, as `profile --data` reads); required unless --state holds "
+                       "the preparations");
+        cmd.add_option("--train-labels", o.train_labels,
+                       "Labels of the training samples (IDX labels or one integer per line; default: the IDX labels file "
+                       "beside IDX images)");
+        cmd.add_option("--test", o.test, "Test samples whose coverage is measured (CSV or IDX images)")->required();
+        cmd.add_option("--layer", o.layer,
+                       "Subject layer of IDC and LSC/DSC: an index (negative from the end) or Type#k (default: the layer "
+                       "feeding the last weighted layer)");
+        cmd.add_option("--m", o.m, "IDC: important neurons")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+        cmd.add_option("--criteria", o.criteria, "Comma-separated criteria")->capture_default_str();
+        cmd.add_flag("--json", o.json,
+                     "One JSON object: criteria{name: {coverage, covered, total[, total_capped, incc, layer, neurons, "
+                     "clusters][, range]}}, seconds{prepare, measure}");
+        cmd.add_option("--lsc-range", o.lsc_range,
+                       "LSC's bucket range: spec ([0, 2000]) or reference (the SA reference code's: [min LSA of the test "
+                       "set, 2000]); the share of test inputs inside it is always reported")
+            ->capture_default_str();
+        cmd.add_option("--state", o.state, "Load the preparations from this file if it exists, else prepare and save them there");
+        cmd.add_option("--nc-threshold", o.nc_threshold, "NC: activation threshold after per-layer min-max scaling")
+            ->capture_default_str()
+            ->check(CLI::Range(0.0, 1.0));
+        cmd.add_option("--kmnc-k", o.kmnc_k, "KMNC: sections per neuron")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+        cmd.add_option("--tknc-k", o.tknc_k, "TKNC: top neurons per layer")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+        add_threads(cmd);
+        add_no_progress(cmd, o.progress);
+        add_model_options(cmd, o.precision, o.layout, precision::f32);
+      },
+      run_coverage);
 }
 
 }  // namespace nnlens::tool

@@ -31,6 +31,11 @@
 #include <cstddef>
 #include <string>
 
+#include <nnlens/io/layout.hpp>
+
+#include "cli.hpp"
+#include "model.hpp"
+
 namespace nnlens::tool {
 
 struct coverage_cmd_options {
@@ -44,10 +49,13 @@ struct coverage_cmd_options {
   std::size_t kmnc_k = 1000;
   std::size_t tknc_k = 3;
   std::string lsc_range = "spec";  // spec: [0, 2000]; reference: [min LSA of the test set, 2000]
-  std::string precision = "f32";  // f32 | f64
-  std::string layout;             // "": the model file's declared layout; nchw | nhwc
+  tool::precision precision = tool::precision::f32;
+  io::data_layout layout = io::data_layout::none;  // none: the model file's declared layout
   bool progress = true;
 };
 int run_coverage(const coverage_cmd_options& o);
+
+/// The subcommand coverage (its options and run function).
+void register_coverage(CLI::App& app, command_list& cmds);
 
 }  // namespace nnlens::tool

@@ -275,7 +275,7 @@ int run_demo(const demo_options& o) {
   if (ec) throw io_error(cache.string() + ": cannot create the cache directory (" + ec.message() + ")");
   const fs::path model = cache / ("lenet5-fashion-mnist-e" + std::to_string(recipe.epochs) + "-s" +
                                   std::to_string(recipe.seed) + ".nnlw");
-  const std::size_t threads = recipe.threads ? recipe.threads : nnlens::detail::default_pool().size();
+  const std::size_t threads = recipe.threads ? recipe.threads : worker_threads();
 
   std::cout << "nnlens demo: LeNet-5 on Fashion-MNIST (" << data.string() << ")\n";
   const auto test = io::load_mnist(data, "t10k");
@@ -335,6 +335,21 @@ int run_demo(const demo_options& o) {
   semslice_step(net, train, test, ev.accuracy);
   dflare_step(net, train, test, ev.accuracy);
   return 0;
+}
+
+void register_demo(CLI::App& app, command_list& cmds) {
+  add_command<demo_options>(
+      app, cmds, "demo", "Train (or reuse from the cache) LeNet-5 on Fashion-MNIST and report",
+      [](CLI::App& cmd, demo_options& o) {
+        cmd.add_option("--data", o.data_dir, "Directory with the Fashion-MNIST IDX files")->capture_default_str();
+        cmd.add_option("--cache", o.cache_dir, "Directory for trained models")->capture_default_str();
+        cmd.add_option("--epochs", o.epochs, "Training epochs (default: the recipe's 12)")->check(CLI::Range(1, 1000));
+        cmd.add_option("--seed", o.seed, "Seed of initialisation and shuffling")->capture_default_str();
+        add_threads(cmd, &o.threads);
+        cmd.add_flag("--retrain", o.retrain, "Train even if a cached model exists");
+        cmd.add_option("--out", o.output_dir, "Directory for the pictures (SVG) of the analysis steps")->capture_default_str();
+      },
+      run_demo);
 }
 
 }  // namespace nnlens::tool

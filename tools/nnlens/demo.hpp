@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "cli.hpp"
+
 namespace nnlens::tool {
 
 struct demo_options {
@@ -19,5 +21,8 @@ struct demo_options {
 
 /// Runs the demo; returns the process exit code.  Throws nnlens::error on bad input.
 int run_demo(const demo_options& o);
+
+/// The subcommand demo (its options and run function).
+void register_demo(CLI::App& app, command_list& cmds);
 
 }  // namespace nnlens::tool

@@ -37,7 +37,6 @@ namespace nnlens::tool {
 
 namespace {
 
-using nnlens::detail::concat;
 using json = nlohmann::ordered_json;
 namespace dt = nnlens::difftest;
 
@@ -149,8 +148,7 @@ int difftest_impl(const difftest_cmd_options& o) {
   std::optional<nnlens::mpi::communicator> world;
   open_mpi_world(world);
 #endif
-  keep_batch_buffers_on_the_heap();
-  const model<T> m = load_model<T>(o.original, o.layout);
+  const model<T> m = open_model<T>(o.original, o.layout);
   const basic_dynamic_network<T>& net = m.net;
   const shape in = net.input_shape();
   const std::size_t classes = net.output_shape().size();
@@ -272,7 +270,7 @@ int difftest_impl(const difftest_cmd_options& o) {
   const auto sum = r.summary();
   if (o.json) {
     json j;
-    j["precision"] = precision_name(parse_precision(o.precision));
+    j["precision"] = precision_name(o.precision);
     j["layout"] = io::layout_name(m.in.data);
     j["seeds"] = json::array();
     for (std::size_t i = 0; i < r.seeds.size(); ++i) {
@@ -313,7 +311,7 @@ int difftest_impl(const difftest_cmd_options& o) {
     if (o.method == "dflare" && o.skip_repeats) method += " --skip-repeats";
     std::printf("%s: %zu seeds, %zu searched, %zu found (success %.2f%%), %zu already differ, %zu failed; mean %.2f queries, %.4f s per triggering input; %s\n",
                 method.c_str(), sum.seeds, sum.searched, sum.found, 100 * sum.success_rate, sum.already_triggering, sum.failed,
-                sum.mean_queries, sum.mean_seconds, o.precision.c_str());
+                sum.mean_queries, sum.mean_seconds, precision_name(o.precision));
   }
   return (sum.not_found == 0 && sum.failed == 0) ? 0 : 1;
 }
@@ -327,8 +325,7 @@ int compress_impl(const compress_cmd_options& o) {
     throw value_error(concat("--channel-prune ", o.channel_prune, ": expected a ratio in [0, 1]"));
   if (o.int8 && o.calibration.empty()) throw value_error("--int8: --calibration FILE is required (the activation ranges)");
 
-  keep_batch_buffers_on_the_heap();
-  const model<T> m = load_model<T>(o.model, o.layout);
+  const model<T> m = open_model<T>(o.model, o.layout);
   const basic_dynamic_network<T>& net = m.net;
   const std::size_t classes = net.output_shape().size();
   xt::xarray<T> cal;
@@ -357,7 +354,7 @@ int compress_impl(const compress_cmd_options& o) {
     what = concat("channel pruning ", o.channel_prune);
   }
   j["model"] = o.model;
-  j["precision"] = precision_name(parse_precision(o.precision));
+  j["precision"] = precision_name(o.precision);
   j["twin"] = what;
   j["output"] = o.output;
   j["weight_sparsity"] = compress::weight_sparsity(twin);
@@ -392,7 +389,7 @@ int compress_impl(const compress_cmd_options& o) {
   if (o.json) {
     std::cout << j.dump(2) << "\n";
   } else {
-    std::printf("%s: %s (%s) -> %s; weight sparsity %.2f%%", o.model.c_str(), what.c_str(), o.precision.c_str(), o.output.c_str(),
+    std::printf("%s: %s (%s) -> %s; weight sparsity %.2f%%", o.model.c_str(), what.c_str(), precision_name(o.precision), o.output.c_str(),
                 100 * double(j["weight_sparsity"]));
     if (j.contains("quantized_layers")) std::printf(", %zu int8 weight tensors", std::size_t(j["quantized_layers"]));
     if (j.contains("accuracy"))
@@ -404,11 +401,89 @@ int compress_impl(const compress_cmd_options& o) {
 }
 
 int run_difftest(const difftest_cmd_options& o) {
-  return with_precision(parse_precision(o.precision), [&]<class T>() { return difftest_impl<T>(o); });
+  return with_precision(o.precision, [&]<class T>() { return difftest_impl<T>(o); });
 }
 
 int run_compress(const compress_cmd_options& o) {
-  return with_precision(parse_precision(o.precision), [&]<class T>() { return compress_impl<T>(o); });
+  return with_precision(o.precision, [&]<class T>() { return compress_impl<T>(o); });
+}
+
+void register_difftest(CLI::App& app, command_list& cmds) {
+  add_command<difftest_cmd_options>(
+      app, cmds, "difftest", "DFlare: inputs on which a compressed model deviates from its original (top-1 labels differ)",
+      [](CLI::App& cmd, difftest_cmd_options& o) {
+        add_model_arg(cmd, o.original, "ORIGINAL");
+        cmd.add_option("COMPRESSED", o.compressed,
+                       "The twin: a model file, exec:COMMAND (a process speaking the nnlens-bb 1 pipe protocol), or made "
+                       "from ORIGINAL: int8, q8, prune:R, channel-prune:R")
+            ->required();
+        cmd.add_option("--seeds", o.seeds, "Seed inputs (CSV rows or IDX images scaled to [0, 1], as `run` reads them)")
+            ->required();
+        cmd.add_option("--budget-queries", o.budget_queries, "Queries per seed (one query = both models once; 0: no limit)")
+            ->capture_default_str();
+        cmd.add_option("--timeout", o.timeout, "Seconds per seed (0: no limit)")->capture_default_str();
+        cmd.add_option("--method", o.method, "dflare or diffchaser")->capture_default_str();
+        cmd.add_option("--acceptance", o.acceptance, "DFlare's acceptance rule: paper, reference, no-novelty")
+            ->capture_default_str();
+        cmd.add_option("--selection", o.selection, "DFlare's operator selection: paper, reference, last-accepted, uniform")
+            ->capture_default_str();
+        cmd.add_option("--distance", o.distance,
+                       "DFlare's D: paper (top-1 probabilities) or logit-margin (beyond the spec: the relative gap of the "
+                       "two models' logit margins)")
+            ->capture_default_str();
+        cmd.add_flag("--skip-repeats", o.skip_repeats,
+                     "DFlare, beyond the spec: do not query a mutant equal to x_max or to one already queried since x_max "
+                     "changed");
+        cmd.add_option("--seed", o.seed, "Random seed (each input seed gets its own stream)")->capture_default_str();
+        cmd.add_option("--pixel-scale", o.pixel_scale,
+                       "Seeds times this are raw pixels in [0, 255]; the models see pixels / this (1: models reading [0, "
+                       "255])")
+            ->capture_default_str();
+        cmd.add_option("--calibration", o.calibration, "int8: activation calibration samples (default: the seeds)");
+        cmd.add_option("--limit", o.limit, "Only the first N seeds (0: all)")->capture_default_str();
+        cmd.add_option("--out-dir", o.out_dir,
+                       "Write each triggering input as a CSV row (model scale) to DIR/trigger-SEED.csv");
+        cmd.add_flag("--json", o.json,
+                     "One JSON object: seeds[{seed, status, found, queries, seconds, labels, input}], summary{...}");
+        add_threads(cmd, nullptr, "Worker threads: seeds run in parallel (default: all cores)");
+        add_no_progress(cmd, o.progress);
+        add_model_options(cmd, o.precision, o.layout, precision::f32);
+        cmd.get_option("--precision")
+            ->description("Scalar type of ORIGINAL and of a model-file or on-the-fly twin: f32 or f64.  DFlare's search "
+                          "stays float (the black boxes take float pixels and return float probabilities); int8 / q8 twins "
+                          "compute their quantised layers in int8 with float32 scales at either precision");
+        cmd.get_option("--layout")
+            ->description("Layout of the rows of --seeds and --calibration: nchw or nhwc (default: ORIGINAL's declared "
+                          "layout); the triggering inputs of --out-dir and the rows an exec: child reads are in it");
+      },
+      run_difftest);
+}
+
+void register_compress(CLI::App& app, command_list& cmds) {
+  add_command<compress_cmd_options>(
+      app, cmds, "compress", "A compressed twin of a model: int8 / q8 quantisation or magnitude / channel pruning",
+      [](CLI::App& cmd, compress_cmd_options& o) {
+        add_model_arg(cmd, o.model);
+        cmd.add_flag("--int8", o.int8,
+                     "Full int8 quantisation (per-channel weights, calibrated activations; needs --calibration)");
+        cmd.add_flag("--q8", o.q8, "DFlare's reference rule: weight-only int8 of weight tensors with >= 1024 elements");
+        cmd.add_option("--prune", o.prune, "Magnitude pruning: this fraction of each layer's weights becomes 0");
+        cmd.add_option("--channel-prune", o.channel_prune,
+                       "This fraction of each layer's channels (smallest L1 norm) becomes 0");
+        cmd.add_flag("--per-tensor", o.per_tensor, "int8: one weight scale per tensor instead of per output channel");
+        cmd.add_option("--calibration", o.calibration,
+                       "Samples: int8's activation ranges; with labels, the accuracy of both models");
+        cmd.add_option("--labels", o.labels, "Labels of --calibration (default: the IDX labels file beside it)");
+        cmd.add_option("--output,-o", o.output, "The twin: .onnx, or .nnlw for the demo's LeNet-5")->required();
+        add_model_options(cmd, o.precision, o.layout, precision::f32);
+        cmd.get_option("--precision")
+            ->description("Scalar type of MODEL and the twin: f32 or f64.  An int8 twin's quantised layers are int8 with "
+                          "float32 scales at either precision; an .onnx twin is written with float32 weights (the report "
+                          "says so at f64)");
+        cmd.add_flag("--json", o.json,
+                     "One JSON object: model, twin, output, weight_sparsity, [quantized_layers, accuracy, twin_accuracy]");
+      },
+      run_compress);
 }
 
 }  // namespace nnlens::tool

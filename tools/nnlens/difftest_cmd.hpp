@@ -57,6 +57,11 @@
 #include <cstdint>
 #include <string>
 
+#include <nnlens/io/layout.hpp>
+
+#include "cli.hpp"
+#include "model.hpp"
+
 namespace nnlens::tool {
 
 struct difftest_cmd_options {
@@ -71,8 +76,8 @@ struct difftest_cmd_options {
   std::uint64_t seed = 1;
   double pixel_scale = 255;
   std::size_t limit = 0;               // the first N seeds only (0: all)
-  std::string precision = "f32";       // f32 | f64
-  std::string layout;                  // "": ORIGINAL's declared layout; nchw | nhwc
+  tool::precision precision = tool::precision::f32;
+  io::data_layout layout = io::data_layout::none;  // none: ORIGINAL's declared layout
   bool json = false, progress = true;
 };
 int run_difftest(const difftest_cmd_options& o);
@@ -81,9 +86,13 @@ struct compress_cmd_options {
   std::string model, output, calibration, labels;
   bool int8 = false, q8 = false, per_tensor = false, json = false;
   double prune = -1, channel_prune = -1;  // < 0: not asked
-  std::string precision = "f32";          // f32 | f64
-  std::string layout;                     // "": MODEL's declared layout; nchw | nhwc
+  tool::precision precision = tool::precision::f32;
+  io::data_layout layout = io::data_layout::none;  // none: MODEL's declared layout
 };
 int run_compress(const compress_cmd_options& o);
+
+/// The subcommands difftest and compress (their options and run functions).
+void register_difftest(CLI::App& app, command_list& cmds);
+void register_compress(CLI::App& app, command_list& cmds);
 
 }  // namespace nnlens::tool

@@ -32,9 +32,14 @@
 
 namespace nnlens::tool {
 
+/// --classes: the words of class_rule.
+const enum_names<class_rule>& class_rule_names() {
+  static const enum_names<class_rule> names{{"argmax", class_rule::argmax}, {"argmin", class_rule::argmin}};
+  return names;
+}
+
 namespace {
 
-using nnlens::detail::concat;
 using json = nlohmann::ordered_json;  // keys in the documented order
 
 /// The samples of a CSV file (rows in the model's data layout, kept in the network's internal
@@ -210,13 +215,7 @@ void check_endpoints(const csv_rows<T>& A, const csv_rows<T>& B, const input_lay
 
 template <class T>
 int exact_line_as(const exact_line_options& o, precision prec) {
-  class_rule rule;
-  if (o.classes == "argmax")
-    rule = class_rule::argmax;
-  else if (o.classes == "argmin")
-    rule = class_rule::argmin;
-  else
-    throw value_error("--classes: expected argmax or argmin, got '" + o.classes + "'");
+  const class_rule rule = o.classes;
   if (!(o.merge_tol >= 0 && o.merge_tol <= 1))
     throw value_error(concat("--merge-tol: expected a distance in t between 0 and 1, got ", fmt(o.merge_tol, "%.6g")));
   const model<T> m = load_model<T>(o.model, o.layout);
@@ -322,7 +321,7 @@ int exact_line_as(const exact_line_options& o, precision prec) {
     j["seconds"] = seconds;
     std::cout << j.dump() << "\n";
   } else {
-    std::cout << o.model << ": " << n << " segment" << (n == 1 ? "" : "s") << ", classes by " << o.classes << ", "
+    std::cout << o.model << ": " << n << " segment" << (n == 1 ? "" : "s") << ", classes by " << enum_word(class_rule_names(), o.classes) << ", "
               << precision_name(prec) << ", " << fmt(seconds, "%.3g") << " s\n";
     for (std::size_t i = 0; i < n; ++i) {
       const auto& r = res[i];
@@ -352,7 +351,7 @@ int exact_line_as(const exact_line_options& o, precision prec) {
     for (std::size_t i = 0; i < n; ++i)
       short_names[i] = concat(base(A.path), ":", A.lines[i], " -> ", base(B.path), ":", B.lines[i]);
     write_svg(o.svg, res, cls, names, short_names,
-              concat("ExactLine: ", base(o.model), " (classes by ", o.classes, ")"));
+              concat("ExactLine: ", base(o.model), " (classes by ", enum_word(class_rule_names(), o.classes), ")"));
   }
   if (failed)
     throw value_error(concat(res[first_failed].error,
@@ -459,13 +458,61 @@ int ig_as(const ig_options& o, precision prec) {
 }  // namespace
 
 int run_exact_line(const exact_line_options& o) {
-  const precision p = parse_precision(o.precision);
-  return with_precision(p, [&]<class T>() { return exact_line_as<T>(o, p); });
+  return with_precision(o.precision, [&]<class T>() { return exact_line_as<T>(o, o.precision); });
 }
 
 int run_ig(const ig_options& o) {
-  const precision p = parse_precision(o.precision);
-  return with_precision(p, [&]<class T>() { return ig_as<T>(o, p); });
+  return with_precision(o.precision, [&]<class T>() { return ig_as<T>(o, o.precision); });
+}
+
+void register_exact_line(CLI::App& app, command_list& cmds) {
+  add_command<exact_line_options>(
+      app, cmds, "exact-line", "ExactLine: the exact pieces and class intervals of the network on segments",
+      [](CLI::App& cmd, exact_line_options& o) {
+        add_model_arg(cmd, o.model);
+        cmd.add_option("--from", o.from,
+                       "CSV file of segment starts: one sample per line in the model's declared layout, as `run` reads them")
+            ->required();
+        cmd.add_option("--to", o.to, "CSV file of segment ends: line i of --from -> line i of --to is segment i")->required();
+        cmd.add_flag("--json", o.json,
+                     "One JSON object: precision, input, layout, lines[{t, outputs, pieces, classes[{from, to, label}], "
+                     "validation?{pieces, violations, max_deviation, tolerance, valid}, warning?, error?}], valid?, seconds");
+        add_enum(cmd, "--classes", o.classes, class_rule_names(),
+                 "Winning class: argmax (classifiers) or argmin (ACAS Xu advisories)");
+        add_threads(cmd);
+        cmd.add_option("--merge-tol", o.merge_tol, "Merge breaks closer than this in t (0 to 1)")->capture_default_str();
+        cmd.add_option("--max-pieces", o.max_pieces, "Fail a segment with more pieces than this")
+            ->capture_default_str()
+            ->check(CLI::PositiveNumber);
+        cmd.add_flag("--validate", o.validate,
+                     "Check every piece at 1/4, 1/2, 3/4 of its length against the network (tolerance 1e-9 in f64, 1e-3 "
+                     "in f32); a violation fails the command (exit 1)");
+        cmd.add_option("--validate-tol", o.validate_tol,
+                       "Relative tolerance of --validate: |f(x) - interpolation| <= tol (1 + |f(x)|) (default: 1e-9 in "
+                       "f64, 1e-3 in f32)");
+        cmd.add_option("--svg", o.svg, "Write an SVG strip chart (a band per class interval, a tick per break)");
+        add_model_options(cmd, o.precision, o.layout, precision::f64);
+        add_header_options(cmd, o.header);
+      },
+      run_exact_line);
+}
+
+void register_ig(CLI::App& app, command_list& cmds) {
+  add_command<ig_options>(
+      app, cmds, "ig", "Exact integrated gradients, and the Riemann sums' errors against them",
+      [](CLI::App& cmd, ig_options& o) {
+        add_model_arg(cmd, o.model);
+        cmd.add_option("--input,-i", o.input, "CSV file: the inputs x, one per line in the model's declared layout")->required();
+        cmd.add_option("--baseline,-b", o.baseline, "CSV file: the baselines x' (one line per input, or one for all)")->required();
+        cmd.add_option("--output-index,-k", o.output_index, "The output k (default: the argmax at x)");
+        cmd.add_flag("--json", o.json,
+                     "JSON: {output_index, exact, pieces, delta, riemann, samples_for_5pct} per input (attributions in "
+                     "the data layout), precision, layout");
+        cmd.add_option("--m", o.m, "Partitions of the Riemann sums")->capture_default_str()->check(CLI::Range(1, 1 << 24));
+        add_model_options(cmd, o.precision, o.layout, precision::f64);
+        add_header_options(cmd, o.header);
+      },
+      run_ig);
 }
 
 }  // namespace nnlens::tool

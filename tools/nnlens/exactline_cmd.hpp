@@ -29,15 +29,21 @@
 #include <optional>
 #include <string>
 
+#include <nnlens/exactline/classify.hpp>
 #include <nnlens/io/csv.hpp>
+#include <nnlens/io/layout.hpp>
+
+#include "cli.hpp"
+#include "model.hpp"
 
 namespace nnlens::tool {
 
 struct exact_line_options {
   std::string model, from, to;
-  std::string precision = "f64", layout;  // layout "": the model's declared layout
+  tool::precision precision = tool::precision::f64;
+  io::data_layout layout = io::data_layout::none;  // none: the model's declared layout
   bool json = false;
-  std::string classes = "argmax";  // or "argmin" (ACAS Xu: the advisory is the minimal score)
+  class_rule classes = class_rule::argmax;  // or argmin (ACAS Xu: the advisory is the minimal score)
   double merge_tol = 0;
   std::size_t max_pieces = std::size_t(1) << 24;
   bool validate = false;
@@ -49,12 +55,17 @@ int run_exact_line(const exact_line_options& o);
 
 struct ig_options {
   std::string model, input, baseline;
-  std::string precision = "f64", layout;  // layout "": the model's declared layout
+  tool::precision precision = tool::precision::f64;
+  io::data_layout layout = io::data_layout::none;  // none: the model's declared layout
   std::optional<std::size_t> output_index;  // default: argmax of the output at the input
   bool json = false;
   std::size_t m = 50;
   io::csv_header header = io::csv_header::detect;  // of --input and --baseline
 };
 int run_ig(const ig_options& o);
+
+/// The subcommands exact-line and ig (their options and run functions).
+void register_exact_line(CLI::App& app, command_list& cmds);
+void register_ig(CLI::App& app, command_list& cmds);
 
 }  // namespace nnlens::tool

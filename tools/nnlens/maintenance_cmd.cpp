@@ -26,7 +26,6 @@
 namespace nnlens::tool {
 
 using namespace maint;
-using nnlens::detail::concat;
 using json = nlohmann::ordered_json;  // keys in the documented order
 
 // ============================================================================ restructure
@@ -71,9 +70,8 @@ int restructure_impl(const restructure_cmd_options& o) {
   if (!(o.max_drop >= 0)) throw value_error(concat("--max-drop ", o.max_drop, ": expected >= 0 accuracy points"));
   if (o.max_iterations == 0) throw value_error("--max-iterations: expected at least 1");
 
-  keep_batch_buffers_on_the_heap();
   const auto t0 = clock_type::now();
-  const model<T> m = load_model<T>(o.model, o.layout);
+  const model<T> m = open_model<T>(o.model, o.layout);
   const basic_dynamic_network<T>& original = m.net;
   const labelled<T> train_d = read_labelled(m, o.data, o.labels, "--labels", o.limit);
   const labelled<T> test_d = read_labelled(m, o.test, o.test_labels, "--test-labels", o.limit);
@@ -123,7 +121,7 @@ int restructure_impl(const restructure_cmd_options& o) {
   if (o.json) {
     json j;
     j["model"] = o.model;
-    j["precision"] = precision_name(parse_precision(o.precision));
+    j["precision"] = precision_name(o.precision);
     j["pruner"] = name;
     j["p"] = o.prune_step;
     j["tolerance"] = o.max_drop;
@@ -189,9 +187,8 @@ int readapt_impl(const readapt_cmd_options& o) {
   if (o.adv_samples == 0) throw value_error("--adv-samples: expected at least 1");
   if (o.pgd_steps == 0) throw value_error("--pgd-steps: expected at least 1");
 
-  keep_batch_buffers_on_the_heap();
   const auto t0 = clock_type::now();
-  const model<T> m = load_model<T>(o.model, o.layout);
+  const model<T> m = open_model<T>(o.model, o.layout);
   const basic_dynamic_network<T>& net = m.net;
   const labelled<T> train_d = read_labelled(m, o.data, o.labels, "--labels", o.limit);
   std::optional<labelled<T>> test_own;  // --test, when given (not a copy of --data otherwise)
@@ -228,7 +225,7 @@ int readapt_impl(const readapt_cmd_options& o) {
   if (o.json) {
     json j;
     j["model"] = o.model;
-    j["precision"] = precision_name(parse_precision(o.precision));
+    j["precision"] = precision_name(o.precision);
     j["attack"] = atk.name;
     j["eps"] = o.eps;
     if (o.attack == "pgd") j["pgd_steps"] = o.pgd_steps;
@@ -271,9 +268,8 @@ int increment_impl(const increment_cmd_options& o) {
   check_common(o);
   if (!(o.replay >= 0 && o.replay <= 1)) throw value_error(concat("--replay ", o.replay, ": expected 0 <= fraction <= 1"));
 
-  keep_batch_buffers_on_the_heap();
   const auto t0 = clock_type::now();
-  const model<T> m = load_model<T>(o.model, o.layout);
+  const model<T> m = open_model<T>(o.model, o.layout);
   const basic_dynamic_network<T>& net = m.net;
   const std::size_t classes = net.output_shape().size();
   std::vector<std::size_t> old_classes, new_classes;
@@ -348,7 +344,7 @@ int increment_impl(const increment_cmd_options& o) {
   if (o.json) {
     json j;
     j["model"] = o.model;
-    j["precision"] = precision_name(parse_precision(o.precision));
+    j["precision"] = precision_name(o.precision);
     j["old_classes"] = old_classes;
     j["replay"] = o.replay;
     j["epochs"] = io.epochs;
@@ -391,13 +387,142 @@ int increment_impl(const increment_cmd_options& o) {
 // ============================================================================ --precision
 
 int run_restructure(const restructure_cmd_options& o) {
-  return with_precision(parse_precision(o.precision), [&]<class T>() { return restructure_impl<T>(o); });
+  return with_precision(o.precision, [&]<class T>() { return restructure_impl<T>(o); });
 }
 int run_readapt(const readapt_cmd_options& o) {
-  return with_precision(parse_precision(o.precision), [&]<class T>() { return readapt_impl<T>(o); });
+  return with_precision(o.precision, [&]<class T>() { return readapt_impl<T>(o); });
 }
 int run_increment(const increment_cmd_options& o) {
-  return with_precision(parse_precision(o.precision), [&]<class T>() { return increment_impl<T>(o); });
+  return with_precision(o.precision, [&]<class T>() { return increment_impl<T>(o); });
+}
+
+// ============================================================================ the command line
+
+namespace {
+
+/// What the three commands' shared options say about each one.
+struct maintenance_help {
+  const char* data;         // --data
+  const char* no_mask;      // the flag that runs without a mask (the baseline alone) ...
+  const char* no_mask_help; // ... and its help
+  bool categories;          // --categories (increment: the old classes are --old-classes)
+  const char* test, *epochs, *lr, *seed, *baseline, *json;
+};
+
+/// The options the three share, in --help's order (the command's own follow, then --threads).
+void add_maintenance_options(CLI::App& cmd, maintenance_common& m, const maintenance_help& h) {
+  add_model_arg(cmd, m.model);
+  cmd.add_option("--data,-d", m.data, h.data)->required();
+  cmd.add_option("--labels", m.labels,
+                 "Labels of --data (IDX labels or one integer per line; default: the IDX labels file beside IDX images)");
+  cmd.add_option("--test", m.test, h.test);
+  cmd.add_option("--test-labels", m.test_labels, "Labels of --test (default: the IDX labels file beside it)");
+  auto* mask_opt = cmd.add_option("--mask", m.slice.mask, "Use this neuron mask (nnlens semslice -o) instead of slicing");
+  cmd.add_flag(h.no_mask, m.slice.none, h.no_mask_help)->excludes(mask_opt);
+  add_slice_options(cmd, m.slice.metric, m.slice.theta, m.slice.similarity, h.categories ? &m.slice.categories : nullptr,
+                    m.slice.samples, m.slice.metric_samples, "Slice: ", "Comma-separated output classes (default: every class)");
+  cmd.add_option("--epochs", m.epochs, h.epochs)->check(CLI::Range(1, 100000));
+  cmd.add_option("--lr", m.lr, h.lr)->check(CLI::NonNegativeNumber);
+  cmd.add_option("--batch", m.batch, "Mini-batch size")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd.add_option("--limit", m.limit, "Use at most the first N samples of each data file (0: all)")->capture_default_str();
+  cmd.add_option("--seed", m.seed, h.seed)->each([&m](const std::string&) { m.seed_given = true; });
+  cmd.add_flag("--baseline", m.baseline, h.baseline);
+  cmd.add_option("--output,-o", m.output, "The model to write: .nnlw (the demo's LeNet-5) or .onnx")->required();
+  cmd.add_flag("--json", m.json, h.json);
+  add_no_progress(cmd, m.progress);
+  add_model_options(cmd, m.precision, m.layout, precision::f32);
+}
+
+/// Runs `run` on o once the seed of the slice's draws is settled: --seed's, else 0.
+template <class O>
+auto with_slice_seed(int (*run)(const O&)) {
+  return [run](O& o) {
+    o.slice.slice_seed = o.seed_given ? o.seed : 0;
+    return run(o);
+  };
+}
+
+}  // namespace
+
+void register_restructure(CLI::App& app, command_list& cmds) {
+  add_command<restructure_cmd_options>(
+      app, cmds, "restructure", "NeuSemSlice restructure: mask the non-critical neurons, then iterative pruning with fine-tuning",
+      [](CLI::App& cmd, restructure_cmd_options& o) {
+        add_maintenance_options(
+            cmd, o,
+            {"Labelled training samples for the slice and the fine-tuning (CSV or IDX images, as `profile --data` reads)",
+             "--no-slice", "No neuron mask: the pruner alone", true,
+             "Labelled test samples: the accuracy that decides each iteration (required)",
+             "Fine-tuning epochs per iteration (default 1)", "Adam learning rate of the fine-tuning (default 1e-4)",
+             "Seed of the slice's draws and the fine-tuning's shuffles (default 0)",
+             "Also run the pruner alone (no mask) and report it beside",
+             "One JSON object: mask, reference_accuracy, start_compression, start_accuracy, iterations[{iteration, "
+             "compression, weight_pruned, accuracy, accepted}], ni, compression, accuracy, [baseline]"});
+        cmd.get_option("--test")->required();
+        cmd.add_option("--pruner", o.pruner, "Magnitude pruner: lamp, global, uniform (Uniform+), erk")->capture_default_str();
+        cmd.add_option("--prune-step", o.prune_step, "p: fraction of the remaining weights pruned per iteration")
+            ->capture_default_str();
+        cmd.add_option("--max-drop", o.max_drop,
+                       "Stop at the first iteration whose test accuracy is below the model's minus this (points)")
+            ->capture_default_str();
+        cmd.add_option("--max-iterations", o.max_iterations, "At most this many pruning iterations")->capture_default_str();
+        add_threads(cmd);
+      },
+      with_slice_seed(run_restructure));
+}
+
+void register_readapt(CLI::App& app, command_list& cmds) {
+  add_command<readapt_cmd_options>(
+      app, cmds, "readapt", "NeuSemSlice re-adaptation: adversarial repair training only the critical neurons",
+      [](CLI::App& cmd, readapt_cmd_options& o) {
+        add_maintenance_options(
+            cmd, o,
+            {"Labelled training samples: the slice, and the clean sources of the adversarial training samples", "--full",
+             "No neuron mask: every parameter trains (the Full baseline alone)", true,
+             "Labelled test samples: clean accuracy and the sources of the RAA samples (default: --data)",
+             "Training epochs (default 5)", "Adam learning rate (default 1e-3)",
+             "Seed of the sample draws, shuffles and PGD's start (default 1; the slice's draws: 0)",
+             "Also run full retraining and report it beside",
+             "One JSON object: mask, trained_parameters, parameters, tpr, adv_before, ra, raa, clean_before, clean_after "
+             "(percent), [baseline]"});
+        cmd.add_option("--attack", o.attack, "fgsm or pgd")->capture_default_str();
+        cmd.add_option("--eps", o.eps, "L-inf radius (pixels in [0, 1])")->capture_default_str();
+        cmd.add_option("--pgd-steps", o.pgd_steps, "PGD: steps of eps/4")->capture_default_str();
+        cmd.add_option("--adv-samples", o.adv_samples, "Adversarial samples for training, and new ones for RAA")
+            ->capture_default_str();
+        add_threads(cmd);
+      },
+      with_slice_seed(run_readapt));
+}
+
+void register_increment(CLI::App& app, command_list& cmds) {
+  add_command<increment_cmd_options>(
+      app, cmds, "increment",
+      "NeuSemSlice incremental development: learn a new task with the old task's critical neurons frozen",
+      [](CLI::App& cmd, increment_cmd_options& o) {
+        add_maintenance_options(
+            cmd, o,
+            {"Labelled samples of the new task (CSV or IDX images)", "--retrain",
+             "No neuron mask: every parameter trains (the Retrain baseline alone)", false,
+             "Labelled test samples of the new task (default: --data)", "Training epochs (default 5)",
+             "Adam learning rate (default 1e-3)", "Seed of the replay draw and the shuffles (default 1; the slice's draws: 0)",
+             "Also run Retrain (every parameter, the same data) and report it beside",
+             "One JSON object: mask, before{old, new, mean}, accuracy{old, new, mean}, trained_fraction, frozen_changed, "
+             "[baseline]"});
+        cmd.add_option("--old-data", o.old_data, "Labelled samples of the old task: Omega is sliced on them")->required();
+        cmd.add_option("--old-labels", o.old_labels, "Labels of --old-data (default: the IDX labels file beside it)");
+        cmd.add_option("--old-classes", o.old_classes,
+                       "The old task's classes: only their samples of --old-data / --old-test are used; the slice's "
+                       "categories and the frozen outputs (default: the labels of --old-data)");
+        cmd.add_option("--new-classes", o.new_classes,
+                       "The new task's classes: only their samples of --data and --test are used (default: all)");
+        cmd.add_option("--old-test", o.old_test, "Labelled test samples of the old task (default: --old-data)");
+        cmd.add_option("--old-test-labels", o.old_test_labels, "Labels of --old-test");
+        cmd.add_option("--replay", o.replay, "Add this fraction of the old samples to the training data (Replay)")
+            ->capture_default_str();
+        add_threads(cmd);
+      },
+      with_slice_seed(run_increment));
 }
 
 }  // namespace nnlens::tool

@@ -41,6 +41,11 @@
 #include <cstdint>
 #include <string>
 
+#include <nnlens/io/layout.hpp>
+
+#include "cli.hpp"
+#include "model.hpp"
+
 namespace nnlens::tool {
 
 /// Where the neuron mask comes from: a mask file, or `semslice` with these options.
@@ -59,15 +64,15 @@ struct mask_choice {
 /// The data, training and output options the three commands share.
 struct maintenance_common {
   std::string model, data, labels, test, test_labels, output;
-  std::string precision = "f32";    // f32 | f64
-  std::string layout;               // "": the model file's declared layout; nchw | nhwc
+  tool::precision precision = tool::precision::f32;
+  io::data_layout layout = io::data_layout::none;  // none: the model file's declared layout
   mask_choice slice;
   std::size_t epochs = 0;           // 0: the command's default
   double lr = -1;                   // < 0: the command's default
   std::size_t batch = 64;
   std::size_t limit = 0;            // at most the first N samples of each data file (0: all)
   std::uint64_t seed = 0;
-  bool seed_given = false;
+  bool seed_given = false;          // --seed was given (else the slice's draws use seed 0)
   bool baseline = false, json = false, progress = true;
 };
 
@@ -94,5 +99,10 @@ struct increment_cmd_options : maintenance_common {
   double replay = 0;                // fraction of the old samples added to the new task's
 };
 int run_increment(const increment_cmd_options& o);
+
+/// The subcommands restructure, readapt and increment (their options and run functions).
+void register_restructure(CLI::App& app, command_list& cmds);
+void register_readapt(CLI::App& app, command_list& cmds);
+void register_increment(CLI::App& app, command_list& cmds);
 
 }  // namespace nnlens::tool

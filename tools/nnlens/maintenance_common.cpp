@@ -24,8 +24,6 @@
 
 namespace nnlens::tool::maint {
 
-using nnlens::detail::concat;
-
 
 // -- options shared with `nnlens semslice`
 
@@ -83,6 +81,23 @@ std::vector<std::size_t> parse_classes(const std::string& list, std::size_t clas
   }
   if (r.empty()) throw value_error(concat(option, ": no category given"));
   return r;
+}
+
+void add_slice_options(CLI::App& cmd, std::string& metric, double& theta, std::string& similarity, std::string* categories,
+                       std::size_t& samples, std::size_t& metric_samples, const std::string& prefix,
+                       const char* categories_help) {
+  auto help = [&](std::string s) {  // "Samples per ..." -> "Slice: samples per ..."
+    if (!prefix.empty()) s = prefix + char(std::tolower(static_cast<unsigned char>(s[0]))) + s.substr(1);
+    return s;
+  };
+  cmd.add_option("--metric", metric, help("Neuron contribution metric: avg, var, ens, taylor, deeplift"))->capture_default_str();
+  cmd.add_option("--theta", theta, help("Similarity threshold, 0 < theta <= 1"))->capture_default_str();
+  cmd.add_option("--similarity", similarity, help("cka (centred linear CKA), uncentered (the paper's Eq. 2), unbiased (HSIC_u)"))
+      ->capture_default_str();
+  if (categories) cmd.add_option("--categories", *categories, help(categories_help));
+  cmd.add_option("--samples", samples, help("Samples per category in the Gram matrices"))->capture_default_str();
+  cmd.add_option("--metric-samples", metric_samples, help("At most this many samples per category for the metric (0: all)"))
+      ->capture_default_str();
 }
 
 /// Checks made before any file is read.
@@ -178,10 +193,10 @@ void check_categories_present(const labelled<T>& d, const std::vector<std::size_
 // -- precision
 
 template <class T>
-std::string other_precision(std::uint64_t fp, const std::string& model, const std::string& layout) {
+std::string other_precision(std::uint64_t fp, const std::string& model, io::data_layout layout) {
   using U = std::conditional_t<std::is_same_v<T, float>, double, float>;
   try {
-    if (fp == nnlens::detail::model_fingerprint(load_model<U>(model, layout).net)) return std::is_same_v<U, float> ? "f32" : "f64";
+    if (fp == model_fingerprint(load_model<U>(model, layout).net)) return std::is_same_v<U, float> ? "f32" : "f64";
   } catch (const error&) {
   }
   return {};
@@ -189,7 +204,7 @@ std::string other_precision(std::uint64_t fp, const std::string& model, const st
 
 template <class T>
 neuron_mask read_mask(const std::string& path, const basic_dynamic_network<T>& net, const std::string& model,
-                      const std::string& layout) {
+                      io::data_layout layout) {
   std::ifstream f(path);
   if (!f) throw io_error(path + ": cannot open");
   neuron_mask m;
@@ -198,7 +213,7 @@ neuron_mask read_mask(const std::string& path, const basic_dynamic_network<T>& n
   } catch (const data_error& e) {
     throw data_error(concat(path, ": not a mask of ", model, ": ", e.what()));
   }
-  const std::uint64_t mine = nnlens::detail::model_fingerprint(net);
+  const std::uint64_t mine = model_fingerprint(net);
   if (m.fingerprint != 0 && m.fingerprint != mine) {
     if (other_precision<T>(m.fingerprint, model, layout).empty())
       throw data_error(concat(path, ": not a mask of ", model,
@@ -318,9 +333,9 @@ void write_model(const std::string& path, const std::string& model, const basic_
                                      const std::vector<std::size_t>&);                                                     \
   template double accuracy_of(const basic_dynamic_network<T>&, const labelled<T>&);                                        \
   template void check_categories_present(const labelled<T>&, const std::vector<std::size_t>&, std::size_t, const char*);  \
-  template std::string other_precision<T>(std::uint64_t, const std::string&, const std::string&);                          \
+  template std::string other_precision<T>(std::uint64_t, const std::string&, io::data_layout);                             \
   template neuron_mask read_mask(const std::string&, const basic_dynamic_network<T>&, const std::string&,                  \
-                                 const std::string&);                                                                      \
+                                 io::data_layout);                                                                         \
   template std::string onnx_narrowing_note<T>(const std::string&);                                                         \
   template mask_info obtain_mask(const basic_dynamic_network<T>&, const maintenance_common&, const labelled<T>&,            \
                                  std::vector<std::size_t>, const char*);                                                   \

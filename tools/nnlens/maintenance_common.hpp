@@ -14,6 +14,9 @@
 //                          --precision is accepted (a mask is structural: which neurons are kept)
 //   other_precision(fp, model, layout)   "f32" / "f64" when fp (a profile's, a state's) is the
 //                          model's fingerprint at the other precision than T; "" otherwise
+//   add_slice_options(cmd, ..., prefix, categories_help)   semslice's options --metric --theta
+//                          --similarity [--categories] --samples --metric-samples (the maintenance
+//                          commands: prefix "Slice: ")
 //   write_model(path, model, net, what)   .nnlw (io::save_weights, the scalar T; metadata: the
 //                          task) or .onnx (io::save_onnx: float32 weights)
 // T is float (--precision f32) or double (f64): every template here is instantiated for both.
@@ -26,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <nnlens/compress/pruning.hpp>
@@ -53,6 +57,13 @@ similarity parse_similarity(const std::string& s);
 std::vector<std::size_t> parse_classes(const std::string& list, std::size_t classes, const char* option);
 
 void check_common(const maintenance_common& o);
+
+/// semslice's options, declared by `nnlens semslice` and (prefix "Slice: ") by the maintenance
+/// commands: --metric --theta --similarity, --categories (when categories_help is given), --samples,
+/// --metric-samples.
+void add_slice_options(CLI::App& cmd, std::string& metric, double& theta, std::string& similarity, std::string* categories,
+                       std::size_t& samples, std::size_t& metric_samples, const std::string& prefix,
+                       const char* categories_help);
 
 template <class T>
 struct labelled {
@@ -94,12 +105,12 @@ std::string mask_line(const basic_dynamic_network<T>& net, const mask_info& m, c
 /// same model file is accepted (its fingerprint is the model's at that precision).
 template <class T>
 neuron_mask read_mask(const std::string& path, const basic_dynamic_network<T>& net, const std::string& model,
-                      const std::string& layout);
+                      io::data_layout layout);
 
-/// "f32" or "f64" when `fp` is detail::model_fingerprint of MODEL loaded at the other precision
+/// "f32" or "f64" when `fp` is model_fingerprint of MODEL loaded at the other precision
 /// than T (the fingerprint hashes the weights' bytes, so it tells the two apart); "" otherwise.
 template <class T>
-std::string other_precision(std::uint64_t fp, const std::string& model, const std::string& layout);
+std::string other_precision(std::uint64_t fp, const std::string& model, io::data_layout layout);
 
 /// The note a command prints (and puts in its JSON) when it writes a model at T = double to ONNX,
 /// whose export holds float32 weights; "" otherwise.

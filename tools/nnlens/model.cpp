@@ -48,12 +48,6 @@ std::string supported_model_formats() {
   return s + ".nnlw (the demo's LeNet-5 weights)";
 }
 
-precision parse_precision(const std::string& s) {
-  if (s == "f32") return precision::f32;
-  if (s == "f64") return precision::f64;
-  throw io_error("--precision: expected f32 or f64, got '" + s + "'");
-}
-
 const char* precision_name(precision p) { return p == precision::f64 ? "f64" : "f32"; }
 
 std::vector<std::size_t> input_layout::data_shape() const { return io::declared_sample_shape(net_input, data); }
@@ -68,7 +62,7 @@ std::string input_layout::describe() const {
 }
 
 template <class T>
-model<T> load_model(const std::string& path, const std::string& layout_override) {
+model<T> load_model(const std::string& path, io::data_layout layout) {
   const std::string ext = extension_of(path);
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw io_error(path + ": no such file");
@@ -107,19 +101,24 @@ model<T> load_model(const std::string& path, const std::string& layout_override)
   m.in.net_input = m.net.input_shape();
   if (m.in.declared_shape.empty()) m.in.declared_shape = io::declared_sample_shape(m.in.net_input, m.in.declared);
   m.in.data = m.in.declared;
-  if (!layout_override.empty()) {
-    m.in.data = io::parse_layout(layout_override, "--layout");
+  if (layout != io::data_layout::none) {
+    m.in.data = layout;
     if (m.in.data == io::data_layout::nhwc && m.in.net_input.rank != 3)
       throw shape_error(path + ": --layout nhwc needs an image input [N,H,W,C]; the model's input is " + m.in.describe());
-    if (m.in.data == io::data_layout::none) m.in.data = io::data_layout::nchw;
   }
   return m;
 }
 
-template model<float> load_model<float>(const std::string&, const std::string&);
-template model<double> load_model<double>(const std::string&, const std::string&);
+template model<float> load_model<float>(const std::string&, io::data_layout);
+template model<double> load_model<double>(const std::string&, io::data_layout);
 
-DynamicNetwork load_model(const std::string& path) { return load_model<float>(path).net; }
+template <class T>
+model<T> open_model(const std::string& path, io::data_layout layout) {
+  keep_batch_buffers_on_the_heap();
+  return load_model<T>(path, layout);
+}
+template model<float> open_model<float>(const std::string&, io::data_layout);
+template model<double> open_model<double>(const std::string&, io::data_layout);
 
 bool is_idx_name(const std::string& path) {
   std::string n = std::filesystem::path(path).filename().string();
@@ -140,7 +139,7 @@ xt::xarray<T> read_idx_as(const std::string& path, shape in) {
   const std::size_t per = x.size() / n;
   if (per != in.size()) {
     const auto& s = x.shape();
-    throw shape_error(nnlens::detail::concat(path, ": images of shape [", s[1], ",", s[2], ",", s[3], "] (", per,
+    throw shape_error(concat(path, ": images of shape [", s[1], ",", s[2], ",", s[3], "] (", per,
                                              " values), the model's input is ", in.str(), " (", in.size(), " values)"));
   }
   x.reshape(in.with_batch(n));
@@ -199,11 +198,6 @@ template xt::xarray<double> to_data_layout<double>(const xt::xarray<double>&, co
 template xt::xarray<float> from_data_layout<float>(const xt::xarray<float>&, const input_layout&);
 template xt::xarray<double> from_data_layout<double>(const xt::xarray<double>&, const input_layout&);
 
-xt::xarray<float> read_samples(const std::string& path, shape in) {
-  if (!is_idx_name(path)) return io::read_csv<float>(path, in);  // io_error FILE:LINE:COLUMN, or "no samples"
-  return read_idx_as<float>(path, in);
-}
-
 std::string companion_labels(const std::string& images_path) {
   if (!is_idx_name(images_path)) return {};
   const std::filesystem::path p(images_path);
@@ -227,7 +221,7 @@ std::vector<std::size_t> read_labels(const std::string& path, std::size_t n, std
     for (auto v : io::read_idx_labels(path)) r.push_back(v);
     for (std::size_t i = 0; i < r.size(); ++i)
       if (r[i] >= classes)
-        throw data_error(detail::concat(path, ": label ", i + 1, " is ", r[i], ", the model has ", classes, " classes"));
+        throw data_error(concat(path, ": label ", i + 1, " is ", r[i], ", the model has ", classes, " classes"));
   } else {
     std::ifstream f(path);
     if (!f) throw io_error(path + ": cannot open");
@@ -243,15 +237,15 @@ std::vector<std::size_t> read_labels(const std::string& path, std::size_t n, std
       const char* e = line.data() + line.size();
       const auto [p, ec] = std::from_chars(line.data() + b, e, v);
       if (ec != std::errc() || p != e)
-        throw io_error(detail::concat(path, ":", line_no, ": expected one class label (a non-negative integer), got '",
+        throw io_error(concat(path, ":", line_no, ": expected one class label (a non-negative integer), got '",
                                       line.substr(b), "'"));
       if (v >= classes)
-        throw data_error(detail::concat(path, ":", line_no, ": label ", v, ", the model has ", classes, " classes"));
+        throw data_error(concat(path, ":", line_no, ": label ", v, ", the model has ", classes, " classes"));
       r.push_back(v);
     }
   }
   if (r.size() != n)
-    throw data_error(detail::concat(path, ": ", r.size(), " labels for ", n, " samples"));
+    throw data_error(concat(path, ": ", r.size(), " labels for ", n, " samples"));
   return r;
 }
 

@@ -1,9 +1,9 @@
 // tools/nnlens/model.hpp -- model files, sample files and label files for the `nnlens` subcommands,
 // at the precision (f32 / f64) and in the data layout (NCHW / NHWC) the user asks for.
 //
-//   parse_precision(s), precision_name(p), with_precision(p, f)   --precision f32|f64: f's
+//   precision, precision_name(p), with_precision(p, f)   --precision f32|f64: f's
 //                     operator()<float>() or operator()<double>()
-//   load_model<T>(path, layout_override)  model<T>{net, in}: a basic_dynamic_network<T> from .onnx
+//   load_model<T>(path, layout)  model<T>{net, in}: a basic_dynamic_network<T> from .onnx
 //                     (when built with nnlens::onnx; float weights, converted exactly to double for
 //                     T = double), .nnet (raw units, as the reference reader evaluates:
 //                     io::load_nnet's defaults; parsed at T's precision, so f64 keeps the file's
@@ -16,9 +16,9 @@
 //                     --no-header, default detect) or of IDX images -- a name ending in .idx, -ubyte
 //                     or either + .gz -- whose unsigned bytes are scaled to [0, 1], as
 //                     [N, net_input...] (NCHW inside)
+//   open_model<T>(path, layout)   what a command does first: keep_batch_buffers_on_the_heap(),
+//                     then load_model<T>
 //   to_data_layout / from_data_layout   internal [N, net_input...] <-> the data layout
-//   load_model(path) / read_samples(path, shape)   the float forms without layouts (transitional: the
-//                     commands not yet converted to the model<T> API)
 //   companion_labels(images)  the IDX labels file beside IDX images (train-images-idx3-ubyte.gz ->
 //                     train-labels-idx1-ubyte.gz), or "" when there is none
 //   read_labels(path, n)     n class labels: IDX labels (idx1-ubyte) or a text/CSV file with one
@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstddef>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,11 +44,11 @@ namespace nnlens::tool {
 /// The scalar type an analysis runs in (--precision).
 enum class precision { f32, f64 };
 
-/// "f32" or "f64"; io_error naming the value otherwise.
-precision parse_precision(const std::string& s);
-
 /// "f32" / "f64" (what --json prints as "precision").
 const char* precision_name(precision p);
+
+/// Prints precision_name(p): the text outputs name the precision as --precision spells it.
+inline std::ostream& operator<<(std::ostream& os, precision p) { return os << precision_name(p); }
 
 /// Calls f.template operator()<float>() or f.template operator()<double>().
 template <class F>
@@ -77,10 +78,15 @@ struct model {
   input_layout in;
 };
 
-/// layout_override: "" (use what the file declares), "nchw" or "nhwc" (io_error otherwise; nhwc
-/// needs an image input, shape_error for a flat one).
+/// layout: the layout of the data files (--layout); io::data_layout::none: what the file declares.
+/// nhwc needs an image input (shape_error for a flat one).
 template <class T>
-model<T> load_model(const std::string& path, const std::string& layout_override = "");
+model<T> load_model(const std::string& path, io::data_layout layout = io::data_layout::none);
+
+/// The preamble of a command that loads a model: keep_batch_buffers_on_the_heap(), then
+/// load_model<T>(path, layout).
+template <class T>
+model<T> open_model(const std::string& path, io::data_layout layout);
 
 /// A CSV/IDX sample file whose rows are in `in.data` layout -> [N, net_input...] (NCHW inside).
 /// `lines`, when given, receives the file line (1-based) of each CSV sample (IDX: the image number):
@@ -109,17 +115,9 @@ xt::xarray<T> from_data_layout(const xt::xarray<T>& x, const input_layout& in);
 /// The model formats this build reads, e.g. ".onnx, .nnet, .nnlw (LeNet-5 weights)".
 std::string supported_model_formats();
 
-/// Transitional: load_model<float>(path).net (no layout; commands not yet on the model<T> API).
-DynamicNetwork load_model(const std::string& path);
-
 /// IDX files: a name ending in .idx or -ubyte (train-images-idx3-ubyte, t10k-images.idx3-ubyte),
 /// optionally followed by .gz.
 bool is_idx_name(const std::string& path);
-
-/// Transitional: the samples of a CSV or IDX file as [N, input shape...] (float), rows in the
-/// internal order (no layout).  IDX bytes are scaled to [0, 1]; images whose size is the input's
-/// size take the input's shape.
-xt::xarray<float> read_samples(const std::string& path, shape in);
 
 /// The IDX labels file next to IDX images ("images" -> "labels", "idx3" -> "idx1" in the file
 /// name), if it exists; "" otherwise (and for CSV files).

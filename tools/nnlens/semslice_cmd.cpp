@@ -27,7 +27,6 @@ namespace nnlens::tool {
 
 namespace {
 
-using nnlens::detail::concat;
 using json = nlohmann::ordered_json;  // keys in the documented order
 using clock_type = std::chrono::steady_clock;
 using maint::parse_classes;
@@ -59,8 +58,7 @@ int semslice_impl(const semslice_cmd_options& o) {
   if (o.samples == 0) throw value_error("--samples: expected at least 1 sample per category");
   if (!o.mask.empty() && !o.output.empty()) throw value_error("--mask and -o: a mask is either evaluated or made");
 
-  keep_batch_buffers_on_the_heap();
-  const model<T> md = load_model<T>(o.model, o.layout);
+  const model<T> md = open_model<T>(o.model, o.layout);
   const basic_dynamic_network<T>& net = md.net;
   const std::size_t classes = net.output_shape().size();
   const xt::xarray<T> X = read_samples<T>(o.data, md.in);
@@ -137,7 +135,7 @@ int semslice_impl(const semslice_cmd_options& o) {
 
   if (o.json) {
     json j;
-    j["precision"] = precision_name(parse_precision(o.precision));
+    j["precision"] = precision_name(o.precision);
     if (rep) {
       j["metric"] = to_string(rep->metric);
       j["similarity"] = to_string(rep->similarity);
@@ -202,7 +200,32 @@ int semslice_impl(const semslice_cmd_options& o) {
 }
 
 int run_semslice(const semslice_cmd_options& o) {
-  return with_precision(parse_precision(o.precision), [&]<class T>() { return semslice_impl<T>(o); });
+  return with_precision(o.precision, [&]<class T>() { return semslice_impl<T>(o); });
+}
+
+void register_semslice(CLI::App& app, command_list& cmds) {
+  add_command<semslice_cmd_options>(
+      app, cmds, "semslice", "NeuSemSlice: the critical neurons of a classifier per layer, the compression rate of their mask",
+      [](CLI::App& cmd, semslice_cmd_options& o) {
+        add_model_arg(cmd, o.model);
+        cmd.add_option("--data,-d", o.data, "Labelled samples (CSV or IDX images, as `profile --data` reads)")->required();
+        cmd.add_option("--labels", o.labels,
+                       "Labels of --data (IDX labels or one integer per line; default: the IDX labels file beside IDX images)");
+        maint::add_slice_options(cmd, o.metric, o.theta, o.similarity, &o.categories, o.samples, o.metric_samples, "",
+                                 "Comma-separated output classes to slice (default: every class)");
+        cmd.add_option("--step", o.step, "Neurons added per scan step (0: 1% of the layer, at least 1)")->capture_default_str();
+        cmd.add_option("--seed", o.seed, "Seed of the sample draws")->capture_default_str();
+        cmd.add_option("--test", o.test, "Labelled samples on which to compare the accuracy of the model and the masked model");
+        cmd.add_option("--test-labels", o.test_labels, "Labels of --test (default: the IDX labels file beside it)");
+        cmd.add_option("--mask", o.mask, "Evaluate this mask (nnlens semslice -o) on --data instead of slicing");
+        cmd.add_option("--output,-o", o.output, "Write the mask to this file");
+        cmd.add_flag("--json", o.json,
+                     "One JSON object: layers[{name, neurons, critical, k}], parameters, parameters_kept, compression, "
+                     "[accuracy], seconds");
+        add_threads(cmd);
+        add_model_options(cmd, o.precision, o.layout, precision::f32);
+      },
+      run_semslice);
 }
 
 }  // namespace nnlens::tool

@@ -28,6 +28,11 @@
 #include <cstdint>
 #include <string>
 
+#include <nnlens/io/layout.hpp>
+
+#include "cli.hpp"
+#include "model.hpp"
+
 namespace nnlens::tool {
 
 struct semslice_cmd_options {
@@ -43,10 +48,13 @@ struct semslice_cmd_options {
   std::string test, test_labels;        // accuracy of the masked model on these
   std::string mask;                     // evaluate this mask instead of slicing
   std::string output;                   // -o: write the mask here
-  std::string precision = "f32";        // f32 | f64
-  std::string layout;                   // "": the model file's declared layout; nchw | nhwc
+  tool::precision precision = tool::precision::f32;
+  io::data_layout layout = io::data_layout::none;  // none: the model file's declared layout
   bool json = false;
 };
 int run_semslice(const semslice_cmd_options& o);
+
+/// The subcommand semslice (its options and run function).
+void register_semslice(CLI::App& app, command_list& cmds);
 
 }  // namespace nnlens::tool

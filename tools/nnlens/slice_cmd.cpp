@@ -35,15 +35,7 @@ namespace nnlens::tool {
 
 namespace {
 
-using nnlens::detail::concat;
 using json = nlohmann::ordered_json;  // keys in the documented order
-
-
-granularity parse_granularity(const std::string& g) {
-  if (g == "channel") return granularity::channel;
-  if (g == "element") return granularity::element;
-  throw value_error("--granularity: expected channel or element, got '" + g + "'");
-}
 
 }  // namespace
 
@@ -51,14 +43,13 @@ namespace {
 
 template <class T>
 int profile_impl(const profile_cmd_options& o) {
-  const granularity grain = parse_granularity(o.granularity);
+  const granularity grain = o.granularity;
   if (o.batch == 0) throw value_error("--batch: expected at least 1 sample per batch");
 #ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI: under mpirun with N > 1 ranks, each profiles a block of rows ----
   std::optional<nnlens::mpi::communicator> world;
   open_mpi_world(world);  // before the thread pool starts: sets each rank's share of the cores
 #endif
-  keep_batch_buffers_on_the_heap();
-  const model<T> m = load_model<T>(o.model, o.layout);
+  const model<T> m = open_model<T>(o.model, o.layout);
   const basic_dynamic_network<T>& net = m.net;
   const shape in = net.input_shape();
   const xt::xarray<T> X = read_samples<T>(o.data, m.in);
@@ -68,7 +59,7 @@ int profile_impl(const profile_cmd_options& o) {
   po.batch = o.batch;
   // Slabs of a few batches per thread: profile_network(par) on each, merged (exact sums up to
   // rounding), so that the progress bar moves.
-  const std::size_t slab = o.batch * nnlens::detail::default_pool().size() * 4;
+  const std::size_t slab = o.batch * worker_threads() * 4;
   const auto t0 = std::chrono::steady_clock::now();
   auto profile_rows = [&](std::size_t b, std::size_t e, bool show) {  // rows [b, e)
     std::optional<progress_bar> bar;  // on stderr, for more than one slab
@@ -128,25 +119,14 @@ int slice_impl(const slice_cmd_options& o) {
   if (!(o.theta >= 0) || !std::isfinite(o.theta)) throw value_error(concat("--theta: expected a number >= 0, got ", o.theta));
   so.theta = o.theta;
   so.abs_sum = o.abs_sum;
-  if (o.denominator == "sum")
-    so.denominator = theta_denominator::sum;
-  else if (o.denominator == "activation")
-    so.denominator = theta_denominator::activation;
-  else
-    throw value_error("--denominator: expected sum or activation, got '" + o.denominator + "'");
-  if (o.cutoff == "max")
-    so.cutoff = theta_cutoff::max_index;
-  else if (o.cutoff == "first")
-    so.cutoff = theta_cutoff::first_violation;
-  else
-    throw value_error("--cutoff: expected max or first, got '" + o.cutoff + "'");
+  so.denominator = o.denominator;
+  so.cutoff = o.cutoff;
 #ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI: under mpirun with N > 1 ranks, each slices a block of samples ----
   std::optional<nnlens::mpi::communicator> world;
   open_mpi_world(world);
 #endif
 
-  keep_batch_buffers_on_the_heap();
-  const model<T> m = load_model<T>(o.model, o.layout);
+  const model<T> m = open_model<T>(o.model, o.layout);
   const basic_dynamic_network<T>& net = m.net;
   const shape in = net.input_shape();
   const profile prof = load_profile(o.profile);  // io_error FILE:LINE when malformed
@@ -170,7 +150,7 @@ int slice_impl(const slice_cmd_options& o) {
   const std::size_t n = X.shape()[0];
   const criterion cr = o.target ? criterion::target(*o.target) : criterion::predicted();
 
-  const std::size_t slab = nnlens::detail::default_pool().size() * 256;
+  const std::size_t slab = worker_threads() * 256;
   const auto t0 = std::chrono::steady_clock::now();
   auto slice_rows = [&](std::size_t b, std::size_t e, bool show) {  // samples [b, e)
     std::optional<progress_bar> bar;
@@ -221,7 +201,7 @@ int slice_impl(const slice_cmd_options& o) {
                                  {"neurons_in_slice", s.neurons_in_slice},
                                  {"synapses", s.synapses},
                                  {"synapses_in_slice", s.synapses_in_slice}});
-    j["precision"] = precision_name(parse_precision(o.precision));
+    j["precision"] = precision_name(o.precision);
     j["layout"] = io::layout_name(m.in.data);
     j["contrib"] = json::object();
     for (std::size_t a = 0; a < tab->neurons.size(); ++a)  // tensor 0: the input, in the data layout
@@ -259,11 +239,57 @@ int slice_impl(const slice_cmd_options& o) {
 }  // namespace
 
 int run_profile(const profile_cmd_options& o) {
-  return with_precision(parse_precision(o.precision), [&]<class T>() { return profile_impl<T>(o); });
+  return with_precision(o.precision, [&]<class T>() { return profile_impl<T>(o); });
 }
 
 int run_slice(const slice_cmd_options& o) {
-  return with_precision(parse_precision(o.precision), [&]<class T>() { return slice_impl<T>(o); });
+  return with_precision(o.precision, [&]<class T>() { return slice_impl<T>(o); });
+}
+
+void register_profile(CLI::App& app, command_list& cmds) {
+  add_command<profile_cmd_options>(
+      app, cmds, "profile", "NNSlicer: profile a model (mean neuron activations) over a dataset",
+      [](CLI::App& cmd, profile_cmd_options& o) {
+        add_model_arg(cmd, o.model);
+        cmd.add_option("--data,-d", o.data,
+                       "Samples: a CSV file as `run` reads it, or IDX images (.idx, -idx3-ubyte[.gz]; bytes scaled to [0, 1])")
+            ->required();
+        cmd.add_option("--output,-o", o.output, "The profile file to write")->required();
+        add_enum(cmd, "--granularity", o.granularity, {{"channel", granularity::channel}, {"element", granularity::element}},
+                 "Neurons of a feature map: its channels or its elements");
+        add_threads(cmd);
+        cmd.add_option("--batch", o.batch, "Samples per forward pass")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+        add_no_progress(cmd, o.progress);
+        add_model_options(cmd, o.precision, o.layout, precision::f32);
+      },
+      run_profile);
+}
+
+void register_slice(CLI::App& app, command_list& cmds) {
+  add_command<slice_cmd_options>(
+      app, cmds, "slice", "NNSlicer: the slice (CONTRIB of every neuron and synapse) of samples' classes",
+      [](CLI::App& cmd, slice_cmd_options& o) {
+        add_model_arg(cmd, o.model);
+        cmd.add_option("--profile,-p", o.profile, "A profile of MODEL (nnlens profile); its granularity is used")->required();
+        cmd.add_option("--samples,-s", o.samples, "The criterion's samples: CSV or IDX images, as `profile --data` reads")
+            ->required();
+        cmd.add_option("--target,-t", o.target, "Slice this output class (default: each sample's predicted class)");
+        cmd.add_option("--theta", o.theta, "The filter threshold θ")->capture_default_str()->check(CLI::NonNegativeNumber);
+        cmd.add_flag("--json", o.json,
+                     "One JSON object: layers[{name, neurons, neurons_in_slice, synapses, synapses_in_slice}], "
+                     "contrib{tensor: [...]}, seconds");
+        cmd.add_option("--synapses", o.synapses, "Write the synapses' CONTRIB as JSON {node: [...]} to this file");
+        cmd.add_flag("--abs-sum", o.abs_sum, "Sum |CONTRIB| over the samples instead of the signed sum");
+        add_enum(cmd, "--denominator", o.denominator,
+                 {{"sum", theta_denominator::sum}, {"activation", theta_denominator::activation}},
+                 "θ filter's denominator: sum of the items or the activation");
+        add_enum(cmd, "--cutoff", o.cutoff, {{"max", theta_cutoff::max_index}, {"first", theta_cutoff::first_violation}},
+                 "θ filter's cut-off: the largest index within θ, or the first violation");
+        add_threads(cmd);
+        add_no_progress(cmd, o.progress);
+        add_model_options(cmd, o.precision, o.layout, precision::f32);
+      },
+      run_slice);
 }
 
 }  // namespace nnlens::tool

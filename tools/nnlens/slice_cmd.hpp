@@ -27,13 +27,20 @@
 #include <optional>
 #include <string>
 
+#include <nnlens/io/layout.hpp>
+#include <nnlens/nnslicer/nnslicer.hpp>
+#include <nnlens/nnslicer/profile.hpp>
+
+#include "cli.hpp"
+#include "model.hpp"
+
 namespace nnlens::tool {
 
 struct profile_cmd_options {
   std::string model, data, output;
-  std::string granularity = "channel";  // or "element"
-  std::string precision = "f32";        // f32 | f64
-  std::string layout;                   // "": the model file's declared layout; nchw | nhwc
+  nnlens::granularity granularity = nnlens::granularity::channel;  // or element
+  tool::precision precision = tool::precision::f32;
+  io::data_layout layout = io::data_layout::none;  // none: the model file's declared layout
   std::size_t batch = 256;
   bool progress = true;
 };
@@ -46,12 +53,16 @@ struct slice_cmd_options {
   bool json = false;
   std::string synapses;  // "": not written
   bool abs_sum = false;
-  std::string denominator = "sum";  // or "activation"
-  std::string cutoff = "max";       // or "first"
-  std::string precision = "f32";    // f32 | f64
-  std::string layout;               // "": the model file's declared layout; nchw | nhwc
+  theta_denominator denominator = theta_denominator::sum;  // or activation
+  theta_cutoff cutoff = theta_cutoff::max_index;           // or first_violation (--cutoff first)
+  tool::precision precision = tool::precision::f32;
+  io::data_layout layout = io::data_layout::none;  // none: the model file's declared layout
   bool progress = true;
 };
 int run_slice(const slice_cmd_options& o);
+
+/// The subcommands profile and slice (their options and run functions).
+void register_profile(CLI::App& app, command_list& cmds);
+void register_slice(CLI::App& app, command_list& cmds);
 
 }  // namespace nnlens::tool
