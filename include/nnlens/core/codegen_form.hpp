@@ -156,4 +156,11 @@ void codegen_variant_fill(const V& v, codegen_context& c, const std::string& lv)
 }
 }  // namespace detail
 
+/// The static C++ spelling io/codegen.hpp writes for the layer a run-time layer variant holds
+/// (DynamicNetwork::layer_type), e.g. "nnlens::Conv2D<6, 5, 1, 2>".
+template <class V>
+std::string codegen_layer_type(const V& v, codegen_context& c) {
+  return detail::codegen_variant_type(v, c);
+}
+
 }  // namespace nnlens

@@ -49,13 +49,16 @@ class limit_error : public error {
   using error::error;
 };
 
-namespace detail {
+/// The arguments streamed into one string: concat(path, ":", line, ": ", what).  The library's
+/// error messages are built with it; so are a program's that name files and lines the same way.
 template <class... A>
 std::string concat(A&&... a) {
   std::ostringstream os;
   (os << ... << std::forward<A>(a));
   return os.str();
 }
+namespace detail {
+using nnlens::concat;  // the name the library's own code uses
 }  // namespace detail
 
 }  // namespace nnlens

@@ -127,3 +127,10 @@ inline thread_pool& default_pool() {
 }
 
 }  // namespace nnlens::detail
+
+namespace nnlens {
+/// The threads the parallel analyses (execution::par) run on: the process-wide pool's size,
+/// hardware_concurrency or NNLENS_NUM_THREADS / OMP_NUM_THREADS as read when the pool first starts
+/// (a program that sets NNLENS_NUM_THREADS must do so before its first parallel call).
+inline std::size_t worker_threads() { return detail::default_pool().size(); }
+}  // namespace nnlens

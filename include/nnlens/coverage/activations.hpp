@@ -56,7 +56,8 @@ struct coverage_layer {
 /// Neurons of an output of shape s: one per channel for rank 3, one per element otherwise.
 constexpr std::size_t coverage_neurons(shape s) { return s.rank == 3 ? s[0] : s.size(); }
 
-namespace detail {
+/// Every top-level layer, those that only reshape (Flatten) included: their indices are the
+/// network's layer indices (what --layer and coverage_layer::index count).
 template <class Net>
 std::vector<coverage_layer> all_layers(const Net& net) {
   std::vector<coverage_layer> r;
@@ -75,6 +76,8 @@ std::vector<coverage_layer> all_layers(const Net& net) {
   });
   return r;
 }
+namespace detail {
+using nnlens::all_layers;  // the name the library's own code used
 }  // namespace detail
 
 /// Every top-level layer except those that only reshape (Flatten): the criteria's "layers", pooling
