@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `nnlens completion bash` (issue 19, item 5): the script parses, and completes a subcommand, a
+# `nnlens completion bash`: the script parses, and completes a subcommand, a
 # subcommand's option, `help`'s argument and a file name.   completion_check.sh NNLENS_TOOL
 set -euo pipefail
 tool=$1

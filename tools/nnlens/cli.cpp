@@ -14,12 +14,12 @@ CLI::Option* add_model_arg(CLI::App& cmd, std::string& path, const std::string& 
   return cmd.add_option(name, path, "Model file: " + supported_model_formats())->required();
 }
 
-void add_model_options(CLI::App& cmd, precision& p, io::data_layout& layout, precision fallback) {
-  p = fallback;
-  add_enum(cmd, "--precision", p, precision_names(),
+void add_model_options(CLI::App& cmd, model_args& m, precision fallback) {
+  m.precision = fallback;
+  add_enum(cmd, "--precision", m.precision, precision_names(),
            "Scalar type of the model and the analysis: f32 (float) or f64 (double; .nnet files keep their float64 weights)");
   static const enum_names<io::data_layout> layouts{{"nchw", io::data_layout::nchw}, {"nhwc", io::data_layout::nhwc}};
-  add_enum(cmd, "--layout", layout, layouts,
+  add_enum(cmd, "--layout", m.layout, layouts,
            "Layout of the data files' rows: nchw or nhwc (default: what the model file declares, see `nnlens info`; flat "
            "for .nnet and undeclared inputs)",
            false);

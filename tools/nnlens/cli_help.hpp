@@ -1,5 +1,5 @@
 // tools/nnlens/cli_help.hpp -- what `nnlens --version`, `nnlens help COMMAND` and
-// `nnlens completion bash` print (issue 19, item 5).
+// `nnlens completion bash` print.
 //
 //   build_info()            the version and the build's options: precisions, model formats,
 //                           backends (threads, MPI), the SIMD target the kernels were compiled for,

@@ -149,10 +149,6 @@ int run_run_as(const run_options& o) {
 }
 }  // namespace
 
-int run_run(const run_options& o) {
-  return with_precision(o.precision, [&]<class T>() { return run_run_as<T>(o); });
-}
-
 int run_codegen(const codegen_cmd_options& o) {
   return with_precision(o.precision, [&]<class T>() {
     const model<T> m = load_model<T>(o.model);
@@ -170,52 +166,48 @@ int run_codegen(const codegen_cmd_options& o) {
   });
 }
 
+/// `nnlens info MODEL [--json]`: the declared input, the layers, their output shapes and parameters.
 void register_info(CLI::App& app, command_list& cmds) {
-  add_command<info_options>(
+  auto [cmd, o] = add_command<info_options>(
       app, cmds, "info", "Print the layers, their output shapes and parameter counts",
-      [](CLI::App& cmd, info_options& o) {
-        add_model_arg(cmd, o.model);
-        cmd.add_flag("--json", o.json,
-                     "One JSON object: input_shape (per sample, as the file declares it), input (\"[N,32,32,3] (nhwc)\"), "
-                     "layout (nchw, nhwc or none), network_input_shape (NCHW), output_shape, "
-                     "layers[{type, output_shape, params}], params");
-      },
       run_info);
+  add_model_arg(cmd, o.model);
+  cmd.add_flag("--json", o.json,
+               "One JSON object: input_shape (per sample, as the file declares it), input (\"[N,32,32,3] (nhwc)\"), "
+               "layout (nchw, nhwc or none), network_input_shape (NCHW), output_shape, "
+               "layers[{type, output_shape, params}], params");
 }
 
+/// `nnlens run MODEL --input FILE.csv [--output FILE.csv]`: the outputs, one CSV line per sample.
 void register_run(CLI::App& app, command_list& cmds) {
-  add_command<run_options>(
+  auto [cmd, o] = add_analysis<run_options>(
       app, cmds, "run", "Run a model on CSV samples; one CSV output line per sample",
-      [](CLI::App& cmd, run_options& o) {
-        add_model_arg(cmd, o.model);
-        cmd.add_option("--input,-i", o.input,
-                       "CSV file: one sample per line, flattened row-major in the model's declared layout (NHWC for "
-                       "an [N,H,W,C] input, see `nnlens info`; --layout overrides)")
-            ->required();
-        cmd.add_option("--output,-o", o.output, "CSV file for the outputs (default: standard output)");
-        cmd.add_option("--batch", o.batch, "Samples per forward pass")->capture_default_str()->check(CLI::Range(1, 1 << 20));
-        add_no_progress(cmd, o.progress);
-        add_model_options(cmd, o.precision, o.layout, precision::f32);
-        add_header_options(cmd, o.header);
-      },
-      run_run);
+      []<class T>(const run_options& opts) { return run_run_as<T>(opts); });
+  cmd.add_option("--input,-i", o.input,
+                 "CSV file: one sample per line, flattened row-major in the model's declared layout (NHWC for "
+                 "an [N,H,W,C] input, see `nnlens info`; --layout overrides)")
+      ->required();
+  cmd.add_option("--output,-o", o.output, "CSV file for the outputs (default: standard output)");
+  cmd.add_option("--batch", o.batch, "Samples per forward pass")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  add_no_progress(cmd, o.progress);
+  add_model_options(cmd, o, precision::f32);
+  add_header_options(cmd, o.header);
 }
 
+/// `nnlens codegen MODEL -o FILE.hpp [--freestanding]`: a C++ header with the static network.
 void register_codegen(CLI::App& app, command_list& cmds) {
-  add_command<codegen_cmd_options>(
+  auto [cmd, o] = add_command<codegen_cmd_options>(
       app, cmds, "codegen", "Write a C++ header with the static network type and its weights",
-      [](CLI::App& cmd, codegen_cmd_options& o) {
-        add_model_arg(cmd, o.model);
-        cmd.add_option("--output,-o", o.output, "The header to write")->required();
-        cmd.add_option("--name", o.name, "Type alias (make_NAME() returns the network)")->capture_default_str();
-        cmd.add_option("--namespace", o.ns, "Enclosing namespace, e.g. fw::models (default: none)");
-        add_enum(cmd, "--precision", o.precision, precision_names(),
-                 "Scalar type of the generated network: f32 (float) or f64 (double)");
-        cmd.add_flag("--freestanding", o.freestanding,
-                     "For a microcontroller: the weights as constant data (flash), a forward(x, y) that allocates nothing "
-                     "and throws nothing, returning a status; needs only <nnlens/kernels/freestanding.hpp> (docs/edge.md)");
-      },
       run_codegen);
+  add_model_arg(cmd, o.model);
+  cmd.add_option("--output,-o", o.output, "The header to write")->required();
+  cmd.add_option("--name", o.name, "Type alias (make_NAME() returns the network)")->capture_default_str();
+  cmd.add_option("--namespace", o.ns, "Enclosing namespace, e.g. fw::models (default: none)");
+  add_enum(cmd, "--precision", o.precision, precision_names(),
+           "Scalar type of the generated network: f32 (float) or f64 (double)");
+  cmd.add_flag("--freestanding", o.freestanding,
+               "For a microcontroller: the weights as constant data (flash), a forward(x, y) that allocates nothing "
+               "and throws nothing, returning a status; needs only <nnlens/kernels/freestanding.hpp> (docs/edge.md)");
 }
 
 }  // namespace nnlens::tool

@@ -24,24 +24,19 @@ struct info_options {
   std::string model;
   bool json = false;
 };
-int run_info(const info_options& o);
 
-struct run_options {
-  std::string model, input, output;  // output "": stdout
-  tool::precision precision = tool::precision::f32;
-  io::data_layout layout = io::data_layout::none;  // none: the model's declared layout
+struct run_options : model_args {
+  std::string input, output;  // output "": stdout
   std::size_t batch = 256;
   bool progress = true;
   io::csv_header header = io::csv_header::detect;  // --header: present, --no-header: absent
 };
-int run_run(const run_options& o);
 
 struct codegen_cmd_options {
   std::string model, output, name = "model", ns;
   tool::precision precision = tool::precision::f32;  // f64: double weights (.nnet's float64 values kept)
   bool freestanding = false;       // io/codegen_freestanding.hpp: flash weights, no heap, no exceptions
 };
-int run_codegen(const codegen_cmd_options& o);
 
 /// The subcommands info, run and codegen (their options and run functions).
 void register_info(CLI::App& app, command_list& cmds);

@@ -26,7 +26,7 @@
 #include "maintenance_common.hpp"  // maint::other_precision
 #include "format.hpp"
 #include "model.hpp"
-#ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI (issue 9): `mpirun -np N nnlens coverage`: IDC's test set sharded ----
+#ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI (docs/scale.md): `mpirun -np N nnlens coverage`: IDC's test set sharded ----
 #include <nnlens/mpi/coverage.hpp>
 
 #include "mpi_world.hpp"
@@ -411,45 +411,39 @@ int coverage_impl(const coverage_cmd_options& o) {
   return 0;
 }
 
-int run_coverage(const coverage_cmd_options& o) {
-  return with_precision(o.precision, [&]<class T>() { return coverage_impl<T>(o); });
-}
-
+/// `nnlens coverage MODEL --train FILE --test FILE [--criteria ...]`: coverage of a test set.
 void register_coverage(CLI::App& app, command_list& cmds) {
-  add_command<coverage_cmd_options>(
+  auto [cmd, o] = add_analysis<coverage_cmd_options>(
       app, cmds, "coverage", "DeepImportance: IDC and the DeepGauge / surprise coverage criteria of a test set",
-      [](CLI::App& cmd, coverage_cmd_options& o) {
-        add_model_arg(cmd, o.model);
-        cmd.add_option("--train", o.train,
-                       "Training samples (CSV or IDX images, as `profile --data` reads); required unless --state holds "
-                       "the preparations");
-        cmd.add_option("--train-labels", o.train_labels,
-                       "Labels of the training samples (IDX labels or one integer per line; default: the IDX labels file "
-                       "beside IDX images)");
-        cmd.add_option("--test", o.test, "Test samples whose coverage is measured (CSV or IDX images)")->required();
-        cmd.add_option("--layer", o.layer,
-                       "Subject layer of IDC and LSC/DSC: an index (negative from the end) or Type#k (default: the layer "
-                       "feeding the last weighted layer)");
-        cmd.add_option("--m", o.m, "IDC: important neurons")->capture_default_str()->check(CLI::Range(1, 1 << 20));
-        cmd.add_option("--criteria", o.criteria, "Comma-separated criteria")->capture_default_str();
-        cmd.add_flag("--json", o.json,
-                     "One JSON object: criteria{name: {coverage, covered, total[, total_capped, incc, layer, neurons, "
-                     "clusters][, range]}}, seconds{prepare, measure}");
-        cmd.add_option("--lsc-range", o.lsc_range,
-                       "LSC's bucket range: spec ([0, 2000]) or reference (the SA reference code's: [min LSA of the test "
-                       "set, 2000]); the share of test inputs inside it is always reported")
-            ->capture_default_str();
-        cmd.add_option("--state", o.state, "Load the preparations from this file if it exists, else prepare and save them there");
-        cmd.add_option("--nc-threshold", o.nc_threshold, "NC: activation threshold after per-layer min-max scaling")
-            ->capture_default_str()
-            ->check(CLI::Range(0.0, 1.0));
-        cmd.add_option("--kmnc-k", o.kmnc_k, "KMNC: sections per neuron")->capture_default_str()->check(CLI::Range(1, 1 << 20));
-        cmd.add_option("--tknc-k", o.tknc_k, "TKNC: top neurons per layer")->capture_default_str()->check(CLI::Range(1, 1 << 20));
-        add_threads(cmd);
-        add_no_progress(cmd, o.progress);
-        add_model_options(cmd, o.precision, o.layout, precision::f32);
-      },
-      run_coverage);
+      []<class T>(const coverage_cmd_options& opts) { return coverage_impl<T>(opts); });
+  cmd.add_option("--train", o.train,
+                 "Training samples (CSV or IDX images, as `profile --data` reads); required unless --state holds "
+                 "the preparations");
+  cmd.add_option("--train-labels", o.train_labels,
+                 "Labels of the training samples (IDX labels or one integer per line; default: the IDX labels file "
+                 "beside IDX images)");
+  cmd.add_option("--test", o.test, "Test samples whose coverage is measured (CSV or IDX images)")->required();
+  cmd.add_option("--layer", o.layer,
+                 "Subject layer of IDC and LSC/DSC: an index (negative from the end) or Type#k (default: the layer "
+                 "feeding the last weighted layer)");
+  cmd.add_option("--m", o.m, "IDC: important neurons")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd.add_option("--criteria", o.criteria, "Comma-separated criteria")->capture_default_str();
+  cmd.add_flag("--json", o.json,
+               "One JSON object: criteria{name: {coverage, covered, total[, total_capped, incc, layer, neurons, "
+               "clusters][, range]}}, seconds{prepare, measure}");
+  cmd.add_option("--lsc-range", o.lsc_range,
+                 "LSC's bucket range: spec ([0, 2000]) or reference (the SA reference code's: [min LSA of the test "
+                 "set, 2000]); the share of test inputs inside it is always reported")
+      ->capture_default_str();
+  cmd.add_option("--state", o.state, "Load the preparations from this file if it exists, else prepare and save them there");
+  cmd.add_option("--nc-threshold", o.nc_threshold, "NC: activation threshold after per-layer min-max scaling")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  cmd.add_option("--kmnc-k", o.kmnc_k, "KMNC: sections per neuron")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd.add_option("--tknc-k", o.tknc_k, "TKNC: top neurons per layer")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  add_threads(cmd);
+  add_no_progress(cmd, o.progress);
+  add_model_options(cmd, o, precision::f32);
 }
 
 }  // namespace nnlens::tool

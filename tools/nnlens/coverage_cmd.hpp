@@ -38,8 +38,8 @@
 
 namespace nnlens::tool {
 
-struct coverage_cmd_options {
-  std::string model, train, train_labels, test;
+struct coverage_cmd_options : model_args {
+  std::string train, train_labels, test;
   std::string layer;  // "": the subject layer (the layer feeding the last weighted layer)
   std::size_t m = 6;
   std::string criteria = "idc,nc,kmnc,nbc,snac,tknc,lsc,dsc";
@@ -49,11 +49,8 @@ struct coverage_cmd_options {
   std::size_t kmnc_k = 1000;
   std::size_t tknc_k = 3;
   std::string lsc_range = "spec";  // spec: [0, 2000]; reference: [min LSA of the test set, 2000]
-  tool::precision precision = tool::precision::f32;
-  io::data_layout layout = io::data_layout::none;  // none: the model file's declared layout
   bool progress = true;
 };
-int run_coverage(const coverage_cmd_options& o);
 
 /// The subcommand coverage (its options and run function).
 void register_coverage(CLI::App& app, command_list& cmds);

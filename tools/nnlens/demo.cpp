@@ -337,19 +337,18 @@ int run_demo(const demo_options& o) {
   return 0;
 }
 
+/// `nnlens demo [--data DIR] [--cache DIR] [--out DIR]`: LeNet-5 on Fashion-MNIST, every analysis.
 void register_demo(CLI::App& app, command_list& cmds) {
-  add_command<demo_options>(
+  auto [cmd, o] = add_command<demo_options>(
       app, cmds, "demo", "Train (or reuse from the cache) LeNet-5 on Fashion-MNIST and report",
-      [](CLI::App& cmd, demo_options& o) {
-        cmd.add_option("--data", o.data_dir, "Directory with the Fashion-MNIST IDX files")->capture_default_str();
-        cmd.add_option("--cache", o.cache_dir, "Directory for trained models")->capture_default_str();
-        cmd.add_option("--epochs", o.epochs, "Training epochs (default: the recipe's 12)")->check(CLI::Range(1, 1000));
-        cmd.add_option("--seed", o.seed, "Seed of initialisation and shuffling")->capture_default_str();
-        add_threads(cmd, &o.threads);
-        cmd.add_flag("--retrain", o.retrain, "Train even if a cached model exists");
-        cmd.add_option("--out", o.output_dir, "Directory for the pictures (SVG) of the analysis steps")->capture_default_str();
-      },
       run_demo);
+  cmd.add_option("--data", o.data_dir, "Directory with the Fashion-MNIST IDX files")->capture_default_str();
+  cmd.add_option("--cache", o.cache_dir, "Directory for trained models")->capture_default_str();
+  cmd.add_option("--epochs", o.epochs, "Training epochs (default: the recipe's 12)")->check(CLI::Range(1, 1000));
+  cmd.add_option("--seed", o.seed, "Seed of initialisation and shuffling")->capture_default_str();
+  add_threads(cmd, &o.threads);
+  cmd.add_flag("--retrain", o.retrain, "Train even if a cached model exists");
+  cmd.add_option("--out", o.output_dir, "Directory for the pictures (SVG) of the analysis steps")->capture_default_str();
 }
 
 }  // namespace nnlens::tool

@@ -19,8 +19,6 @@ struct demo_options {
   std::string output_dir = "demo-output";  // pictures (SVG) of the analysis steps
 };
 
-/// Runs the demo; returns the process exit code.  Throws nnlens::error on bad input.
-int run_demo(const demo_options& o);
 
 /// The subcommand demo (its options and run function).
 void register_demo(CLI::App& app, command_list& cmds);

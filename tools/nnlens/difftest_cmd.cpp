@@ -27,7 +27,7 @@
 
 #include "maintenance_common.hpp"
 #include "model.hpp"
-#ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI (issue 9): `mpirun -np N nnlens difftest`: the seeds sharded ----
+#ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI (docs/scale.md): `mpirun -np N nnlens difftest`: the seeds sharded ----
 #include <nnlens/mpi/difftest.hpp>
 
 #include "mpi_world.hpp"
@@ -41,24 +41,22 @@ using json = nlohmann::ordered_json;
 namespace dt = nnlens::difftest;
 
 dt::acceptance parse_acceptance(const std::string& s) {
-  if (s == "paper") return dt::acceptance::paper;
-  if (s == "reference") return dt::acceptance::reference;
-  if (s == "no-novelty" || s == "no_novelty") return dt::acceptance::no_novelty;
-  throw value_error("--acceptance: expected paper, reference or no-novelty, got '" + s + "'");
+  using a = dt::acceptance;
+  return parse_word<a>({{"paper", a::paper}, {"reference", a::reference}, {"no-novelty", a::no_novelty}, {"no_novelty", a::no_novelty}},
+                       s, "--acceptance");
 }
 
 dt::selection_rule parse_selection(const std::string& s) {
-  if (s == "paper") return dt::selection_rule::paper;
-  if (s == "reference") return dt::selection_rule::reference;
-  if (s == "last-accepted" || s == "last_accepted") return dt::selection_rule::last_accepted;
-  if (s == "uniform") return dt::selection_rule::uniform;
-  throw value_error("--selection: expected paper, reference, last-accepted or uniform, got '" + s + "'");
+  using r = dt::selection_rule;  // last_accepted: an alias of last-accepted
+  return parse_word<r>(
+      {{"paper", r::paper}, {"reference", r::reference}, {"last-accepted", r::last_accepted}, {"uniform", r::uniform}, {"last_accepted", r::last_accepted}},
+      s, "--selection");
 }
 
 dt::distance_measure parse_distance(const std::string& s) {
-  if (s == "paper") return dt::distance_measure::top1_probability;
-  if (s == "logit-margin" || s == "logit_margin") return dt::distance_measure::logit_margin;
-  throw value_error("--distance: expected paper or logit-margin, got '" + s + "'");
+  using d = dt::distance_measure;
+  return parse_word<d>({{"paper", d::top1_probability}, {"logit-margin", d::logit_margin}, {"logit_margin", d::logit_margin}}, s,
+                       "--distance");
 }
 
 const char* distance_name(dt::distance_measure d) {
@@ -148,11 +146,11 @@ int difftest_impl(const difftest_cmd_options& o) {
   std::optional<nnlens::mpi::communicator> world;
   open_mpi_world(world);
 #endif
-  const model<T> m = open_model<T>(o.original, o.layout);
+  const model<T> m = open_model<T>(o.model, o.layout);
   const basic_dynamic_network<T>& net = m.net;
   const shape in = net.input_shape();
   const std::size_t classes = net.output_shape().size();
-  const auto img = image_of(in, o.original);
+  const auto img = image_of(in, o.model);
   const float scale = float(o.pixel_scale);
   const dt::normalization norm = dt::normalization::divide_by(scale);
 
@@ -169,7 +167,7 @@ int difftest_impl(const difftest_cmd_options& o) {
     seeds[i] = v;
   }
 
-  const dt::black_box f = dt::wrap(net, o.original, norm);
+  const dt::black_box f = dt::wrap(net, o.model, norm);
   dt::black_box g;
   const std::string& c = o.compressed;
   if (c.rfind("exec:", 0) == 0) {
@@ -194,7 +192,7 @@ int difftest_impl(const difftest_cmd_options& o) {
   } else {
     basic_dynamic_network<T> twin = load_model<T>(c).net;  // fed internal tensors: its declared layout is not used
     if (twin.input_shape() != in || twin.output_shape().size() != classes)
-      throw shape_error(concat(c, ": input ", twin.input_shape().size(), " / classes ", twin.output_shape().size(), ", but ", o.original,
+      throw shape_error(concat(c, ": input ", twin.input_shape().size(), " / classes ", twin.output_shape().size(), ", but ", o.model,
                                " has ", in.size(), " / ", classes));
     g = dt::wrap(std::move(twin), c, norm);
   }
@@ -208,30 +206,27 @@ int difftest_impl(const difftest_cmd_options& o) {
   }
 #endif
   const std::span<const float> mine(seeds.data() + first * in.size(), count * in.size());
+  auto search_options = [&]<class Options>() {  // what DFlare and DiffChaser share
+    Options d;
+    d.image = img;
+    d.max_queries = o.budget_queries;
+    d.max_seconds = o.timeout;
+    d.seed = o.seed;
+    d.progress = show;
+    d.first_index = first;
+    return d;
+  };
   dt::dflare_result r;
   if (count == 0) {
   } else if (o.method == "dflare") {
-    dt::dflare_options d;
-    d.image = img;
+    auto d = search_options.template operator()<dt::dflare_options>();
     d.accept = acc;
     d.selection = sel;
     d.distance = dist;
     d.skip_repeats = o.skip_repeats;
-    d.max_queries = o.budget_queries;
-    d.max_seconds = o.timeout;
-    d.seed = o.seed;
-    d.progress = show;
-    d.first_index = first;
     r = dt::dflare(execution::par, f, g, mine, count, d);
   } else {
-    dt::diffchaser_options d;
-    d.image = img;
-    d.max_queries = o.budget_queries;
-    d.max_seconds = o.timeout;
-    d.seed = o.seed;
-    d.progress = show;
-    d.first_index = first;
-    r = dt::diffchaser(execution::par, f, g, mine, count, d);
+    r = dt::diffchaser(execution::par, f, g, mine, count, search_options.template operator()<dt::diffchaser_options>());
   }
 #ifdef NNLENS_TOOL_HAS_MPI  // MPI: merged in rank order (by seed index); rank 0 alone writes
   if (world) {
@@ -400,90 +395,82 @@ int compress_impl(const compress_cmd_options& o) {
   return 0;
 }
 
-int run_difftest(const difftest_cmd_options& o) {
-  return with_precision(o.precision, [&]<class T>() { return difftest_impl<T>(o); });
-}
 
-int run_compress(const compress_cmd_options& o) {
-  return with_precision(o.precision, [&]<class T>() { return compress_impl<T>(o); });
-}
-
+/// `nnlens difftest ORIGINAL COMPRESSED --seeds FILE`: inputs on which the twin deviates.
 void register_difftest(CLI::App& app, command_list& cmds) {
-  add_command<difftest_cmd_options>(
+  auto [cmd, o] = add_command<difftest_cmd_options>(
       app, cmds, "difftest", "DFlare: inputs on which a compressed model deviates from its original (top-1 labels differ)",
-      [](CLI::App& cmd, difftest_cmd_options& o) {
-        add_model_arg(cmd, o.original, "ORIGINAL");
-        cmd.add_option("COMPRESSED", o.compressed,
-                       "The twin: a model file, exec:COMMAND (a process speaking the nnlens-bb 1 pipe protocol), or made "
-                       "from ORIGINAL: int8, q8, prune:R, channel-prune:R")
-            ->required();
-        cmd.add_option("--seeds", o.seeds, "Seed inputs (CSV rows or IDX images scaled to [0, 1], as `run` reads them)")
-            ->required();
-        cmd.add_option("--budget-queries", o.budget_queries, "Queries per seed (one query = both models once; 0: no limit)")
-            ->capture_default_str();
-        cmd.add_option("--timeout", o.timeout, "Seconds per seed (0: no limit)")->capture_default_str();
-        cmd.add_option("--method", o.method, "dflare or diffchaser")->capture_default_str();
-        cmd.add_option("--acceptance", o.acceptance, "DFlare's acceptance rule: paper, reference, no-novelty")
-            ->capture_default_str();
-        cmd.add_option("--selection", o.selection, "DFlare's operator selection: paper, reference, last-accepted, uniform")
-            ->capture_default_str();
-        cmd.add_option("--distance", o.distance,
-                       "DFlare's D: paper (top-1 probabilities) or logit-margin (beyond the spec: the relative gap of the "
-                       "two models' logit margins)")
-            ->capture_default_str();
-        cmd.add_flag("--skip-repeats", o.skip_repeats,
-                     "DFlare, beyond the spec: do not query a mutant equal to x_max or to one already queried since x_max "
-                     "changed");
-        cmd.add_option("--seed", o.seed, "Random seed (each input seed gets its own stream)")->capture_default_str();
-        cmd.add_option("--pixel-scale", o.pixel_scale,
-                       "Seeds times this are raw pixels in [0, 255]; the models see pixels / this (1: models reading [0, "
-                       "255])")
-            ->capture_default_str();
-        cmd.add_option("--calibration", o.calibration, "int8: activation calibration samples (default: the seeds)");
-        cmd.add_option("--limit", o.limit, "Only the first N seeds (0: all)")->capture_default_str();
-        cmd.add_option("--out-dir", o.out_dir,
-                       "Write each triggering input as a CSV row (model scale) to DIR/trigger-SEED.csv");
-        cmd.add_flag("--json", o.json,
-                     "One JSON object: seeds[{seed, status, found, queries, seconds, labels, input}], summary{...}");
-        add_threads(cmd, nullptr, "Worker threads: seeds run in parallel (default: all cores)");
-        add_no_progress(cmd, o.progress);
-        add_model_options(cmd, o.precision, o.layout, precision::f32);
-        cmd.get_option("--precision")
-            ->description("Scalar type of ORIGINAL and of a model-file or on-the-fly twin: f32 or f64.  DFlare's search "
-                          "stays float (the black boxes take float pixels and return float probabilities); int8 / q8 twins "
-                          "compute their quantised layers in int8 with float32 scales at either precision");
-        cmd.get_option("--layout")
-            ->description("Layout of the rows of --seeds and --calibration: nchw or nhwc (default: ORIGINAL's declared "
-                          "layout); the triggering inputs of --out-dir and the rows an exec: child reads are in it");
-      },
-      run_difftest);
+      [](const difftest_cmd_options& opts) {
+        return with_precision(opts.precision, [&]<class T>() { return difftest_impl<T>(opts); });
+      });
+  add_model_arg(cmd, o.model, "ORIGINAL");  // difftest's MODEL
+  cmd.add_option("COMPRESSED", o.compressed,
+                 "The twin: a model file, exec:COMMAND (a process speaking the nnlens-bb 1 pipe protocol), or made "
+                 "from ORIGINAL: int8, q8, prune:R, channel-prune:R")
+      ->required();
+  cmd.add_option("--seeds", o.seeds, "Seed inputs (CSV rows or IDX images scaled to [0, 1], as `run` reads them)")
+      ->required();
+  cmd.add_option("--budget-queries", o.budget_queries, "Queries per seed (one query = both models once; 0: no limit)")
+      ->capture_default_str();
+  cmd.add_option("--timeout", o.timeout, "Seconds per seed (0: no limit)")->capture_default_str();
+  cmd.add_option("--method", o.method, "dflare or diffchaser")->capture_default_str();
+  cmd.add_option("--acceptance", o.acceptance, "DFlare's acceptance rule: paper, reference, no-novelty")
+      ->capture_default_str();
+  cmd.add_option("--selection", o.selection, "DFlare's operator selection: paper, reference, last-accepted, uniform")
+      ->capture_default_str();
+  cmd.add_option("--distance", o.distance,
+                 "DFlare's D: paper (top-1 probabilities) or logit-margin (beyond the spec: the relative gap of the "
+                 "two models' logit margins)")
+      ->capture_default_str();
+  cmd.add_flag("--skip-repeats", o.skip_repeats,
+               "DFlare, beyond the spec: do not query a mutant equal to x_max or to one already queried since x_max "
+               "changed");
+  cmd.add_option("--seed", o.seed, "Random seed (each input seed gets its own stream)")->capture_default_str();
+  cmd.add_option("--pixel-scale", o.pixel_scale,
+                 "Seeds times this are raw pixels in [0, 255]; the models see pixels / this (1: models reading [0, "
+                 "255])")
+      ->capture_default_str();
+  cmd.add_option("--calibration", o.calibration, "int8: activation calibration samples (default: the seeds)");
+  cmd.add_option("--limit", o.limit, "Only the first N seeds (0: all)")->capture_default_str();
+  cmd.add_option("--out-dir", o.out_dir,
+                 "Write each triggering input as a CSV row (model scale) to DIR/trigger-SEED.csv");
+  cmd.add_flag("--json", o.json,
+               "One JSON object: seeds[{seed, status, found, queries, seconds, labels, input}], summary{...}");
+  add_threads(cmd, nullptr, "Worker threads: seeds run in parallel (default: all cores)");
+  add_no_progress(cmd, o.progress);
+  add_model_options(cmd, o, precision::f32);
+  cmd.get_option("--precision")
+      ->description("Scalar type of ORIGINAL and of a model-file or on-the-fly twin: f32 or f64.  DFlare's search "
+                    "stays float (the black boxes take float pixels and return float probabilities); int8 / q8 twins "
+                    "compute their quantised layers in int8 with float32 scales at either precision");
+  cmd.get_option("--layout")
+      ->description("Layout of the rows of --seeds and --calibration: nchw or nhwc (default: ORIGINAL's declared "
+                    "layout); the triggering inputs of --out-dir and the rows an exec: child reads are in it");
 }
 
+/// `nnlens compress MODEL (--int8 | --q8 | --prune R | --channel-prune R) -o OUT`: a twin.
 void register_compress(CLI::App& app, command_list& cmds) {
-  add_command<compress_cmd_options>(
+  auto [cmd, o] = add_analysis<compress_cmd_options>(
       app, cmds, "compress", "A compressed twin of a model: int8 / q8 quantisation or magnitude / channel pruning",
-      [](CLI::App& cmd, compress_cmd_options& o) {
-        add_model_arg(cmd, o.model);
-        cmd.add_flag("--int8", o.int8,
-                     "Full int8 quantisation (per-channel weights, calibrated activations; needs --calibration)");
-        cmd.add_flag("--q8", o.q8, "DFlare's reference rule: weight-only int8 of weight tensors with >= 1024 elements");
-        cmd.add_option("--prune", o.prune, "Magnitude pruning: this fraction of each layer's weights becomes 0");
-        cmd.add_option("--channel-prune", o.channel_prune,
-                       "This fraction of each layer's channels (smallest L1 norm) becomes 0");
-        cmd.add_flag("--per-tensor", o.per_tensor, "int8: one weight scale per tensor instead of per output channel");
-        cmd.add_option("--calibration", o.calibration,
-                       "Samples: int8's activation ranges; with labels, the accuracy of both models");
-        cmd.add_option("--labels", o.labels, "Labels of --calibration (default: the IDX labels file beside it)");
-        cmd.add_option("--output,-o", o.output, "The twin: .onnx, or .nnlw for the demo's LeNet-5")->required();
-        add_model_options(cmd, o.precision, o.layout, precision::f32);
-        cmd.get_option("--precision")
-            ->description("Scalar type of MODEL and the twin: f32 or f64.  An int8 twin's quantised layers are int8 with "
-                          "float32 scales at either precision; an .onnx twin is written with float32 weights (the report "
-                          "says so at f64)");
-        cmd.add_flag("--json", o.json,
-                     "One JSON object: model, twin, output, weight_sparsity, [quantized_layers, accuracy, twin_accuracy]");
-      },
-      run_compress);
+      []<class T>(const compress_cmd_options& opts) { return compress_impl<T>(opts); });
+  cmd.add_flag("--int8", o.int8,
+               "Full int8 quantisation (per-channel weights, calibrated activations; needs --calibration)");
+  cmd.add_flag("--q8", o.q8, "DFlare's reference rule: weight-only int8 of weight tensors with >= 1024 elements");
+  cmd.add_option("--prune", o.prune, "Magnitude pruning: this fraction of each layer's weights becomes 0");
+  cmd.add_option("--channel-prune", o.channel_prune,
+                 "This fraction of each layer's channels (smallest L1 norm) becomes 0");
+  cmd.add_flag("--per-tensor", o.per_tensor, "int8: one weight scale per tensor instead of per output channel");
+  cmd.add_option("--calibration", o.calibration,
+                 "Samples: int8's activation ranges; with labels, the accuracy of both models");
+  cmd.add_option("--labels", o.labels, "Labels of --calibration (default: the IDX labels file beside it)");
+  cmd.add_option("--output,-o", o.output, "The twin: .onnx, or .nnlw for the demo's LeNet-5")->required();
+  add_model_options(cmd, o, precision::f32);
+  cmd.get_option("--precision")
+      ->description("Scalar type of MODEL and the twin: f32 or f64.  An int8 twin's quantised layers are int8 with "
+                    "float32 scales at either precision; an .onnx twin is written with float32 weights (the report "
+                    "says so at f64)");
+  cmd.add_flag("--json", o.json,
+               "One JSON object: model, twin, output, weight_sparsity, [quantized_layers, accuracy, twin_accuracy]");
 }
 
 }  // namespace nnlens::tool

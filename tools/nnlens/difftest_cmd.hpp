@@ -64,8 +64,8 @@
 
 namespace nnlens::tool {
 
-struct difftest_cmd_options {
-  std::string original, compressed, seeds, calibration, out_dir;
+struct difftest_cmd_options : model_args {  // model: ORIGINAL
+  std::string compressed, seeds, calibration, out_dir;
   std::string method = "dflare";       // dflare, diffchaser
   std::string acceptance = "paper";    // paper, reference, no-novelty
   std::string selection = "paper";     // paper, reference, last-accepted, uniform
@@ -76,20 +76,14 @@ struct difftest_cmd_options {
   std::uint64_t seed = 1;
   double pixel_scale = 255;
   std::size_t limit = 0;               // the first N seeds only (0: all)
-  tool::precision precision = tool::precision::f32;
-  io::data_layout layout = io::data_layout::none;  // none: ORIGINAL's declared layout
   bool json = false, progress = true;
 };
-int run_difftest(const difftest_cmd_options& o);
 
-struct compress_cmd_options {
-  std::string model, output, calibration, labels;
+struct compress_cmd_options : model_args {
+  std::string output, calibration, labels;
   bool int8 = false, q8 = false, per_tensor = false, json = false;
   double prune = -1, channel_prune = -1;  // < 0: not asked
-  tool::precision precision = tool::precision::f32;
-  io::data_layout layout = io::data_layout::none;  // none: MODEL's declared layout
 };
-int run_compress(const compress_cmd_options& o);
 
 /// The subcommands difftest and compress (their options and run functions).
 void register_difftest(CLI::App& app, command_list& cmds);

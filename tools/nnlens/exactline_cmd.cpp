@@ -457,62 +457,50 @@ int ig_as(const ig_options& o, precision prec) {
 
 }  // namespace
 
-int run_exact_line(const exact_line_options& o) {
-  return with_precision(o.precision, [&]<class T>() { return exact_line_as<T>(o, o.precision); });
-}
-
-int run_ig(const ig_options& o) {
-  return with_precision(o.precision, [&]<class T>() { return ig_as<T>(o, o.precision); });
-}
-
+/// `nnlens exact-line MODEL --from A.csv --to B.csv`: ExactLine's pieces and class intervals.
 void register_exact_line(CLI::App& app, command_list& cmds) {
-  add_command<exact_line_options>(
+  auto [cmd, o] = add_analysis<exact_line_options>(
       app, cmds, "exact-line", "ExactLine: the exact pieces and class intervals of the network on segments",
-      [](CLI::App& cmd, exact_line_options& o) {
-        add_model_arg(cmd, o.model);
-        cmd.add_option("--from", o.from,
-                       "CSV file of segment starts: one sample per line in the model's declared layout, as `run` reads them")
-            ->required();
-        cmd.add_option("--to", o.to, "CSV file of segment ends: line i of --from -> line i of --to is segment i")->required();
-        cmd.add_flag("--json", o.json,
-                     "One JSON object: precision, input, layout, lines[{t, outputs, pieces, classes[{from, to, label}], "
-                     "validation?{pieces, violations, max_deviation, tolerance, valid}, warning?, error?}], valid?, seconds");
-        add_enum(cmd, "--classes", o.classes, class_rule_names(),
-                 "Winning class: argmax (classifiers) or argmin (ACAS Xu advisories)");
-        add_threads(cmd);
-        cmd.add_option("--merge-tol", o.merge_tol, "Merge breaks closer than this in t (0 to 1)")->capture_default_str();
-        cmd.add_option("--max-pieces", o.max_pieces, "Fail a segment with more pieces than this")
-            ->capture_default_str()
-            ->check(CLI::PositiveNumber);
-        cmd.add_flag("--validate", o.validate,
-                     "Check every piece at 1/4, 1/2, 3/4 of its length against the network (tolerance 1e-9 in f64, 1e-3 "
-                     "in f32); a violation fails the command (exit 1)");
-        cmd.add_option("--validate-tol", o.validate_tol,
-                       "Relative tolerance of --validate: |f(x) - interpolation| <= tol (1 + |f(x)|) (default: 1e-9 in "
-                       "f64, 1e-3 in f32)");
-        cmd.add_option("--svg", o.svg, "Write an SVG strip chart (a band per class interval, a tick per break)");
-        add_model_options(cmd, o.precision, o.layout, precision::f64);
-        add_header_options(cmd, o.header);
-      },
-      run_exact_line);
+      []<class T>(const exact_line_options& opts) { return exact_line_as<T>(opts, opts.precision); });
+  cmd.add_option("--from", o.from,
+                 "CSV file of segment starts: one sample per line in the model's declared layout, as `run` reads them")
+      ->required();
+  cmd.add_option("--to", o.to, "CSV file of segment ends: line i of --from -> line i of --to is segment i")->required();
+  cmd.add_flag("--json", o.json,
+               "One JSON object: precision, input, layout, lines[{t, outputs, pieces, classes[{from, to, label}], "
+               "validation?{pieces, violations, max_deviation, tolerance, valid}, warning?, error?}], valid?, seconds");
+  add_enum(cmd, "--classes", o.classes, class_rule_names(),
+           "Winning class: argmax (classifiers) or argmin (ACAS Xu advisories)");
+  add_threads(cmd);
+  cmd.add_option("--merge-tol", o.merge_tol, "Merge breaks closer than this in t (0 to 1)")->capture_default_str();
+  cmd.add_option("--max-pieces", o.max_pieces, "Fail a segment with more pieces than this")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd.add_flag("--validate", o.validate,
+               "Check every piece at 1/4, 1/2, 3/4 of its length against the network (tolerance 1e-9 in f64, 1e-3 "
+               "in f32); a violation fails the command (exit 1)");
+  cmd.add_option("--validate-tol", o.validate_tol,
+                 "Relative tolerance of --validate: |f(x) - interpolation| <= tol (1 + |f(x)|) (default: 1e-9 in "
+                 "f64, 1e-3 in f32)");
+  cmd.add_option("--svg", o.svg, "Write an SVG strip chart (a band per class interval, a tick per break)");
+  add_model_options(cmd, o, precision::f64);
+  add_header_options(cmd, o.header);
 }
 
+/// `nnlens ig MODEL --input X.csv --baseline B.csv`: exact integrated gradients and Riemann sums.
 void register_ig(CLI::App& app, command_list& cmds) {
-  add_command<ig_options>(
+  auto [cmd, o] = add_analysis<ig_options>(
       app, cmds, "ig", "Exact integrated gradients, and the Riemann sums' errors against them",
-      [](CLI::App& cmd, ig_options& o) {
-        add_model_arg(cmd, o.model);
-        cmd.add_option("--input,-i", o.input, "CSV file: the inputs x, one per line in the model's declared layout")->required();
-        cmd.add_option("--baseline,-b", o.baseline, "CSV file: the baselines x' (one line per input, or one for all)")->required();
-        cmd.add_option("--output-index,-k", o.output_index, "The output k (default: the argmax at x)");
-        cmd.add_flag("--json", o.json,
-                     "JSON: {output_index, exact, pieces, delta, riemann, samples_for_5pct} per input (attributions in "
-                     "the data layout), precision, layout");
-        cmd.add_option("--m", o.m, "Partitions of the Riemann sums")->capture_default_str()->check(CLI::Range(1, 1 << 24));
-        add_model_options(cmd, o.precision, o.layout, precision::f64);
-        add_header_options(cmd, o.header);
-      },
-      run_ig);
+      []<class T>(const ig_options& opts) { return ig_as<T>(opts, opts.precision); });
+  cmd.add_option("--input,-i", o.input, "CSV file: the inputs x, one per line in the model's declared layout")->required();
+  cmd.add_option("--baseline,-b", o.baseline, "CSV file: the baselines x' (one line per input, or one for all)")->required();
+  cmd.add_option("--output-index,-k", o.output_index, "The output k (default: the argmax at x)");
+  cmd.add_flag("--json", o.json,
+               "JSON: {output_index, exact, pieces, delta, riemann, samples_for_5pct} per input (attributions in "
+               "the data layout), precision, layout");
+  cmd.add_option("--m", o.m, "Partitions of the Riemann sums")->capture_default_str()->check(CLI::Range(1, 1 << 24));
+  add_model_options(cmd, o, precision::f64);
+  add_header_options(cmd, o.header);
 }
 
 }  // namespace nnlens::tool

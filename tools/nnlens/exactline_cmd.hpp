@@ -38,10 +38,8 @@
 
 namespace nnlens::tool {
 
-struct exact_line_options {
-  std::string model, from, to;
-  tool::precision precision = tool::precision::f64;
-  io::data_layout layout = io::data_layout::none;  // none: the model's declared layout
+struct exact_line_options : model_args {  // --precision's default: f64
+  std::string from, to;
   bool json = false;
   class_rule classes = class_rule::argmax;  // or argmin (ACAS Xu: the advisory is the minimal score)
   double merge_tol = 0;
@@ -51,18 +49,14 @@ struct exact_line_options {
   std::string svg;  // "": no chart
   io::csv_header header = io::csv_header::detect;  // of --from and --to
 };
-int run_exact_line(const exact_line_options& o);
 
-struct ig_options {
-  std::string model, input, baseline;
-  tool::precision precision = tool::precision::f64;
-  io::data_layout layout = io::data_layout::none;  // none: the model's declared layout
+struct ig_options : model_args {  // --precision's default: f64
+  std::string input, baseline;
   std::optional<std::size_t> output_index;  // default: argmax of the output at the input
   bool json = false;
   std::size_t m = 50;
   io::csv_header header = io::csv_header::detect;  // of --input and --baseline
 };
-int run_ig(const ig_options& o);
 
 /// The subcommands exact-line and ig (their options and run functions).
 void register_exact_line(CLI::App& app, command_list& cmds);

@@ -28,6 +28,51 @@ namespace nnlens::tool {
 using namespace maint;
 using json = nlohmann::ordered_json;  // keys in the documented order
 
+namespace {
+
+/// The JSON object of a maintenance command, on standard output: model, precision, the command's own
+/// settings (in order), epochs, lr, [mask], `results` (in order), [baseline], output, [note],
+/// total_seconds.
+template <class T>
+void print_json(const maintenance_common& o, const json& settings, std::size_t epochs, double lr,
+                const basic_dynamic_network<T>& net, const std::optional<mask_info>& mi, const json& results,
+                const std::optional<json>& baseline, const std::string& note, double seconds) {
+  json j;
+  j["model"] = o.model;
+  j["precision"] = precision_name(o.precision);
+  for (const auto& [k, v] : settings.items()) j[k] = v;
+  j["epochs"] = epochs;
+  j["lr"] = lr;
+  if (mi) j["mask"] = mask_json(net, *mi, o);
+  for (const auto& [k, v] : results.items()) j[k] = v;
+  if (baseline) j["baseline"] = *baseline;
+  j["output"] = o.output;
+  if (!note.empty()) j["note"] = note;
+  j["total_seconds"] = seconds;
+  std::cout << j.dump() << "\n";
+}
+
+/// The training options of readapt and increment: --epochs and --lr (defaults when not given),
+/// --batch, --seed (default `seed`), --no-progress.
+template <class Training>
+Training training_options(const maintenance_common& o, std::size_t epochs, double lr, std::uint64_t seed) {
+  Training t;
+  t.epochs = o.epochs ? o.epochs : epochs;
+  t.lr = o.lr >= 0 ? o.lr : lr;
+  t.batch = o.batch;
+  t.seed = o.seed_given ? o.seed : seed;
+  t.progress = o.progress;
+  return t;
+}
+
+/// `head`'s fields, then `more`'s.
+json joined(json head, const json& more) {
+  for (const auto& [k, v] : more.items()) head[k] = v;
+  return head;
+}
+
+}  // namespace
+
 // ============================================================================ restructure
 
 namespace {
@@ -119,24 +164,9 @@ int restructure_impl(const restructure_cmd_options& o) {
   const double seconds = seconds_since(t0);
 
   if (o.json) {
-    json j;
-    j["model"] = o.model;
-    j["precision"] = precision_name(o.precision);
-    j["pruner"] = name;
-    j["p"] = o.prune_step;
-    j["tolerance"] = o.max_drop;
-    j["epochs"] = ro.epochs;
-    j["lr"] = ro.lr;
-    if (mi) j["mask"] = mask_json(original, *mi, o);
-    j["parameters"] = rep.parameters;
-    j["reference_accuracy"] = rep.reference_accuracy;
-    json r = report_json(rep);
-    for (auto& [k, v] : r.items()) j[k] = v;
-    if (base) j["baseline"] = report_json(*base);
-    j["output"] = o.output;
-    if (!note.empty()) j["note"] = note;
-    j["total_seconds"] = seconds;
-    std::cout << j.dump() << "\n";
+    print_json(o, json{{"pruner", name}, {"p", o.prune_step}, {"tolerance", o.max_drop}}, ro.epochs, ro.lr, original, mi,
+               joined(json{{"parameters", rep.parameters}, {"reference_accuracy", rep.reference_accuracy}}, report_json(rep)),
+               base ? std::optional<json>(report_json(*base)) : std::nullopt, note, seconds);
     return 0;
   }
   std::cout << o.model << ": restructure with " << (mi ? "NSS+" : "") << name << ", p " << fmt(o.prune_step, "%g")
@@ -197,12 +227,7 @@ int readapt_impl(const readapt_cmd_options& o) {
   std::optional<mask_info> mi;
   if (!o.slice.none) mi = obtain_mask(net, o, train_d, {}, "--categories");
 
-  readapt_options ro;
-  ro.epochs = o.epochs ? o.epochs : 5;
-  ro.lr = o.lr >= 0 ? o.lr : 1e-3;
-  ro.batch = o.batch;
-  ro.seed = o.seed_given ? o.seed : 1;
-  ro.progress = o.progress;
+  const auto ro = training_options<readapt_options>(o, 5, 1e-3, 1);
   const readapt_attack atk =
       o.attack == "fgsm" ? fgsm_attack(o.eps, o.adv_samples) : pgd_attack(o.eps, o.pgd_steps, o.adv_samples, ro.seed);
 
@@ -223,22 +248,10 @@ int readapt_impl(const readapt_cmd_options& o) {
   const double seconds = seconds_since(t0);
 
   if (o.json) {
-    json j;
-    j["model"] = o.model;
-    j["precision"] = precision_name(o.precision);
-    j["attack"] = atk.name;
-    j["eps"] = o.eps;
-    if (o.attack == "pgd") j["pgd_steps"] = o.pgd_steps;
-    j["epochs"] = ro.epochs;
-    j["lr"] = ro.lr;
-    if (mi) j["mask"] = mask_json(net, *mi, o);
-    json r = readapt_json(rep);
-    for (auto& [k, v] : r.items()) j[k] = v;
-    if (base) j["baseline"] = readapt_json(*base);
-    j["output"] = o.output;
-    if (!note.empty()) j["note"] = note;
-    j["total_seconds"] = seconds;
-    std::cout << j.dump() << "\n";
+    json settings{{"attack", atk.name}, {"eps", o.eps}};
+    if (o.attack == "pgd") settings["pgd_steps"] = o.pgd_steps;
+    print_json(o, settings, ro.epochs, ro.lr, net, mi, readapt_json(rep),
+               base ? std::optional<json>(readapt_json(*base)) : std::nullopt, note, seconds);
     return 0;
   }
   std::cout << o.model << ": readapt (" << (mi ? "critical neurons only" : "every parameter") << ") against " << atk.name
@@ -297,12 +310,7 @@ int increment_impl(const increment_cmd_options& o) {
     set_output_classes(net, mi->mask, old_classes);  // the output unit keeps (freezes) the old classes (A15)
   }
 
-  increment_options io;
-  io.epochs = o.epochs ? o.epochs : 5;
-  io.lr = o.lr >= 0 ? o.lr : 1e-3;
-  io.batch = o.batch;
-  io.seed = o.seed_given ? o.seed : 1;
-  io.progress = o.progress;
+  const auto io = training_options<increment_options>(o, 5, 1e-3, 1);
   std::optional<labelled_batch<T>> mix;
   if (o.replay > 0) mix = replay_mix(new_d.x, new_d.y, old_d.x, old_d.y, o.replay, io.seed + 100);
   auto run_one = [&](const neuron_mask* mask) {
@@ -342,22 +350,9 @@ int increment_impl(const increment_cmd_options& o) {
     return j;
   };
   if (o.json) {
-    json j;
-    j["model"] = o.model;
-    j["precision"] = precision_name(o.precision);
-    j["old_classes"] = old_classes;
-    j["replay"] = o.replay;
-    j["epochs"] = io.epochs;
-    j["lr"] = io.lr;
-    if (mi) j["mask"] = mask_json(net, *mi, o);
-    j["before"] = scores_json(before);
-    json r = report_json(rep, after);
-    for (auto& [k, v] : r.items()) j[k] = v;
-    if (base) j["baseline"] = report_json(*base, *base_scores);
-    j["output"] = o.output;
-    if (!note.empty()) j["note"] = note;
-    j["total_seconds"] = seconds;
-    std::cout << j.dump() << "\n";
+    print_json(o, json{{"old_classes", old_classes}, {"replay", o.replay}}, io.epochs, io.lr, net, mi,
+               joined(json{{"before", scores_json(before)}}, report_json(rep, after)),
+               base ? std::optional<json>(report_json(*base, *base_scores)) : std::nullopt, note, seconds);
     return 0;
   }
   std::string oc;
@@ -386,15 +381,6 @@ int increment_impl(const increment_cmd_options& o) {
 
 // ============================================================================ --precision
 
-int run_restructure(const restructure_cmd_options& o) {
-  return with_precision(o.precision, [&]<class T>() { return restructure_impl<T>(o); });
-}
-int run_readapt(const readapt_cmd_options& o) {
-  return with_precision(o.precision, [&]<class T>() { return readapt_impl<T>(o); });
-}
-int run_increment(const increment_cmd_options& o) {
-  return with_precision(o.precision, [&]<class T>() { return increment_impl<T>(o); });
-}
 
 // ============================================================================ the command line
 
@@ -411,7 +397,6 @@ struct maintenance_help {
 
 /// The options the three share, in --help's order (the command's own follow, then --threads).
 void add_maintenance_options(CLI::App& cmd, maintenance_common& m, const maintenance_help& h) {
-  add_model_arg(cmd, m.model);
   cmd.add_option("--data,-d", m.data, h.data)->required();
   cmd.add_option("--labels", m.labels,
                  "Labels of --data (IDX labels or one integer per line; default: the IDX labels file beside IDX images)");
@@ -425,104 +410,97 @@ void add_maintenance_options(CLI::App& cmd, maintenance_common& m, const mainten
   cmd.add_option("--lr", m.lr, h.lr)->check(CLI::NonNegativeNumber);
   cmd.add_option("--batch", m.batch, "Mini-batch size")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd.add_option("--limit", m.limit, "Use at most the first N samples of each data file (0: all)")->capture_default_str();
-  cmd.add_option("--seed", m.seed, h.seed)->each([&m](const std::string&) { m.seed_given = true; });
+  cmd.add_option_function<std::uint64_t>(
+      "--seed",
+      [&m](std::uint64_t s) {  // without --seed, the slice's draws use seed 0
+        m.seed = m.slice.slice_seed = s;
+        m.seed_given = true;
+      },
+      h.seed);
   cmd.add_flag("--baseline", m.baseline, h.baseline);
   cmd.add_option("--output,-o", m.output, "The model to write: .nnlw (the demo's LeNet-5) or .onnx")->required();
   cmd.add_flag("--json", m.json, h.json);
   add_no_progress(cmd, m.progress);
-  add_model_options(cmd, m.precision, m.layout, precision::f32);
-}
-
-/// Runs `run` on o once the seed of the slice's draws is settled: --seed's, else 0.
-template <class O>
-auto with_slice_seed(int (*run)(const O&)) {
-  return [run](O& o) {
-    o.slice.slice_seed = o.seed_given ? o.seed : 0;
-    return run(o);
-  };
+  add_model_options(cmd, m, precision::f32);
 }
 
 }  // namespace
 
+/// `nnlens restructure MODEL --data FILE --test FILE -o OUT`: mask, then iterative pruning.
 void register_restructure(CLI::App& app, command_list& cmds) {
-  add_command<restructure_cmd_options>(
+  auto [cmd, o] = add_analysis<restructure_cmd_options>(
       app, cmds, "restructure", "NeuSemSlice restructure: mask the non-critical neurons, then iterative pruning with fine-tuning",
-      [](CLI::App& cmd, restructure_cmd_options& o) {
-        add_maintenance_options(
-            cmd, o,
-            {"Labelled training samples for the slice and the fine-tuning (CSV or IDX images, as `profile --data` reads)",
-             "--no-slice", "No neuron mask: the pruner alone", true,
-             "Labelled test samples: the accuracy that decides each iteration (required)",
-             "Fine-tuning epochs per iteration (default 1)", "Adam learning rate of the fine-tuning (default 1e-4)",
-             "Seed of the slice's draws and the fine-tuning's shuffles (default 0)",
-             "Also run the pruner alone (no mask) and report it beside",
-             "One JSON object: mask, reference_accuracy, start_compression, start_accuracy, iterations[{iteration, "
-             "compression, weight_pruned, accuracy, accepted}], ni, compression, accuracy, [baseline]"});
-        cmd.get_option("--test")->required();
-        cmd.add_option("--pruner", o.pruner, "Magnitude pruner: lamp, global, uniform (Uniform+), erk")->capture_default_str();
-        cmd.add_option("--prune-step", o.prune_step, "p: fraction of the remaining weights pruned per iteration")
-            ->capture_default_str();
-        cmd.add_option("--max-drop", o.max_drop,
-                       "Stop at the first iteration whose test accuracy is below the model's minus this (points)")
-            ->capture_default_str();
-        cmd.add_option("--max-iterations", o.max_iterations, "At most this many pruning iterations")->capture_default_str();
-        add_threads(cmd);
-      },
-      with_slice_seed(run_restructure));
+      []<class T>(const restructure_cmd_options& opts) { return restructure_impl<T>(opts); });
+  add_maintenance_options(
+      cmd, o,
+      {"Labelled training samples for the slice and the fine-tuning (CSV or IDX images, as `profile --data` reads)",
+       "--no-slice", "No neuron mask: the pruner alone", true,
+       "Labelled test samples: the accuracy that decides each iteration (required)",
+       "Fine-tuning epochs per iteration (default 1)", "Adam learning rate of the fine-tuning (default 1e-4)",
+       "Seed of the slice's draws and the fine-tuning's shuffles (default 0)",
+       "Also run the pruner alone (no mask) and report it beside",
+       "One JSON object: mask, reference_accuracy, start_compression, start_accuracy, iterations[{iteration, "
+       "compression, weight_pruned, accuracy, accepted}], ni, compression, accuracy, [baseline]"});
+  cmd.get_option("--test")->required();
+  cmd.add_option("--pruner", o.pruner, "Magnitude pruner: lamp, global, uniform (Uniform+), erk")->capture_default_str();
+  cmd.add_option("--prune-step", o.prune_step, "p: fraction of the remaining weights pruned per iteration")
+      ->capture_default_str();
+  cmd.add_option("--max-drop", o.max_drop,
+                 "Stop at the first iteration whose test accuracy is below the model's minus this (points)")
+      ->capture_default_str();
+  cmd.add_option("--max-iterations", o.max_iterations, "At most this many pruning iterations")->capture_default_str();
+  add_threads(cmd);
 }
 
+/// `nnlens readapt MODEL --data FILE -o OUT`: adversarial repair of the critical neurons.
 void register_readapt(CLI::App& app, command_list& cmds) {
-  add_command<readapt_cmd_options>(
+  auto [cmd, o] = add_analysis<readapt_cmd_options>(
       app, cmds, "readapt", "NeuSemSlice re-adaptation: adversarial repair training only the critical neurons",
-      [](CLI::App& cmd, readapt_cmd_options& o) {
-        add_maintenance_options(
-            cmd, o,
-            {"Labelled training samples: the slice, and the clean sources of the adversarial training samples", "--full",
-             "No neuron mask: every parameter trains (the Full baseline alone)", true,
-             "Labelled test samples: clean accuracy and the sources of the RAA samples (default: --data)",
-             "Training epochs (default 5)", "Adam learning rate (default 1e-3)",
-             "Seed of the sample draws, shuffles and PGD's start (default 1; the slice's draws: 0)",
-             "Also run full retraining and report it beside",
-             "One JSON object: mask, trained_parameters, parameters, tpr, adv_before, ra, raa, clean_before, clean_after "
-             "(percent), [baseline]"});
-        cmd.add_option("--attack", o.attack, "fgsm or pgd")->capture_default_str();
-        cmd.add_option("--eps", o.eps, "L-inf radius (pixels in [0, 1])")->capture_default_str();
-        cmd.add_option("--pgd-steps", o.pgd_steps, "PGD: steps of eps/4")->capture_default_str();
-        cmd.add_option("--adv-samples", o.adv_samples, "Adversarial samples for training, and new ones for RAA")
-            ->capture_default_str();
-        add_threads(cmd);
-      },
-      with_slice_seed(run_readapt));
+      []<class T>(const readapt_cmd_options& opts) { return readapt_impl<T>(opts); });
+  add_maintenance_options(
+      cmd, o,
+      {"Labelled training samples: the slice, and the clean sources of the adversarial training samples", "--full",
+       "No neuron mask: every parameter trains (the Full baseline alone)", true,
+       "Labelled test samples: clean accuracy and the sources of the RAA samples (default: --data)",
+       "Training epochs (default 5)", "Adam learning rate (default 1e-3)",
+       "Seed of the sample draws, shuffles and PGD's start (default 1; the slice's draws: 0)",
+       "Also run full retraining and report it beside",
+       "One JSON object: mask, trained_parameters, parameters, tpr, adv_before, ra, raa, clean_before, clean_after "
+       "(percent), [baseline]"});
+  cmd.add_option("--attack", o.attack, "fgsm or pgd")->capture_default_str();
+  cmd.add_option("--eps", o.eps, "L-inf radius (pixels in [0, 1])")->capture_default_str();
+  cmd.add_option("--pgd-steps", o.pgd_steps, "PGD: steps of eps/4")->capture_default_str();
+  cmd.add_option("--adv-samples", o.adv_samples, "Adversarial samples for training, and new ones for RAA")
+      ->capture_default_str();
+  add_threads(cmd);
 }
 
+/// `nnlens increment MODEL --data NEW --old-data OLD -o OUT`: a new task, old neurons frozen.
 void register_increment(CLI::App& app, command_list& cmds) {
-  add_command<increment_cmd_options>(
-      app, cmds, "increment",
-      "NeuSemSlice incremental development: learn a new task with the old task's critical neurons frozen",
-      [](CLI::App& cmd, increment_cmd_options& o) {
-        add_maintenance_options(
-            cmd, o,
-            {"Labelled samples of the new task (CSV or IDX images)", "--retrain",
-             "No neuron mask: every parameter trains (the Retrain baseline alone)", false,
-             "Labelled test samples of the new task (default: --data)", "Training epochs (default 5)",
-             "Adam learning rate (default 1e-3)", "Seed of the replay draw and the shuffles (default 1; the slice's draws: 0)",
-             "Also run Retrain (every parameter, the same data) and report it beside",
-             "One JSON object: mask, before{old, new, mean}, accuracy{old, new, mean}, trained_fraction, frozen_changed, "
-             "[baseline]"});
-        cmd.add_option("--old-data", o.old_data, "Labelled samples of the old task: Omega is sliced on them")->required();
-        cmd.add_option("--old-labels", o.old_labels, "Labels of --old-data (default: the IDX labels file beside it)");
-        cmd.add_option("--old-classes", o.old_classes,
-                       "The old task's classes: only their samples of --old-data / --old-test are used; the slice's "
-                       "categories and the frozen outputs (default: the labels of --old-data)");
-        cmd.add_option("--new-classes", o.new_classes,
-                       "The new task's classes: only their samples of --data and --test are used (default: all)");
-        cmd.add_option("--old-test", o.old_test, "Labelled test samples of the old task (default: --old-data)");
-        cmd.add_option("--old-test-labels", o.old_test_labels, "Labels of --old-test");
-        cmd.add_option("--replay", o.replay, "Add this fraction of the old samples to the training data (Replay)")
-            ->capture_default_str();
-        add_threads(cmd);
-      },
-      with_slice_seed(run_increment));
+  auto [cmd, o] = add_analysis<increment_cmd_options>(
+      app, cmds, "increment", "NeuSemSlice incremental development: learn a new task with the old task's critical neurons frozen",
+      []<class T>(const increment_cmd_options& opts) { return increment_impl<T>(opts); });
+  add_maintenance_options(
+      cmd, o,
+      {"Labelled samples of the new task (CSV or IDX images)", "--retrain",
+       "No neuron mask: every parameter trains (the Retrain baseline alone)", false,
+       "Labelled test samples of the new task (default: --data)", "Training epochs (default 5)",
+       "Adam learning rate (default 1e-3)", "Seed of the replay draw and the shuffles (default 1; the slice's draws: 0)",
+       "Also run Retrain (every parameter, the same data) and report it beside",
+       "One JSON object: mask, before{old, new, mean}, accuracy{old, new, mean}, trained_fraction, frozen_changed, "
+       "[baseline]"});
+  cmd.add_option("--old-data", o.old_data, "Labelled samples of the old task: Omega is sliced on them")->required();
+  cmd.add_option("--old-labels", o.old_labels, "Labels of --old-data (default: the IDX labels file beside it)");
+  cmd.add_option("--old-classes", o.old_classes,
+                 "The old task's classes: only their samples of --old-data / --old-test are used; the slice's "
+                 "categories and the frozen outputs (default: the labels of --old-data)");
+  cmd.add_option("--new-classes", o.new_classes,
+                 "The new task's classes: only their samples of --data and --test are used (default: all)");
+  cmd.add_option("--old-test", o.old_test, "Labelled test samples of the old task (default: --old-data)");
+  cmd.add_option("--old-test-labels", o.old_test_labels, "Labels of --old-test");
+  cmd.add_option("--replay", o.replay, "Add this fraction of the old samples to the training data (Replay)")
+      ->capture_default_str();
+  add_threads(cmd);
 }
 
 }  // namespace nnlens::tool

@@ -62,10 +62,8 @@ struct mask_choice {
 };
 
 /// The data, training and output options the three commands share.
-struct maintenance_common {
-  std::string model, data, labels, test, test_labels, output;
-  tool::precision precision = tool::precision::f32;
-  io::data_layout layout = io::data_layout::none;  // none: the model file's declared layout
+struct maintenance_common : model_args {
+  std::string data, labels, test, test_labels, output;
   mask_choice slice;
   std::size_t epochs = 0;           // 0: the command's default
   double lr = -1;                   // < 0: the command's default
@@ -82,7 +80,6 @@ struct restructure_cmd_options : maintenance_common {
   double max_drop = 1.0;            // tolerance (accuracy points)
   std::size_t max_iterations = 60;
 };
-int run_restructure(const restructure_cmd_options& o);
 
 struct readapt_cmd_options : maintenance_common {
   std::string attack = "fgsm";      // fgsm, pgd
@@ -90,7 +87,6 @@ struct readapt_cmd_options : maintenance_common {
   std::size_t pgd_steps = 10;
   std::size_t adv_samples = 1000;
 };
-int run_readapt(const readapt_cmd_options& o);
 
 struct increment_cmd_options : maintenance_common {
   std::string old_data, old_labels, old_test, old_test_labels;
@@ -98,7 +94,6 @@ struct increment_cmd_options : maintenance_common {
   std::string new_classes;          // "": every sample of --data / --test; else only these classes
   double replay = 0;                // fraction of the old samples added to the new task's
 };
-int run_increment(const increment_cmd_options& o);
 
 /// The subcommands restructure, readapt and increment (their options and run functions).
 void register_restructure(CLI::App& app, command_list& cmds);

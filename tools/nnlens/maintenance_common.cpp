@@ -20,6 +20,7 @@
 #include <nnlens/io/onnx_export.hpp>
 #endif
 
+#include "cli.hpp"
 #include "model.hpp"
 
 namespace nnlens::tool::maint {
@@ -28,37 +29,21 @@ namespace nnlens::tool::maint {
 // -- options shared with `nnlens semslice`
 
 metric parse_metric(const std::string& s) {
-  if (s == "avg") return metric::avg;
-  if (s == "var") return metric::var;
-  if (s == "ens") return metric::ens;
-  if (s == "taylor") return metric::taylor;
-  if (s == "deeplift") return metric::deeplift;
-  throw value_error("--metric: expected avg, var, ens, taylor or deeplift, got '" + s + "'");
+  using m = metric;
+  return parse_word<m>({{"avg", m::avg}, {"var", m::var}, {"ens", m::ens}, {"taylor", m::taylor}, {"deeplift", m::deeplift}}, s, "--metric");
 }
 
 similarity parse_similarity(const std::string& s) {
-  if (s == "cka" || s == "linear_cka") return similarity::linear_cka;
-  if (s == "uncentered") return similarity::uncentered;
-  if (s == "unbiased") return similarity::unbiased;
-  throw value_error("--similarity: expected cka, uncentered or unbiased, got '" + s + "'");
+  using m = similarity;  // linear_cka: an alias of cka
+  return parse_word<m>({{"cka", m::linear_cka}, {"uncentered", m::uncentered}, {"unbiased", m::unbiased}, {"linear_cka", m::linear_cka}}, s,
+                       "--similarity");
 }
-
-namespace {
-
-std::string lower_extension(const std::string& path) {
-  std::string e = std::filesystem::path(path).extension().string();
-  for (auto& c : e) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return e;
-}
-
-}  // namespace
 
 compress::pruning_method parse_pruner(const std::string& s) {
-  if (s == "lamp") return compress::pruning_method::lamp;
-  if (s == "global") return compress::pruning_method::global;
-  if (s == "uniform" || s == "uniform+") return compress::pruning_method::uniform_plus;
-  if (s == "erk") return compress::pruning_method::erk;
-  throw value_error("--pruner: expected lamp, global, uniform or erk, got '" + s + "'");
+  using pm = compress::pruning_method;
+  return parse_word<pm>(
+      {{"lamp", pm::lamp}, {"global", pm::global}, {"uniform", pm::uniform_plus}, {"erk", pm::erk}, {"uniform+", pm::uniform_plus}},
+      s, "--pruner");
 }
 
 std::vector<std::size_t> parse_classes(const std::string& list, std::size_t classes, const char* option) {
@@ -112,15 +97,15 @@ void check_common(const maintenance_common& o) {
   if (o.batch == 0) throw value_error("--batch: expected at least 1");
   if (o.lr >= 0 && !(o.lr < 1e6)) throw value_error(concat("--lr ", o.lr, ": not a learning rate"));
   // The output: a format the tool writes, in a directory that exists (checked before the long work).
-  const std::string ext = lower_extension(o.output);
+  const std::string ext = extension_of(o.output);
   if (ext == ".onnx") {
 #if !defined(NNLENS_TOOL_HAS_ONNX)
     throw value_error(o.output + ": this build writes no ONNX (built without libonnx-dev); write .nnlw");
 #endif
   } else if (ext == ".nnlw") {
-    if (lower_extension(o.model) != ".nnlw")
+    if (extension_of(o.model) != ".nnlw")
       throw value_error(concat(o.output, ": the tool reads .nnlw files back only for the demo's LeNet-5; ", o.model,
-                               " is a ", lower_extension(o.model), " model: write .onnx"));
+                               " is a ", extension_of(o.model), " model: write .onnx"));
   } else {
     throw value_error(concat(o.output, ": unsupported output format '", ext, "' (write .nnlw or .onnx)"));
   }
@@ -225,7 +210,7 @@ neuron_mask read_mask(const std::string& path, const basic_dynamic_network<T>& n
 
 template <class T>
 std::string onnx_narrowing_note(const std::string& path) {
-  if (!std::is_same_v<T, double> || lower_extension(path) != ".onnx") return {};
+  if (!std::is_same_v<T, double> || extension_of(path) != ".onnx") return {};
   return path + " holds float32 weights (ONNX export writes FLOAT tensors): the double network is rounded to float in the file";
 }
 
@@ -303,7 +288,7 @@ std::string mask_line(const basic_dynamic_network<T>& net, const mask_info& m, c
 
 template <class T>
 void write_model(const std::string& path, const std::string& model, const basic_dynamic_network<T>& net, const std::string& what) {
-  if (lower_extension(path) == ".onnx") {
+  if (extension_of(path) == ".onnx") {
 #if defined(NNLENS_TOOL_HAS_ONNX)
     io::onnx_export_options eo;
     eo.graph_name = what;

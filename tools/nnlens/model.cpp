@@ -31,13 +31,11 @@
 
 namespace nnlens::tool {
 
-namespace {
 std::string extension_of(const std::string& path) {
   std::string e = std::filesystem::path(path).extension().string();
   for (auto& c : e) c = char(std::tolower(static_cast<unsigned char>(c)));
   return e;
 }
-}  // namespace
 
 std::string supported_model_formats() {
   std::string s;

@@ -115,6 +115,9 @@ xt::xarray<T> from_data_layout(const xt::xarray<T>& x, const input_layout& in);
 /// The model formats this build reads, e.g. ".onnx, .nnet, .nnlw (LeNet-5 weights)".
 std::string supported_model_formats();
 
+/// The file name's extension in lower case, with its dot: "a/B.ONNX" -> ".onnx" ("" when none).
+std::string extension_of(const std::string& path);
+
 /// IDX files: a name ending in .idx or -ubyte (train-images-idx3-ubyte, t10k-images.idx3-ubyte),
 /// optionally followed by .gz.
 bool is_idx_name(const std::string& path);

@@ -1,4 +1,4 @@
-// tools/nnlens/mpi_world.hpp -- the tool under mpirun (issue 9; docs/scale.md).  Compiled only with
+// tools/nnlens/mpi_world.hpp -- the tool under mpirun (docs/scale.md).  Compiled only with
 // NNLENS_TOOL_HAS_MPI (the nnlens::mpi component was found).
 //
 //   std::optional<nnlens::mpi::communicator> world;

@@ -199,33 +199,27 @@ int semslice_impl(const semslice_cmd_options& o) {
   return 0;
 }
 
-int run_semslice(const semslice_cmd_options& o) {
-  return with_precision(o.precision, [&]<class T>() { return semslice_impl<T>(o); });
-}
-
+/// `nnlens semslice MODEL --data FILE [--labels FILE]`: the critical neurons, per layer.
 void register_semslice(CLI::App& app, command_list& cmds) {
-  add_command<semslice_cmd_options>(
+  auto [cmd, o] = add_analysis<semslice_cmd_options>(
       app, cmds, "semslice", "NeuSemSlice: the critical neurons of a classifier per layer, the compression rate of their mask",
-      [](CLI::App& cmd, semslice_cmd_options& o) {
-        add_model_arg(cmd, o.model);
-        cmd.add_option("--data,-d", o.data, "Labelled samples (CSV or IDX images, as `profile --data` reads)")->required();
-        cmd.add_option("--labels", o.labels,
-                       "Labels of --data (IDX labels or one integer per line; default: the IDX labels file beside IDX images)");
-        maint::add_slice_options(cmd, o.metric, o.theta, o.similarity, &o.categories, o.samples, o.metric_samples, "",
-                                 "Comma-separated output classes to slice (default: every class)");
-        cmd.add_option("--step", o.step, "Neurons added per scan step (0: 1% of the layer, at least 1)")->capture_default_str();
-        cmd.add_option("--seed", o.seed, "Seed of the sample draws")->capture_default_str();
-        cmd.add_option("--test", o.test, "Labelled samples on which to compare the accuracy of the model and the masked model");
-        cmd.add_option("--test-labels", o.test_labels, "Labels of --test (default: the IDX labels file beside it)");
-        cmd.add_option("--mask", o.mask, "Evaluate this mask (nnlens semslice -o) on --data instead of slicing");
-        cmd.add_option("--output,-o", o.output, "Write the mask to this file");
-        cmd.add_flag("--json", o.json,
-                     "One JSON object: layers[{name, neurons, critical, k}], parameters, parameters_kept, compression, "
-                     "[accuracy], seconds");
-        add_threads(cmd);
-        add_model_options(cmd, o.precision, o.layout, precision::f32);
-      },
-      run_semslice);
+      []<class T>(const semslice_cmd_options& opts) { return semslice_impl<T>(opts); });
+  cmd.add_option("--data,-d", o.data, "Labelled samples (CSV or IDX images, as `profile --data` reads)")->required();
+  cmd.add_option("--labels", o.labels,
+                 "Labels of --data (IDX labels or one integer per line; default: the IDX labels file beside IDX images)");
+  maint::add_slice_options(cmd, o.metric, o.theta, o.similarity, &o.categories, o.samples, o.metric_samples, "",
+                           "Comma-separated output classes to slice (default: every class)");
+  cmd.add_option("--step", o.step, "Neurons added per scan step (0: 1% of the layer, at least 1)")->capture_default_str();
+  cmd.add_option("--seed", o.seed, "Seed of the sample draws")->capture_default_str();
+  cmd.add_option("--test", o.test, "Labelled samples on which to compare the accuracy of the model and the masked model");
+  cmd.add_option("--test-labels", o.test_labels, "Labels of --test (default: the IDX labels file beside it)");
+  cmd.add_option("--mask", o.mask, "Evaluate this mask (nnlens semslice -o) on --data instead of slicing");
+  cmd.add_option("--output,-o", o.output, "Write the mask to this file");
+  cmd.add_flag("--json", o.json,
+               "One JSON object: layers[{name, neurons, critical, k}], parameters, parameters_kept, compression, "
+               "[accuracy], seconds");
+  add_threads(cmd);
+  add_model_options(cmd, o, precision::f32);
 }
 
 }  // namespace nnlens::tool

@@ -35,8 +35,8 @@
 
 namespace nnlens::tool {
 
-struct semslice_cmd_options {
-  std::string model, data, labels;
+struct semslice_cmd_options : model_args {
+  std::string data, labels;
   std::string metric = "taylor";        // avg, var, ens, taylor, deeplift
   double theta = 0.95;
   std::string similarity = "cka";       // cka, uncentered, unbiased
@@ -48,11 +48,8 @@ struct semslice_cmd_options {
   std::string test, test_labels;        // accuracy of the masked model on these
   std::string mask;                     // evaluate this mask instead of slicing
   std::string output;                   // -o: write the mask here
-  tool::precision precision = tool::precision::f32;
-  io::data_layout layout = io::data_layout::none;  // none: the model file's declared layout
   bool json = false;
 };
-int run_semslice(const semslice_cmd_options& o);
 
 /// The subcommand semslice (its options and run function).
 void register_semslice(CLI::App& app, command_list& cmds);

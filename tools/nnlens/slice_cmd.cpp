@@ -25,7 +25,7 @@
 #include "maintenance_common.hpp"  // maint::other_precision
 #include "format.hpp"
 #include "model.hpp"
-#ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI (issue 9): `mpirun -np N nnlens profile` ----
+#ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI (docs/scale.md): `mpirun -np N nnlens profile` ----
 #include <nnlens/mpi/slicing.hpp>
 
 #include "mpi_world.hpp"
@@ -36,6 +36,30 @@ namespace nnlens::tool {
 namespace {
 
 using json = nlohmann::ordered_json;  // keys in the documented order
+
+/// f(b0, nb) on the slabs [b0, b0 + nb) of rows [b, e), merged in order (merge(a, b)); a progress
+/// bar `what` on standard error when `show` and there is more than one slab; a value_error of a
+/// slab (a non-finite activation) is rethrown naming `file`'s samples.
+template <class F>
+auto by_slabs(std::size_t b, std::size_t e, std::size_t slab, bool show, const char* what, const std::string& file, F f) {
+  using result = decltype(f(b, slab));
+  std::optional<progress_bar> bar;
+  if (show && e - b > slab) bar.emplace(what, e - b);
+  std::optional<result> all;
+  for (std::size_t b0 = b; b0 < e; b0 += slab) {
+    const std::size_t nb = std::min(slab, e - b0);
+    result part;
+    try {
+      part = f(b0, nb);
+    } catch (const value_error& err) {
+      throw value_error(concat(file, ": samples ", b0 + 1, "-", b0 + nb, ": ", err.what()));
+    }
+    all = all ? merge(*all, part) : std::move(part);
+    if (bar) bar->update(b0 + nb - b);
+  }
+  if (bar) bar->finish();
+  return std::move(*all);
+}
 
 }  // namespace
 
@@ -62,22 +86,9 @@ int profile_impl(const profile_cmd_options& o) {
   const std::size_t slab = o.batch * worker_threads() * 4;
   const auto t0 = std::chrono::steady_clock::now();
   auto profile_rows = [&](std::size_t b, std::size_t e, bool show) {  // rows [b, e)
-    std::optional<progress_bar> bar;  // on stderr, for more than one slab
-    if (show && o.progress && e - b > slab) bar.emplace("profile", e - b);
-    std::optional<profile> p;
-    for (std::size_t b0 = b; b0 < e; b0 += slab) {
-      const std::size_t nb = std::min(slab, e - b0);
-      profile part;
-      try {
-        part = profile_network(execution::par, net, rows_of(X, in, b0, nb), po);
-      } catch (const value_error& err) {  // a non-finite activation
-        throw value_error(concat(o.data, ": samples ", b0 + 1, "-", b0 + nb, ": ", err.what()));
-      }
-      p = p ? merge(*p, part) : std::move(part);
-      if (bar) bar->update(b0 + nb - b);
-    }
-    if (bar) bar->finish();
-    return std::move(*p);
+    return by_slabs(b, e, slab, show && o.progress, "profile", o.data, [&](std::size_t b0, std::size_t nb) {
+      return profile_network(execution::par, net, rows_of(X, in, b0, nb), po);
+    });
   };
   std::optional<profile> p;
   std::string ranks;
@@ -153,22 +164,9 @@ int slice_impl(const slice_cmd_options& o) {
   const std::size_t slab = worker_threads() * 256;
   const auto t0 = std::chrono::steady_clock::now();
   auto slice_rows = [&](std::size_t b, std::size_t e, bool show) {  // samples [b, e)
-    std::optional<progress_bar> bar;
-    if (show && o.progress && e - b > slab) bar.emplace("slice", e - b);
-    std::optional<contrib_table> tab;
-    for (std::size_t b0 = b; b0 < e; b0 += slab) {
-      const std::size_t nb = std::min(slab, e - b0);
-      contrib_table part;
-      try {
-        part = nnslicer(execution::par, net, prof, rows_of(X, in, b0, nb), cr, so);
-      } catch (const value_error& err) {
-        throw value_error(concat(o.samples, ": samples ", b0 + 1, "-", b0 + nb, ": ", err.what()));
-      }
-      tab = tab ? merge(*tab, part) : std::move(part);
-      if (bar) bar->update(b0 + nb - b);
-    }
-    if (bar) bar->finish();
-    return std::move(*tab);
+    return by_slabs(b, e, slab, show && o.progress, "slice", o.samples, [&](std::size_t b0, std::size_t nb) {
+      return nnslicer(execution::par, net, prof, rows_of(X, in, b0, nb), cr, so);
+    });
   };
   std::optional<contrib_table> tab;
 #ifdef NNLENS_TOOL_HAS_MPI
@@ -238,58 +236,46 @@ int slice_impl(const slice_cmd_options& o) {
 
 }  // namespace
 
-int run_profile(const profile_cmd_options& o) {
-  return with_precision(o.precision, [&]<class T>() { return profile_impl<T>(o); });
-}
-
-int run_slice(const slice_cmd_options& o) {
-  return with_precision(o.precision, [&]<class T>() { return slice_impl<T>(o); });
-}
-
+/// `nnlens profile MODEL --data FILE -o PROFILE`: NNSlicer's mean neuron activations.
 void register_profile(CLI::App& app, command_list& cmds) {
-  add_command<profile_cmd_options>(
+  auto [cmd, o] = add_analysis<profile_cmd_options>(
       app, cmds, "profile", "NNSlicer: profile a model (mean neuron activations) over a dataset",
-      [](CLI::App& cmd, profile_cmd_options& o) {
-        add_model_arg(cmd, o.model);
-        cmd.add_option("--data,-d", o.data,
-                       "Samples: a CSV file as `run` reads it, or IDX images (.idx, -idx3-ubyte[.gz]; bytes scaled to [0, 1])")
-            ->required();
-        cmd.add_option("--output,-o", o.output, "The profile file to write")->required();
-        add_enum(cmd, "--granularity", o.granularity, {{"channel", granularity::channel}, {"element", granularity::element}},
-                 "Neurons of a feature map: its channels or its elements");
-        add_threads(cmd);
-        cmd.add_option("--batch", o.batch, "Samples per forward pass")->capture_default_str()->check(CLI::Range(1, 1 << 20));
-        add_no_progress(cmd, o.progress);
-        add_model_options(cmd, o.precision, o.layout, precision::f32);
-      },
-      run_profile);
+      []<class T>(const profile_cmd_options& opts) { return profile_impl<T>(opts); });
+  cmd.add_option("--data,-d", o.data,
+                 "Samples: a CSV file as `run` reads it, or IDX images (.idx, -idx3-ubyte[.gz]; bytes scaled to [0, 1])")
+      ->required();
+  cmd.add_option("--output,-o", o.output, "The profile file to write")->required();
+  add_enum(cmd, "--granularity", o.granularity, {{"channel", granularity::channel}, {"element", granularity::element}},
+           "Neurons of a feature map: its channels or its elements");
+  add_threads(cmd);
+  cmd.add_option("--batch", o.batch, "Samples per forward pass")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  add_no_progress(cmd, o.progress);
+  add_model_options(cmd, o, precision::f32);
 }
 
+/// `nnlens slice MODEL --profile PROFILE --samples FILE`: NNSlicer's slice of the samples' classes.
 void register_slice(CLI::App& app, command_list& cmds) {
-  add_command<slice_cmd_options>(
+  auto [cmd, o] = add_analysis<slice_cmd_options>(
       app, cmds, "slice", "NNSlicer: the slice (CONTRIB of every neuron and synapse) of samples' classes",
-      [](CLI::App& cmd, slice_cmd_options& o) {
-        add_model_arg(cmd, o.model);
-        cmd.add_option("--profile,-p", o.profile, "A profile of MODEL (nnlens profile); its granularity is used")->required();
-        cmd.add_option("--samples,-s", o.samples, "The criterion's samples: CSV or IDX images, as `profile --data` reads")
-            ->required();
-        cmd.add_option("--target,-t", o.target, "Slice this output class (default: each sample's predicted class)");
-        cmd.add_option("--theta", o.theta, "The filter threshold θ")->capture_default_str()->check(CLI::NonNegativeNumber);
-        cmd.add_flag("--json", o.json,
-                     "One JSON object: layers[{name, neurons, neurons_in_slice, synapses, synapses_in_slice}], "
-                     "contrib{tensor: [...]}, seconds");
-        cmd.add_option("--synapses", o.synapses, "Write the synapses' CONTRIB as JSON {node: [...]} to this file");
-        cmd.add_flag("--abs-sum", o.abs_sum, "Sum |CONTRIB| over the samples instead of the signed sum");
-        add_enum(cmd, "--denominator", o.denominator,
-                 {{"sum", theta_denominator::sum}, {"activation", theta_denominator::activation}},
-                 "θ filter's denominator: sum of the items or the activation");
-        add_enum(cmd, "--cutoff", o.cutoff, {{"max", theta_cutoff::max_index}, {"first", theta_cutoff::first_violation}},
-                 "θ filter's cut-off: the largest index within θ, or the first violation");
-        add_threads(cmd);
-        add_no_progress(cmd, o.progress);
-        add_model_options(cmd, o.precision, o.layout, precision::f32);
-      },
-      run_slice);
+      []<class T>(const slice_cmd_options& opts) { return slice_impl<T>(opts); });
+  cmd.add_option("--profile,-p", o.profile, "A profile of MODEL (nnlens profile); its granularity is used")->required();
+  cmd.add_option("--samples,-s", o.samples, "The criterion's samples: CSV or IDX images, as `profile --data` reads")
+      ->required();
+  cmd.add_option("--target,-t", o.target, "Slice this output class (default: each sample's predicted class)");
+  cmd.add_option("--theta", o.theta, "The filter threshold θ")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd.add_flag("--json", o.json,
+               "One JSON object: layers[{name, neurons, neurons_in_slice, synapses, synapses_in_slice}], "
+               "contrib{tensor: [...]}, seconds");
+  cmd.add_option("--synapses", o.synapses, "Write the synapses' CONTRIB as JSON {node: [...]} to this file");
+  cmd.add_flag("--abs-sum", o.abs_sum, "Sum |CONTRIB| over the samples instead of the signed sum");
+  add_enum(cmd, "--denominator", o.denominator,
+           {{"sum", theta_denominator::sum}, {"activation", theta_denominator::activation}},
+           "θ filter's denominator: sum of the items or the activation");
+  add_enum(cmd, "--cutoff", o.cutoff, {{"max", theta_cutoff::max_index}, {"first", theta_cutoff::first_violation}},
+           "θ filter's cut-off: the largest index within θ, or the first violation");
+  add_threads(cmd);
+  add_no_progress(cmd, o.progress);
+  add_model_options(cmd, o, precision::f32);
 }
 
 }  // namespace nnlens::tool

@@ -36,18 +36,15 @@
 
 namespace nnlens::tool {
 
-struct profile_cmd_options {
-  std::string model, data, output;
+struct profile_cmd_options : model_args {
+  std::string data, output;
   nnlens::granularity granularity = nnlens::granularity::channel;  // or element
-  tool::precision precision = tool::precision::f32;
-  io::data_layout layout = io::data_layout::none;  // none: the model file's declared layout
   std::size_t batch = 256;
   bool progress = true;
 };
-int run_profile(const profile_cmd_options& o);
 
-struct slice_cmd_options {
-  std::string model, profile, samples;
+struct slice_cmd_options : model_args {
+  std::string profile, samples;
   std::optional<std::size_t> target;  // default: each sample's predicted class
   double theta = 0.3;
   bool json = false;
@@ -55,11 +52,8 @@ struct slice_cmd_options {
   bool abs_sum = false;
   theta_denominator denominator = theta_denominator::sum;  // or activation
   theta_cutoff cutoff = theta_cutoff::max_index;           // or first_violation (--cutoff first)
-  tool::precision precision = tool::precision::f32;
-  io::data_layout layout = io::data_layout::none;  // none: the model file's declared layout
   bool progress = true;
 };
-int run_slice(const slice_cmd_options& o);
 
 /// The subcommands profile and slice (their options and run functions).
 void register_profile(CLI::App& app, command_list& cmds);

@@ -1,5 +1,4 @@
-// tests/tool/coverage/precision_layout.cpp -- `nnlens coverage` with --precision and --layout
-// (issue 16 items 1-2).
+// tests/tool/coverage/precision_layout.cpp -- `nnlens coverage` with --precision and --layout.
 //
 //  * The LeNet-5 fixture, trained on its 5 inputs labelled with its own predictions: IDC, NC,
 //    NBC, SNAC, TKNC and LSC at f64 agree with f32 (each coverage within 1e-9 points: the same

@@ -1,5 +1,5 @@
 // tests/tool/difftest/precision_layout.cpp -- `nnlens difftest` and `nnlens compress` with
-// --precision and --layout (issue 16 items 1-2).
+// --precision and --layout.
 //
 //  * compress: ACAS Xu 1_1 pruned by magnitude at f32 and at f64 gives the same sparsity and twins
 //    that compute the same outputs within 1e-5 (relative) on the ACAS samples; at f64 the .onnx

@@ -1,5 +1,5 @@
 // tests/tool/maintenance/precision_layout.cpp -- `nnlens restructure / readapt / increment` with
-// --precision and --layout (issue 16 items 1-2).
+// --precision and --layout.
 //
 //  * The LeNet-5 fixture (labels 0/1; the new task 2/3): each command at f64 reports what it does
 //    at f32 -- the same mask, the same pruning iterations and compressions, the same accuracies,

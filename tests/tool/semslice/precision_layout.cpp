@@ -1,5 +1,4 @@
-// tests/tool/semslice/precision_layout.cpp -- `nnlens semslice` with --precision and --layout
-// (issue 16 items 1-2).
+// tests/tool/semslice/precision_layout.cpp -- `nnlens semslice` with --precision and --layout.
 //
 //  * The LeNet-5 fixture (labels 0/1): the slice at f64 keeps the same critical neurons per layer as
 //    at f32, with the same k per category, parameters and accuracies; the JSON states "precision";

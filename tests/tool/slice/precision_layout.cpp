@@ -1,5 +1,5 @@
 // tests/tool/slice/precision_layout.cpp -- `nnlens profile` / `nnlens slice` with --precision and
-// --layout (issue 16 items 1-2).
+// --layout.
 //
 //  * ACAS Xu 1_1 (.nnet: float64 weights) profiled and sliced at f32 and at f64: every profile sum
 //    agrees within 1e-5 (relative), and the f64 profile is not the f32 one widened (some sum differs
