@@ -1,4 +1,4 @@
-# `mpirun -np 2 nnlens SUBCOMMAND ...` prints what one process prints (tools/nnlens/CMakeLists.txt):
+# `mpirun -np 2 nnlens SUBCOMMAND ...` prints what one process prints (tests/tool/CMakeLists.txt):
 # the same exit status and the same standard output once the timings are removed (JSON "seconds",
 # "mean_seconds", "prepare", "measure").  Rank 0 alone prints, so the output is not doubled.
 # -DTOOL= the nnlens tool, -DMPIRUN= the launcher up to the rank count flag (a list), -DARGS= the

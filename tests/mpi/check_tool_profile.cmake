@@ -1,4 +1,4 @@
-# `mpirun -np 2 nnlens profile` writes the profile one process writes (tools/nnlens/CMakeLists.txt).
+# `mpirun -np 2 nnlens profile` writes the profile one process writes (tests/tool/CMakeLists.txt).
 # -DTOOL= the nnlens tool, -DMPIRUN= the launcher up to the rank count flag (a list), -DCMP= test_mpi
 # (its NNLENS_MPI_COMPARE_PROFILES case compares two profile files: headers exactly, sums within
 # 1e-12 relative), -DMODEL=, -DDATA=, -DWORK= a directory, -DARGS= more profile options (a list).

@@ -298,7 +298,7 @@ TEST_CASE("errors: one rank's exception reaches every rank; empty blocks contrib
   CHECK(mpi::reduce_merge(comm(), g(mpi::range{0, 2}), {.broadcast = true})->samples == std::size_t(2 * comm().size()));
 }
 
-// The tool test (tools/nnlens/CMakeLists.txt, tests/mpi/check_tool_profile.cmake) uses this
+// The tool test (tests/tool/CMakeLists.txt, tests/mpi/check_tool_profile.cmake) uses this
 // executable, run alone, to compare `nnlens profile` with `mpirun -np 2 nnlens profile`.
 TEST_CASE("tool: two profile files hold the same profile (NNLENS_MPI_COMPARE_PROFILES=A:B)") {
   const char* e = std::getenv("NNLENS_MPI_COMPARE_PROFILES");

@@ -2,7 +2,7 @@
 // models, and export -> io::load_onnx reproduces the outputs (every layer type; real models from
 // ../shared: DeepXplore's LeNet-5 and an ACAS Xu network, load -> export -> load bit for bit).
 // Without those models (nnlens_test::shared_dir(), $NNLENS_SHARED_DIR) that case skips
-// (NNLENS_SKIP; tools/nnlens/CMakeLists.txt sets SKIP_RETURN_CODE 77, so ctest shows Skipped).
+// (NNLENS_SKIP; tests/tool/onnx/tests.cmake sets SKIP_RETURN_CODE 77, so ctest shows Skipped).
 #include <cmath>
 #include <cstring>
 #include <filesystem>
