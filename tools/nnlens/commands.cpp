@@ -50,7 +50,7 @@ nlohmann::ordered_json layer_fields(const DynamicNetwork::layer_type& v) {
       [&](const auto& l) {
         for_each_field(l, [&](std::string_view name, const auto& m) {
           using M = std::remove_cvref_t<decltype(m)>;
-          if constexpr (reflect_detail::tensor_like<M>) {
+          if constexpr (TensorField<M>) {
             std::vector<std::size_t> d(m.shape().begin(), m.shape().end());
             f[std::string(name)] = {{"shape", d}};
           } else if constexpr (std::is_arithmetic_v<M>) {

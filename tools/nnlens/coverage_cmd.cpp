@@ -186,8 +186,7 @@ int coverage_impl(const coverage_cmd_options& o) {
   const bool lsc_reference = o.lsc_range == "reference";
   if (o.m == 0) throw value_error("--m: expected at least 1 important neuron");
 #ifdef NNLENS_TOOL_HAS_MPI  // MPI: under mpirun with N > 1 ranks (before the thread pool starts)
-  std::optional<nnlens::mpi::communicator> world;
-  open_mpi_world(world);
+  mpi_world world;
 #endif
   const model<T> md = open_model<T>(o.model, o.layout);
   const basic_dynamic_network<T>& net = md.net;
@@ -417,15 +416,12 @@ void register_coverage(CLI::App& app, command_list& cmds) {
       app, cmds, "coverage", "DeepImportance: IDC and the DeepGauge / surprise coverage criteria of a test set",
       []<class T>(const coverage_cmd_options& opts) { return coverage_impl<T>(opts); });
   cmd.add_option("--train", o.train,
-                 "Training samples (CSV or IDX images, as `profile --data` reads); required unless --state holds "
-                 "the preparations");
+                 "Training samples (CSV or IDX images, as `profile --data` reads); required unless --state holds the preparations");
   cmd.add_option("--train-labels", o.train_labels,
-                 "Labels of the training samples (IDX labels or one integer per line; default: the IDX labels file "
-                 "beside IDX images)");
+                 "Labels of the training samples (IDX labels or one integer per line; default: the IDX labels file beside IDX images)");
   cmd.add_option("--test", o.test, "Test samples whose coverage is measured (CSV or IDX images)")->required();
   cmd.add_option("--layer", o.layer,
-                 "Subject layer of IDC and LSC/DSC: an index (negative from the end) or Type#k (default: the layer "
-                 "feeding the last weighted layer)");
+                 "Subject layer of IDC and LSC/DSC: an index (negative from the end) or Type#k (default: the layer feeding the last weighted layer)");
   cmd.add_option("--m", o.m, "IDC: important neurons")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd.add_option("--criteria", o.criteria, "Comma-separated criteria")->capture_default_str();
   cmd.add_flag("--json", o.json,

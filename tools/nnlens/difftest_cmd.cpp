@@ -143,8 +143,7 @@ int difftest_impl(const difftest_cmd_options& o) {
   if (o.compressed.empty()) throw value_error("COMPRESSED: expected a model file, exec:COMMAND, int8, q8, prune:R or channel-prune:R");
 
 #ifdef NNLENS_TOOL_HAS_MPI  // MPI: under mpirun with N > 1 ranks (before the thread pool starts)
-  std::optional<nnlens::mpi::communicator> world;
-  open_mpi_world(world);
+  mpi_world world;
 #endif
   const model<T> m = open_model<T>(o.model, o.layout);
   const basic_dynamic_network<T>& net = m.net;

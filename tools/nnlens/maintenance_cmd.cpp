@@ -388,11 +388,16 @@ namespace {
 
 /// What the three commands' shared options say about each one.
 struct maintenance_help {
-  const char* data;         // --data
-  const char* no_mask;      // the flag that runs without a mask (the baseline alone) ...
-  const char* no_mask_help; // ... and its help
-  bool categories;          // --categories (increment: the old classes are --old-classes)
-  const char* test, *epochs, *lr, *seed, *baseline, *json;
+  const char* data;          // --data's help
+  const char* no_mask;       // the flag that runs without a mask (the baseline alone) ...
+  const char* no_mask_help;  // ... and its help
+  bool categories;           // --categories (increment: the old classes are --old-classes)
+  const char* test;          // the help of --test, --epochs, --lr, --seed, --baseline, --json
+  const char* epochs;
+  const char* lr;
+  const char* seed;
+  const char* baseline;
+  const char* json;
 };
 
 /// The options the three share, in --help's order (the command's own follow, then --threads).
@@ -431,16 +436,18 @@ void register_restructure(CLI::App& app, command_list& cmds) {
   auto [cmd, o] = add_analysis<restructure_cmd_options>(
       app, cmds, "restructure", "NeuSemSlice restructure: mask the non-critical neurons, then iterative pruning with fine-tuning",
       []<class T>(const restructure_cmd_options& opts) { return restructure_impl<T>(opts); });
-  add_maintenance_options(
-      cmd, o,
-      {"Labelled training samples for the slice and the fine-tuning (CSV or IDX images, as `profile --data` reads)",
-       "--no-slice", "No neuron mask: the pruner alone", true,
-       "Labelled test samples: the accuracy that decides each iteration (required)",
-       "Fine-tuning epochs per iteration (default 1)", "Adam learning rate of the fine-tuning (default 1e-4)",
-       "Seed of the slice's draws and the fine-tuning's shuffles (default 0)",
-       "Also run the pruner alone (no mask) and report it beside",
-       "One JSON object: mask, reference_accuracy, start_compression, start_accuracy, iterations[{iteration, "
-       "compression, weight_pruned, accuracy, accepted}], ni, compression, accuracy, [baseline]"});
+  add_maintenance_options(cmd, o,
+      {.data = "Labelled training samples for the slice and the fine-tuning (CSV or IDX images, as `profile --data` reads)",
+       .no_mask = "--no-slice",
+       .no_mask_help = "No neuron mask: the pruner alone",
+       .categories = true,
+       .test = "Labelled test samples: the accuracy that decides each iteration (required)",
+       .epochs = "Fine-tuning epochs per iteration (default 1)",
+       .lr = "Adam learning rate of the fine-tuning (default 1e-4)",
+       .seed = "Seed of the slice's draws and the fine-tuning's shuffles (default 0)",
+       .baseline = "Also run the pruner alone (no mask) and report it beside",
+       .json = "One JSON object: mask, reference_accuracy, start_compression, start_accuracy, iterations[{iteration, "
+               "compression, weight_pruned, accuracy, accepted}], ni, compression, accuracy, [baseline]"});
   cmd.get_option("--test")->required();
   cmd.add_option("--pruner", o.pruner, "Magnitude pruner: lamp, global, uniform (Uniform+), erk")->capture_default_str();
   cmd.add_option("--prune-step", o.prune_step, "p: fraction of the remaining weights pruned per iteration")
@@ -457,16 +464,18 @@ void register_readapt(CLI::App& app, command_list& cmds) {
   auto [cmd, o] = add_analysis<readapt_cmd_options>(
       app, cmds, "readapt", "NeuSemSlice re-adaptation: adversarial repair training only the critical neurons",
       []<class T>(const readapt_cmd_options& opts) { return readapt_impl<T>(opts); });
-  add_maintenance_options(
-      cmd, o,
-      {"Labelled training samples: the slice, and the clean sources of the adversarial training samples", "--full",
-       "No neuron mask: every parameter trains (the Full baseline alone)", true,
-       "Labelled test samples: clean accuracy and the sources of the RAA samples (default: --data)",
-       "Training epochs (default 5)", "Adam learning rate (default 1e-3)",
-       "Seed of the sample draws, shuffles and PGD's start (default 1; the slice's draws: 0)",
-       "Also run full retraining and report it beside",
-       "One JSON object: mask, trained_parameters, parameters, tpr, adv_before, ra, raa, clean_before, clean_after "
-       "(percent), [baseline]"});
+  add_maintenance_options(cmd, o,
+      {.data = "Labelled training samples: the slice, and the clean sources of the adversarial training samples",
+       .no_mask = "--full",
+       .no_mask_help = "No neuron mask: every parameter trains (the Full baseline alone)",
+       .categories = true,
+       .test = "Labelled test samples: clean accuracy and the sources of the RAA samples (default: --data)",
+       .epochs = "Training epochs (default 5)",
+       .lr = "Adam learning rate (default 1e-3)",
+       .seed = "Seed of the sample draws, shuffles and PGD's start (default 1; the slice's draws: 0)",
+       .baseline = "Also run full retraining and report it beside",
+       .json = "One JSON object: mask, trained_parameters, parameters, tpr, adv_before, ra, raa, clean_before, "
+               "clean_after (percent), [baseline]"});
   cmd.add_option("--attack", o.attack, "fgsm or pgd")->capture_default_str();
   cmd.add_option("--eps", o.eps, "L-inf radius (pixels in [0, 1])")->capture_default_str();
   cmd.add_option("--pgd-steps", o.pgd_steps, "PGD: steps of eps/4")->capture_default_str();
@@ -480,15 +489,18 @@ void register_increment(CLI::App& app, command_list& cmds) {
   auto [cmd, o] = add_analysis<increment_cmd_options>(
       app, cmds, "increment", "NeuSemSlice incremental development: learn a new task with the old task's critical neurons frozen",
       []<class T>(const increment_cmd_options& opts) { return increment_impl<T>(opts); });
-  add_maintenance_options(
-      cmd, o,
-      {"Labelled samples of the new task (CSV or IDX images)", "--retrain",
-       "No neuron mask: every parameter trains (the Retrain baseline alone)", false,
-       "Labelled test samples of the new task (default: --data)", "Training epochs (default 5)",
-       "Adam learning rate (default 1e-3)", "Seed of the replay draw and the shuffles (default 1; the slice's draws: 0)",
-       "Also run Retrain (every parameter, the same data) and report it beside",
-       "One JSON object: mask, before{old, new, mean}, accuracy{old, new, mean}, trained_fraction, frozen_changed, "
-       "[baseline]"});
+  add_maintenance_options(cmd, o,
+      {.data = "Labelled samples of the new task (CSV or IDX images)",
+       .no_mask = "--retrain",
+       .no_mask_help = "No neuron mask: every parameter trains (the Retrain baseline alone)",
+       .categories = false,
+       .test = "Labelled test samples of the new task (default: --data)",
+       .epochs = "Training epochs (default 5)",
+       .lr = "Adam learning rate (default 1e-3)",
+       .seed = "Seed of the replay draw and the shuffles (default 1; the slice's draws: 0)",
+       .baseline = "Also run Retrain (every parameter, the same data) and report it beside",
+       .json = "One JSON object: mask, before{old, new, mean}, accuracy{old, new, mean}, trained_fraction, "
+               "frozen_changed, [baseline]"});
   cmd.add_option("--old-data", o.old_data, "Labelled samples of the old task: Omega is sliced on them")->required();
   cmd.add_option("--old-labels", o.old_labels, "Labels of --old-data (default: the IDX labels file beside it)");
   cmd.add_option("--old-classes", o.old_classes,

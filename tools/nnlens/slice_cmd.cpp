@@ -70,8 +70,7 @@ int profile_impl(const profile_cmd_options& o) {
   const granularity grain = o.granularity;
   if (o.batch == 0) throw value_error("--batch: expected at least 1 sample per batch");
 #ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI: under mpirun with N > 1 ranks, each profiles a block of rows ----
-  std::optional<nnlens::mpi::communicator> world;
-  open_mpi_world(world);  // before the thread pool starts: sets each rank's share of the cores
+  mpi_world world;  // before the thread pool starts: sets each rank's share of the cores
 #endif
   const model<T> m = open_model<T>(o.model, o.layout);
   const basic_dynamic_network<T>& net = m.net;
@@ -133,8 +132,7 @@ int slice_impl(const slice_cmd_options& o) {
   so.denominator = o.denominator;
   so.cutoff = o.cutoff;
 #ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI: under mpirun with N > 1 ranks, each slices a block of samples ----
-  std::optional<nnlens::mpi::communicator> world;
-  open_mpi_world(world);
+  mpi_world world;
 #endif
 
   const model<T> m = open_model<T>(o.model, o.layout);
