@@ -20,8 +20,9 @@
 //   - `nnlens info --json` prints every field (scalars by value, tensors by shape);
 //   - the test suite checks that every tensor field is saved by the weights file (a parameter or
 //     a buffer), so a new tensor cannot be silently left out of NNLW.
-// A field is a tensor (xtensor container), an arithmetic hyper-parameter, or a structured value
-// that the op's static spelling fixes (Conv2D's run-time geometry: copied, never filled by codegen).
+// A field is a tensor (xtensor container; the concept TensorField), an arithmetic hyper-parameter,
+// or a structured value that the op's static spelling fixes (Conv2D's run-time geometry: copied,
+// never filled by codegen).
 // Up to 12 fields.  An op with data and no NNLENS_FIELDS is named by layers/all.hpp's check.
 #pragma once
 
@@ -122,6 +123,11 @@ void assign_field(D& d, const S& s) {
   }
 }
 }  // namespace reflect_detail
+
+/// A field that is a tensor (data(), shape(), dimension()): what for_each_field's f tells apart
+/// from the arithmetic fields, e.g. to print a tensor by its shape and a scalar by its value.
+template <class M>
+concept TensorField = reflect_detail::tensor_like<M>;
 
 /// Every field of d gets the value of src's field of the same name, converted (tensors element by
 /// element, scalars by static_cast); a field of d that src lacks keeps its value, and a field of
