@@ -1,6 +1,6 @@
-// tools/nnlens/difftest_cmd.hpp -- `nnlens difftest` and `nnlens compress` (docs/dflare-tool.md):
-// DFlare's differential testing of a model against its compressed twin (specs/dflare.md;
-// include/nnlens/difftest/) and the twins themselves (include/nnlens/compress/).
+// tools/nnlens/difftest_cmd.hpp -- `nnlens difftest` (docs/dflare-tool.md): DFlare's differential
+// testing of a model against its compressed twin (specs/dflare.md; include/nnlens/difftest/); the
+// twins themselves are `nnlens compress`'s (compress_cmd.hpp, include/nnlens/compress/).
 //
 //   nnlens difftest ORIGINAL COMPRESSED --seeds FILE [--budget-queries N] [--timeout S]
 //                   [--method dflare|diffchaser] [--acceptance paper|reference|no-novelty]
@@ -38,29 +38,15 @@
 //       --layout nchw|nhwc: the rows of --seeds and --calibration (default: ORIGINAL's declared
 //       layout).  The search mutates the internal C x H x W image; the triggering inputs written
 //       to --out-dir, and the rows an exec: child receives, are in the data layout.
-//   nnlens compress MODEL (--int8 | --q8 | --prune R | --channel-prune R) -o OUT [--calibration FILE]
-//                   [--per-tensor] [--json]
-//       writes a compressed twin: pruned twins as a model of the same kind (.onnx, or .nnlw for
-//       the demo's LeNet-5), quantised twins as their dequantised float network (the weight-only
-//       twin, exact for --q8; for --int8 the int8 activations are not representable in a float
-//       file, so the file is the weight-only part and the report says so).  Prints the twin's
-//       sparsity / quantised tensors and, with --calibration labelled data, the accuracy of both.
-//       --precision f64: the model, the calibration pass, the pruning and the twin in double.  An
-//       int8 twin's quantised layers are integer arithmetic with float32 scales (TFLite's scheme)
-//       at either precision; only its float fallback layers and the original run in double.  An
-//       .onnx output holds float32 weights (the JSON / text says so at f64); .nnlw keeps double.
-// Returns the exit code: 0 = every searched seed found a triggering input (difftest) / written
-// (compress), 1 = some seed did not; throws nnlens::error (one line) on bad input.
+// Returns the exit code: 0 = every searched seed found a triggering input, 1 = some seed did not;
+// throws nnlens::error (one line) on bad input.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
-#include <nnlens/io/layout.hpp>
-
 #include "cli.hpp"
-#include "model.hpp"
 
 namespace nnlens::tool {
 
@@ -79,14 +65,7 @@ struct difftest_cmd_options : model_args {  // model: ORIGINAL
   bool json = false, progress = true;
 };
 
-struct compress_cmd_options : model_args {
-  std::string output, calibration, labels;
-  bool int8 = false, q8 = false, per_tensor = false, json = false;
-  double prune = -1, channel_prune = -1;  // < 0: not asked
-};
-
-/// The subcommands difftest and compress (their options and run functions).
+/// The subcommand difftest (its options and run function).
 void register_difftest(CLI::App& app, command_list& cmds);
-void register_compress(CLI::App& app, command_list& cmds);
 
 }  // namespace nnlens::tool

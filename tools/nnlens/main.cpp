@@ -6,18 +6,20 @@
 //   nnlens completion bash                a bash completion script (source <(nnlens completion bash))
 //   nnlens demo                           train (or reuse) LeNet-5 on Fashion-MNIST and report (demo.hpp)
 //   nnlens info | run | codegen           a model: its layers, its outputs on CSV samples, a C++ header
-//                                         (commands.hpp)
+//                                         (info_cmd.hpp, run_cmd.hpp, codegen_cmd.hpp)
 //   nnlens exact-line | ig                ExactLine: pieces and class intervals on segments, exact
-//                                         integrated gradients (exactline_cmd.hpp, docs/exactline-tool.md)
-//   nnlens profile | slice                NNSlicer (slice_cmd.hpp, docs/nnslicer-tool.md)
+//                                         integrated gradients (exact_line_cmd.hpp, ig_cmd.hpp,
+//                                         docs/exactline-tool.md)
+//   nnlens profile | slice                NNSlicer (profile_cmd.hpp, slice_cmd.hpp, docs/nnslicer-tool.md)
 //   nnlens coverage                       DeepImportance's IDC and the DeepGauge / surprise criteria
 //                                         (coverage_cmd.hpp, docs/coverage-tool.md)
 //   nnlens semslice                       NeuSemSlice's critical neurons (semslice_cmd.hpp)
-//   nnlens restructure | readapt | increment   NeuSemSlice's maintenance tasks (maintenance_cmd.hpp,
-//                                         docs/neusemslice-tool.md)
+//   nnlens restructure | readapt | increment   NeuSemSlice's maintenance tasks (restructure_cmd.hpp,
+//                                         readapt_cmd.hpp, increment_cmd.hpp, docs/neusemslice-tool.md)
 //   nnlens difftest | compress            DFlare and the compressed twins (difftest_cmd.hpp,
-//                                         docs/dflare-tool.md)
-// Each subcommand declares its own options and run function in its file (register_*, cli.hpp); the
+//                                         compress_cmd.hpp, docs/dflare-tool.md)
+// Each subcommand has its own file, NAME_cmd.cpp, which declares its options and run function
+// (register_NAME, cli.hpp); what a family of commands shares is in FAMILY_common.hpp; the
 // options several share (MODEL, --precision, --layout, --threads, --no-progress, --header) are
 // declared once, in cli.hpp.  Commands that load a model take --precision f32|f64 (exact-line and ig
 // default to f64, the others to f32) and --layout nchw|nhwc (default: the layout the model file
@@ -32,12 +34,19 @@
 
 #include "cli.hpp"
 #include "cli_help.hpp"
-#include "commands.hpp"
+#include "codegen_cmd.hpp"
+#include "compress_cmd.hpp"
 #include "coverage_cmd.hpp"
 #include "demo.hpp"
 #include "difftest_cmd.hpp"
-#include "exactline_cmd.hpp"
-#include "maintenance_cmd.hpp"
+#include "exact_line_cmd.hpp"
+#include "ig_cmd.hpp"
+#include "increment_cmd.hpp"
+#include "info_cmd.hpp"
+#include "profile_cmd.hpp"
+#include "readapt_cmd.hpp"
+#include "restructure_cmd.hpp"
+#include "run_cmd.hpp"
 #include "semslice_cmd.hpp"
 #include "slice_cmd.hpp"
 

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <optional>
 #include <type_traits>
 
 #include <nnlens/core/error.hpp>
@@ -24,7 +26,6 @@
 #include "model.hpp"
 
 namespace nnlens::tool::maint {
-
 
 // -- options shared with `nnlens semslice`
 
@@ -311,6 +312,60 @@ void write_model(const std::string& path, const std::string& model, const basic_
   io::save_weights(path, net, meta);
 }
 
+// -- what the three commands share: their common options, their JSON report
+
+void add_maintenance_options(CLI::App& cmd, maintenance_common& m, const maintenance_help& h) {
+  cmd.add_option("--data,-d", m.data, h.data)->required();
+  cmd.add_option("--labels", m.labels,
+                 "Labels of --data (IDX labels or one integer per line; default: the IDX labels file beside IDX images)");
+  cmd.add_option("--test", m.test, h.test);
+  cmd.add_option("--test-labels", m.test_labels, "Labels of --test (default: the IDX labels file beside it)");
+  auto* mask_opt = cmd.add_option("--mask", m.slice.mask, "Use this neuron mask (nnlens semslice -o) instead of slicing");
+  cmd.add_flag(h.no_mask, m.slice.none, h.no_mask_help)->excludes(mask_opt);
+  add_slice_options(cmd, m.slice.metric, m.slice.theta, m.slice.similarity, h.categories ? &m.slice.categories : nullptr,
+                    m.slice.samples, m.slice.metric_samples, "Slice: ", "Comma-separated output classes (default: every class)");
+  cmd.add_option("--epochs", m.epochs, h.epochs)->check(CLI::Range(1, 100000));
+  cmd.add_option("--lr", m.lr, h.lr)->check(CLI::NonNegativeNumber);
+  cmd.add_option("--batch", m.batch, "Mini-batch size")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd.add_option("--limit", m.limit, "Use at most the first N samples of each data file (0: all)")->capture_default_str();
+  cmd.add_option_function<std::uint64_t>(
+      "--seed",
+      [&m](std::uint64_t s) {  // without --seed, the slice's draws use seed 0
+        m.seed = m.slice.slice_seed = s;
+        m.seed_given = true;
+      },
+      h.seed);
+  cmd.add_flag("--baseline", m.baseline, h.baseline);
+  cmd.add_option("--output,-o", m.output, "The model to write: .nnlw (the demo's LeNet-5) or .onnx")->required();
+  cmd.add_flag("--json", m.json, h.json);
+  add_no_progress(cmd, m.progress);
+  add_model_options(cmd, m, precision::f32);
+}
+
+template <class T>
+void print_json(const maintenance_common& o, const nlohmann::ordered_json& settings, std::size_t epochs, double lr,
+                const basic_dynamic_network<T>& net, const std::optional<mask_info>& mi, const nlohmann::ordered_json& results,
+                const std::optional<nlohmann::ordered_json>& baseline, const std::string& note, double seconds) {
+  nlohmann::ordered_json j;
+  j["model"] = o.model;
+  j["precision"] = precision_name(o.precision);
+  for (const auto& [k, v] : settings.items()) j[k] = v;
+  j["epochs"] = epochs;
+  j["lr"] = lr;
+  if (mi) j["mask"] = mask_json(net, *mi, o);
+  for (const auto& [k, v] : results.items()) j[k] = v;
+  if (baseline) j["baseline"] = *baseline;
+  j["output"] = o.output;
+  if (!note.empty()) j["note"] = note;
+  j["total_seconds"] = seconds;
+  std::cout << j.dump() << "\n";
+}
+
+nlohmann::ordered_json joined(nlohmann::ordered_json head, const nlohmann::ordered_json& more) {
+  for (const auto& [k, v] : more.items()) head[k] = v;
+  return head;
+}
+
 // Every template above, for --precision f32 and f64.
 #define NNLENS_MAINT_INSTANTIATE(T)                                                                                          \
   template labelled<T> select(labelled<T>, std::size_t, const std::vector<std::size_t>&);                                 \
@@ -326,7 +381,10 @@ void write_model(const std::string& path, const std::string& model, const basic_
                                  std::vector<std::size_t>, const char*);                                                   \
   template nlohmann::ordered_json mask_json(const basic_dynamic_network<T>&, const mask_info&, const maintenance_common&); \
   template std::string mask_line(const basic_dynamic_network<T>&, const mask_info&, const maintenance_common&);            \
-  template void write_model(const std::string&, const std::string&, const basic_dynamic_network<T>&, const std::string&);
+  template void write_model(const std::string&, const std::string&, const basic_dynamic_network<T>&, const std::string&);    \
+  template void print_json(const maintenance_common&, const nlohmann::ordered_json&, std::size_t, double,                 \
+                           const basic_dynamic_network<T>&, const std::optional<mask_info>&, const nlohmann::ordered_json&,  \
+                           const std::optional<nlohmann::ordered_json>&, const std::string&, double);
 NNLENS_MAINT_INSTANTIATE(float)
 NNLENS_MAINT_INSTANTIATE(double)
 #undef NNLENS_MAINT_INSTANTIATE

@@ -1,8 +1,24 @@
 // tools/nnlens/maintenance_common.hpp -- what `nnlens restructure / readapt / increment` share
-// (maintenance_cmd.cpp): option checks, labelled data, the neuron mask (a file or semslice), the
-// output model; and what every analysis command of the tool shares about --precision (profile,
-// slice, coverage, semslice, difftest, compress and the three above).  Internal to the tool.
+// (restructure_cmd.cpp, readapt_cmd.cpp, increment_cmd.cpp): their common options, option checks,
+// labelled data, the neuron mask (a file or semslice), the JSON report, the output model; and what
+// every analysis command of the tool shares about --precision (profile, slice, coverage, semslice,
+// difftest, compress and the three above).  Internal to the tool.
 //
+// The three commands' common options (maintenance_common, declared by add_maintenance_options):
+// --data, --labels, --test, --test-labels, --mask or the command's no-mask flag; the slice options,
+// as `nnlens semslice`: --metric, --theta, --similarity, --categories, --samples, --metric-samples,
+// --seed; --epochs, --lr, --batch, --limit N (the first N samples of each data file), --baseline,
+// -o OUT, --json, --no-progress, --precision f32|f64 (the model, the slice, the training and the
+// accuracies in float or double; .nnlw output keeps the scalar, .onnx output holds float32
+// weights), --layout nchw|nhwc (the data files' rows; default: what the model file declares);
+// --threads (each command's last).  OUT: .nnlw (the project's weights format; the tool reads it
+// back for the demo's LeNet-5 architecture) or .onnx (any model; builds with ONNX).
+//
+//   add_maintenance_options(cmd, o, help)   the common options above, with the command's help texts
+//   training_options<Training>(o, epochs, lr, seed)   --epochs, --lr, --batch, --seed, --no-progress
+//                          (the command's defaults when not given)
+//   print_json(o, settings, epochs, lr, net, mask, results, baseline, note, seconds)   the command's
+//                          JSON object on standard output; joined(head, more): head's fields, then more's
 //   check_common(o)        the checks made before any file is read: the slice's options (the same
 //                          messages as `nnlens semslice`), the output's format and directory
 //   read_labelled(m, data, labels, "--labels", limit, classes)   samples (read_samples<T>: rows
@@ -26,6 +42,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,8 +56,38 @@
 #include <nnlens/neusemslice/semslice.hpp>
 
 #include "format.hpp"
-#include "maintenance_cmd.hpp"
+#include "cli.hpp"
 #include "model.hpp"
+
+namespace nnlens::tool {
+
+/// Where the neuron mask comes from: a mask file, or `semslice` with these options.
+struct mask_choice {
+  std::string mask;                 // read this mask (nnlens semslice -o) instead of slicing
+  std::string metric = "taylor";    // avg, var, ens, taylor, deeplift
+  double theta = 0.95;
+  std::string similarity = "cka";   // cka, uncentered, unbiased
+  std::string categories;           // "": every class (increment: the old classes)
+  std::size_t samples = 500;        // Gram samples per category
+  std::size_t metric_samples = 0;   // 0: all of D_c
+  std::uint64_t slice_seed = 0;
+  bool none = false;                // --no-slice / --full / --retrain: no mask
+};
+
+/// The data, training and output options the three commands share.
+struct maintenance_common : model_args {
+  std::string data, labels, test, test_labels, output;
+  mask_choice slice;
+  std::size_t epochs = 0;           // 0: the command's default
+  double lr = -1;                   // < 0: the command's default
+  std::size_t batch = 64;
+  std::size_t limit = 0;            // at most the first N samples of each data file (0: all)
+  std::uint64_t seed = 0;
+  bool seed_given = false;          // --seed was given (else the slice's draws use seed 0)
+  bool baseline = false, json = false, progress = true;
+};
+
+}  // namespace nnlens::tool
 
 namespace nnlens::tool::maint {
 
@@ -119,5 +166,46 @@ std::string onnx_narrowing_note(const std::string& path);
 
 template <class T>
 void write_model(const std::string& path, const std::string& model, const basic_dynamic_network<T>& net, const std::string& what);
+
+/// What the three commands' shared options say about each one.
+struct maintenance_help {
+  const char* data;          // --data's help
+  const char* no_mask;       // the flag that runs without a mask (the baseline alone) ...
+  const char* no_mask_help;  // ... and its help
+  bool categories;           // --categories (increment: the old classes are --old-classes)
+  const char* test;          // the help of --test, --epochs, --lr, --seed, --baseline, --json
+  const char* epochs;
+  const char* lr;
+  const char* seed;
+  const char* baseline;
+  const char* json;
+};
+
+/// The options the three share, in --help's order (the command's own follow, then --threads).
+void add_maintenance_options(CLI::App& cmd, maintenance_common& m, const maintenance_help& h);
+
+/// The training options of readapt and increment: --epochs and --lr (defaults when not given),
+/// --batch, --seed (default `seed`), --no-progress.
+template <class Training>
+Training training_options(const maintenance_common& o, std::size_t epochs, double lr, std::uint64_t seed) {
+  Training t;
+  t.epochs = o.epochs ? o.epochs : epochs;
+  t.lr = o.lr >= 0 ? o.lr : lr;
+  t.batch = o.batch;
+  t.seed = o.seed_given ? o.seed : seed;
+  t.progress = o.progress;
+  return t;
+}
+
+/// The JSON object of a maintenance command, on standard output: model, precision, the command's own
+/// settings (in order), epochs, lr, [mask], `results` (in order), [baseline], output, [note],
+/// total_seconds.
+template <class T>
+void print_json(const maintenance_common& o, const nlohmann::ordered_json& settings, std::size_t epochs, double lr,
+                const basic_dynamic_network<T>& net, const std::optional<mask_info>& mi, const nlohmann::ordered_json& results,
+                const std::optional<nlohmann::ordered_json>& baseline, const std::string& note, double seconds);
+
+/// `head`'s fields, then `more`'s.
+nlohmann::ordered_json joined(nlohmann::ordered_json head, const nlohmann::ordered_json& more);
 
 }  // namespace nnlens::tool::maint

@@ -1,4 +1,5 @@
-// tools/nnlens/exactline_cmd.hpp -- the ExactLine subcommands of `nnlens` (docs/exactline-tool.md).
+// tools/nnlens/exact_line_cmd.hpp -- `nnlens exact-line`: ExactLine's pieces and class intervals of
+// a network on segments (docs/exactline-tool.md).
 //
 //   nnlens exact-line MODEL --from A.csv --to B.csv [--json] [--classes argmax|argmin] [--threads N]
 //                     [--merge-tol X] [--max-pieces N] [--validate] [--validate-tol X] [--svg FILE]
@@ -11,30 +12,21 @@
 //       Endpoints outside the model's declared input range (.nnet: the clamp box) are warned about
 //       and validated (a violation fails the segment); beyond resolution_limit half-widths (what
 //       the precision resolves: 1.1e4 in f64, 21 in f32) the segment fails before it runs.
-//   nnlens ig MODEL --input X.csv --baseline B.csv [--output-index k] [--json] [--m 50]
-//             [--precision f32|f64] [--layout nchw|nhwc] [--header | --no-header]
-//       exact IG of output k (default: the argmax of the output at X) for each line of X, against the
-//       same line of B (or B's single line for every X line); Riemann left / right / trapezoid sums
-//       with m partitions from the exact pieces, their relative errors, and samples to reach 5 %.
-//       Attributions are printed per input element in the data layout (NHWC rows -> NHWC order).
-// The CSVs' header rule is `nnlens run`'s (--header / --no-header apply to both files); segments and
-// inputs are named by the file lines io::read_csv_rows reports.
+// The CSVs' header rule is `nnlens run`'s (--header / --no-header apply to both files); segments are
+// named by the file lines io::read_csv_rows reports (exactline_common.hpp).
 // .nnet models are in raw units (tool::load_model), so the CSVs hold raw inputs.
-// Each returns the process exit code and throws nnlens::error (naming the CSV file and line) on bad
+// Returns the process exit code and throws nnlens::error (naming the CSV file and line) on bad
 // input: a wrong width, a non-number, P == Q, row counts that do not match, --merge-tol outside
 // [0, 1].
 #pragma once
 
 #include <cstddef>
-#include <optional>
 #include <string>
 
 #include <nnlens/exactline/classify.hpp>
 #include <nnlens/io/csv.hpp>
-#include <nnlens/io/layout.hpp>
 
 #include "cli.hpp"
-#include "model.hpp"
 
 namespace nnlens::tool {
 
@@ -50,16 +42,7 @@ struct exact_line_options : model_args {  // --precision's default: f64
   io::csv_header header = io::csv_header::detect;  // of --from and --to
 };
 
-struct ig_options : model_args {  // --precision's default: f64
-  std::string input, baseline;
-  std::optional<std::size_t> output_index;  // default: argmax of the output at the input
-  bool json = false;
-  std::size_t m = 50;
-  io::csv_header header = io::csv_header::detect;  // of --input and --baseline
-};
-
-/// The subcommands exact-line and ig (their options and run functions).
+/// The subcommand exact-line (its options and run function).
 void register_exact_line(CLI::App& app, command_list& cmds);
-void register_ig(CLI::App& app, command_list& cmds);
 
 }  // namespace nnlens::tool

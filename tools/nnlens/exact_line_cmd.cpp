@@ -1,32 +1,28 @@
-// tools/nnlens/exactline_cmd.cpp -- `nnlens exact-line`, `nnlens ig` (see exactline_cmd.hpp).
-#include "exactline_cmd.hpp"
+// tools/nnlens/exact_line_cmd.cpp -- `nnlens exact-line` (see exact_line_cmd.hpp).
+#include "exact_line_cmd.hpp"
 
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
-#include <optional>
-#include <type_traits>
 #include <set>
 #include <sstream>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include <nnlens/core/error.hpp>
 #include <nnlens/exactline/classify.hpp>
-#include <nnlens/exactline/gradient.hpp>
-#include <nnlens/exactline/ig.hpp>
 #include <nnlens/exactline/line.hpp>
-#include <nnlens/io/csv.hpp>
-#include <nnlens/network/cast.hpp>
-#include <nnlens/network/forward.hpp>
 
+#include "exactline_common.hpp"
 #include "format.hpp"
 #include "model.hpp"
 
@@ -41,36 +37,6 @@ const enum_names<class_rule>& class_rule_names() {
 namespace {
 
 using json = nlohmann::ordered_json;  // keys in the documented order
-
-/// The samples of a CSV file (rows in the model's data layout, kept in the network's internal
-/// order) and the file line each one comes from.
-template <class T>
-struct csv_rows {
-  std::string path;
-  xt::xarray<T> x;                    // [N, input shape...] (internal order)
-  std::vector<std::vector<T>> rows;   // N flattened samples (internal order)
-  std::vector<std::size_t> lines;     // the file line of each sample (1-based)
-  std::string where(std::size_t i) const { return concat(path, ":", lines[i]); }
-};
-
-template <class T>
-csv_rows<T> read_rows(const std::string& path, const input_layout& in, io::csv_header header) {
-  csv_rows<T> r;
-  r.path = path;
-  r.x = read_samples<T>(path, in, &r.lines, header);  // lines: the reader's own (io::read_csv_rows)
-  const std::size_t n = r.x.shape()[0], d = in.net_input.size();
-  r.rows.resize(n);
-  for (std::size_t i = 0; i < n; ++i) r.rows[i].assign(r.x.data() + i * d, r.x.data() + (i + 1) * d);
-  return r;
-}
-
-/// A per-input-element vector in the internal order -> the data layout's order.
-template <class T>
-std::vector<T> in_data_order(const std::vector<T>& v, const input_layout& in) {
-  xt::xarray<T> x = xt::adapt(v, std::vector<std::size_t>{1, v.size()});
-  const xt::xarray<T> y = to_data_layout<T>(x, in);
-  return std::vector<T>(y.begin(), y.end());
-}
 
 /// The tolerance of --validate, and what "resolved" means for endpoints at precision T: relative
 /// deviations up to this are rounding (double: 1e-9, the library's default; float: 1e-3 -- ACAS Xu
@@ -102,7 +68,6 @@ double range_excess(const std::vector<T>& P, const std::vector<T>& Q, const inpu
   }
   return worst;
 }
-
 
 std::string xml_escape(std::string_view s) {
   std::string o;
@@ -187,7 +152,7 @@ void write_svg(const std::string& path, const std::vector<line_result<T>>& res, 
   if (!f) throw io_error(path + ": write error");
 }
 
-/// The range and resolution checks of the endpoints (see exactline_cmd.hpp): a segment that
+/// The range and resolution checks of the endpoints (see exact_line_cmd.hpp): a segment that
 /// reaches beyond what T resolves fails before it runs; one that leaves the declared range only
 /// gets a warning (the network clamps it).
 template <class T>
@@ -364,97 +329,6 @@ int exact_line_as(const exact_line_options& o, precision prec) {
   return 0;
 }
 
-template <class T>
-int ig_as(const ig_options& o, precision prec) {
-  if (o.m == 0) throw value_error("--m: expected at least 1 partition");
-  const model<T> md = load_model<T>(o.model, o.layout);
-  const auto& net = md.net;
-  const csv_rows<T> X = read_rows<T>(o.input, md.in, o.header), B = read_rows<T>(o.baseline, md.in, o.header);
-  if (B.rows.size() != 1 && B.rows.size() != X.rows.size())
-    throw shape_error(concat(o.baseline, " has ", B.rows.size(), " samples; expected 1 (one baseline for every input)",
-                             X.rows.size() > 1 ? concat(" or ", X.rows.size(), " (one per line of ", o.input, ")")
-                                               : std::string()));
-  const std::size_t dout = net.output_shape().size();
-  if (o.output_index && *o.output_index >= dout)
-    throw value_error(concat("--output-index ", *o.output_index, ": the model has ", dout, " outputs"));
-  const xt::xarray<T> y = forward(net, X.x);  // [N, out...]: the default output index
-  constexpr std::array<riemann_rule, 3> rules{riemann_rule::left, riemann_rule::right, riemann_rule::trapezoid};
-
-  json all = json::array();
-  for (std::size_t i = 0; i < X.rows.size(); ++i) {
-    const std::size_t bi = B.rows.size() == 1 ? 0 : i;
-    const std::string where = concat(X.where(i), " (baseline ", B.where(bi), ")");
-    std::size_t k = 0;
-    if (o.output_index) {
-      k = *o.output_index;
-    } else {
-      const T* yi = y.data() + i * dout;
-      k = std::size_t(std::max_element(yi, yi + dout) - yi);
-    }
-    ig_result<T> ig;
-    try {
-      ig = exact_ig<T>(net, X.rows[i], B.rows[bi], k);
-    } catch (const error& e) {
-      throw value_error(concat(where, ": ", e.what()));
-    }
-    const std::vector<T> exact = in_data_order(ig.attributions, md.in);  // per input element, data layout
-    json r;
-    r["output_index"] = k;
-    r["exact"] = exact;
-    r["pieces"] = ig.pieces();
-    r["delta"] = ig.delta;
-    r["riemann"] = json::object();
-    r["samples_for_5pct"] = json::object();
-    std::array<std::vector<T>, 3> approx;
-    std::array<double, 3> rel{};
-    std::array<std::optional<std::size_t>, 3> need;
-    for (std::size_t q = 0; q < rules.size(); ++q) {
-      const std::string name(rule_name(rules[q]));
-      approx[q] = riemann_from_pieces(ig, o.m, rules[q]);
-      rel[q] = ig_relative_error(approx[q], ig.attributions);
-      need[q] = samples_to_reach(ig, rules[q], 0.05);
-      approx[q] = in_data_order(approx[q], md.in);
-      r["riemann"][name] = json{{"m", o.m}, {"ig", approx[q]}, {"rel_error", rel[q]}};
-      r["samples_for_5pct"][name] = need[q] ? json(*need[q]) : json(nullptr);
-    }
-    if (o.json) {
-      all.push_back(std::move(r));
-      continue;
-    }
-    if (i) std::cout << "\n";
-    std::cout << where << ": output " << k << ", " << ig.pieces()
-              << " pieces, delta = F(x) - F(x') = " << fmt(double(ig.delta), "%.9g")
-              << ", sum of exact IG = " << fmt(double(ig.sum), "%.9g") << " (" << precision_name(prec) << ")\n";
-    std::printf("  %-9s %-16s %-16s %-16s %s\n", "feature", "exact", concat("left m=", o.m).c_str(),
-                concat("right m=", o.m).c_str(), concat("trapezoid m=", o.m).c_str());
-    for (std::size_t f = 0; f < exact.size(); ++f)
-      std::printf("  %-9zu %-16s %-16s %-16s %s\n", f, fmt(double(exact[f]), "%.9g").c_str(),
-                  fmt(double(approx[0][f]), "%.9g").c_str(), fmt(double(approx[1][f]), "%.9g").c_str(),
-                  fmt(double(approx[2][f]), "%.9g").c_str());
-    std::printf("  %-9s %-16s %-16s %-16s %s\n", "rel_error", "", fmt(rel[0], "%.4g").c_str(), fmt(rel[1], "%.4g").c_str(),
-                fmt(rel[2], "%.4g").c_str());
-    auto nn = [](const std::optional<std::size_t>& v) { return v ? std::to_string(*v) : std::string("> 1006 partitions"); };
-    std::printf("  samples for 5%% error: left %s, right %s, trapezoid %s\n", nn(need[0]).c_str(), nn(need[1]).c_str(),
-                nn(need[2]).c_str());
-    std::fflush(stdout);
-  }
-  if (o.json) {
-    if (all.size() == 1) {
-      all[0]["precision"] = precision_name(prec);
-      all[0]["layout"] = io::layout_name(md.in.data);
-      std::cout << all[0].dump() << "\n";
-    } else {
-      json j;
-      j["precision"] = precision_name(prec);
-      j["layout"] = io::layout_name(md.in.data);
-      j["inputs"] = std::move(all);
-      std::cout << j.dump() << "\n";
-    }
-  }
-  std::cout.flush();
-  return 0;
-}
-
 }  // namespace
 
 /// `nnlens exact-line MODEL --from A.csv --to B.csv`: ExactLine's pieces and class intervals.
@@ -483,22 +357,6 @@ void register_exact_line(CLI::App& app, command_list& cmds) {
                  "Relative tolerance of --validate: |f(x) - interpolation| <= tol (1 + |f(x)|) (default: 1e-9 in "
                  "f64, 1e-3 in f32)");
   cmd.add_option("--svg", o.svg, "Write an SVG strip chart (a band per class interval, a tick per break)");
-  add_model_options(cmd, o, precision::f64);
-  add_header_options(cmd, o.header);
-}
-
-/// `nnlens ig MODEL --input X.csv --baseline B.csv`: exact integrated gradients and Riemann sums.
-void register_ig(CLI::App& app, command_list& cmds) {
-  auto [cmd, o] = add_analysis<ig_options>(
-      app, cmds, "ig", "Exact integrated gradients, and the Riemann sums' errors against them",
-      []<class T>(const ig_options& opts) { return ig_as<T>(opts, opts.precision); });
-  cmd.add_option("--input,-i", o.input, "CSV file: the inputs x, one per line in the model's declared layout")->required();
-  cmd.add_option("--baseline,-b", o.baseline, "CSV file: the baselines x' (one line per input, or one for all)")->required();
-  cmd.add_option("--output-index,-k", o.output_index, "The output k (default: the argmax at x)");
-  cmd.add_flag("--json", o.json,
-               "JSON: {output_index, exact, pieces, delta, riemann, samples_for_5pct} per input (attributions in "
-               "the data layout), precision, layout");
-  cmd.add_option("--m", o.m, "Partitions of the Riemann sums")->capture_default_str()->check(CLI::Range(1, 1 << 24));
   add_model_options(cmd, o, precision::f64);
   add_header_options(cmd, o.header);
 }
