@@ -5,9 +5,10 @@
 //   command, command_list       a subcommand's CLI11 app and its run function (the exit code)
 //   auto [cmd, o] = add_command<O>(app, cmds, name, help, run)   a subcommand whose options live in a
 //                               fresh O: declare them on cmd, bound to o's fields; run(o) runs it
-//   auto [cmd, o] = add_analysis<O>(app, cmds, name, help, impl)   the same for a command that loads
-//                               a model (O derives from model_args): MODEL is declared; impl<T>(o)
-//                               runs at --precision's T
+//   auto [cmd, o] = add_analysis<O>(app, cmds, name, help)   the same for a command that loads a
+//                               model (O derives from model_args): MODEL is declared, and the command
+//                               runs run_as<T>(o) at --precision's T (the command's file defines
+//                               template <class T> int run_as(const O&) in nnlens::tool)
 // The options that several commands share, declared once each:
 //   add_model_arg(cmd, path)    the MODEL positional (required), naming the formats this build reads
 //   model_args                  MODEL, --precision, --layout: the base of such a command's options
@@ -75,10 +76,10 @@ struct model_args {
 CLI::Option* add_model_arg(CLI::App& cmd, std::string& path, const std::string& name = "MODEL");
 
 /// add_command for O derived from model_args, with its MODEL positional declared; the command runs
-/// impl.template operator()<T>(o) with T float (--precision f32) or double (f64).
-template <class O, class Impl>
-new_command<O> add_analysis(CLI::App& app, command_list& cmds, const char* name, const char* help, Impl impl) {
-  auto run = [impl](const O& o) { return with_precision(o.precision, [&]<class T>() { return impl.template operator()<T>(o); }); };
+/// run_as<T>(o) with T float (--precision f32) or double (f64), found beside O (its command's file).
+template <class O>
+new_command<O> add_analysis(CLI::App& app, command_list& cmds, const char* name, const char* help) {
+  auto run = [](const O& o) { return with_precision(o.precision, [&]<class T>() { return run_as<T>(o); }); };
   new_command<O> c = add_command<O>(app, cmds, name, help, run);
   add_model_arg(c.cmd, c.o.model);
   return c;

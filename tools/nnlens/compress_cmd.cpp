@@ -24,7 +24,7 @@ using json = nlohmann::ordered_json;
 }  // namespace
 
 template <class T>
-int compress_impl(const compress_cmd_options& o) {
+int run_as(const compress_cmd_options& o) {
   const int asked = int(o.int8) + int(o.q8) + int(o.prune >= 0) + int(o.channel_prune >= 0);
   if (asked != 1) throw value_error("compress: give exactly one of --int8, --q8, --prune R, --channel-prune R");
   if (o.prune >= 0 && !(o.prune <= 1)) throw value_error(concat("--prune ", o.prune, ": expected a ratio in [0, 1]"));
@@ -110,8 +110,7 @@ int compress_impl(const compress_cmd_options& o) {
 /// `nnlens compress MODEL (--int8 | --q8 | --prune R | --channel-prune R) -o OUT`: a twin.
 void register_compress(CLI::App& app, command_list& cmds) {
   auto [cmd, o] = add_analysis<compress_cmd_options>(
-      app, cmds, "compress", "A compressed twin of a model: int8 / q8 quantisation or magnitude / channel pruning",
-      []<class T>(const compress_cmd_options& opts) { return compress_impl<T>(opts); });
+      app, cmds, "compress", "A compressed twin of a model: int8 / q8 quantisation or magnitude / channel pruning");
   cmd.add_flag("--int8", o.int8,
                "Full int8 quantisation (per-channel weights, calibrated activations; needs --calibration)");
   cmd.add_flag("--q8", o.q8, "DFlare's reference rule: weight-only int8 of weight tensors with >= 1024 elements");

@@ -179,7 +179,7 @@ preparations load_state(const std::string& path, const std::string& model, io::d
 }  // namespace
 
 template <class T>
-int coverage_impl(const coverage_cmd_options& o) {
+int run_as(const coverage_cmd_options& o) {
   const std::vector<std::string> crit = parse_criteria(o.criteria);
   if (o.lsc_range != "spec" && o.lsc_range != "reference")
     throw value_error("--lsc-range: expected spec or reference, got '" + o.lsc_range + "'");
@@ -227,6 +227,13 @@ int coverage_impl(const coverage_cmd_options& o) {
   const bool make_idc = need_idc && !p.idc_state, make_bounds = need_bounds && !p.bounds,
              make_surprise = need_surprise && !p.surprise;
   std::size_t train_n = 0;
+  // A criterion that cannot be computed on this data (e.g. DSC when every training input is
+  // predicted as one class) is reported with its error; the others are still computed and shown.
+  std::map<std::string, std::string> failed;
+  auto fail = [&](std::initializer_list<std::string> cs, const std::string& why) {
+    for (const auto& c : cs)
+      if (wants(crit, {c})) failed.emplace(c, why);
+  };
   const std::size_t steps = std::size_t(make_idc) + make_bounds + make_surprise + crit.size();
   std::size_t done = 0;
   std::string doing;
@@ -258,7 +265,7 @@ int coverage_impl(const coverage_cmd_options& o) {
       try {
         p.idc_state = prepare_idc(execution::par, net, X, y, io);
       } catch (const data_error& e) {
-        throw data_error(concat(o.train, ": ", e.what()));
+        fail({"idc"}, concat(o.train, ": ", e.what()));
       }
       ++done;
     }
@@ -272,7 +279,7 @@ int coverage_impl(const coverage_cmd_options& o) {
       try {
         p.surprise = prepare_surprise(execution::par, net, X, L);
       } catch (const data_error& e) {
-        throw data_error(concat(o.train, ": ", e.what()));
+        fail({"lsc", "dsc"}, concat(o.train, ": ", e.what()));
       }
       ++done;
     }
@@ -301,13 +308,17 @@ int coverage_impl(const coverage_cmd_options& o) {
   };
   for (const auto& c : crit) {
     step("measure " + c);
+    if (failed.count(c)) {  // its preparation failed
+      ++done;
+      continue;
+    }
     auto run = [&](auto& criterion) {
       try {
         results.emplace_back(c, measure(execution::par, net, TX, criterion));
       } catch (const data_error& e) {
-        throw data_error(concat(c, " on ", o.test, ": ", e.what()));
+        failed.emplace(c, concat(c, " on ", o.test, ": ", e.what()));
       } catch (const value_error& e) {
-        throw value_error(concat(c, " on ", o.test, ": ", e.what()));
+        failed.emplace(c, concat(c, " on ", o.test, ": ", e.what()));
       }
     };
 #ifdef NNLENS_TOOL_HAS_MPI  // MPI: IDC's covered sets of the ranks' blocks of the test set, united
@@ -330,7 +341,9 @@ int coverage_impl(const coverage_cmd_options& o) {
         try {
           so = reference_surprise_range(lsa_values(execution::par, net, *sm, TX), surprise_kind::lsa);
         } catch (const nnlens::error& e) {
-          throw value_error(concat("--lsc-range reference on ", o.test, ": ", e.what()));
+          failed.emplace(c, concat("--lsc-range reference on ", o.test, ": ", e.what()));
+          ++done;
+          continue;
         }
       }
       measure_surprise(lsc_criterion(sm, so), run);
@@ -339,7 +352,10 @@ int coverage_impl(const coverage_cmd_options& o) {
   }
   if (bar) bar->finish();
   const double measure_s = std::chrono::duration<double>(clock_type::now() - t1).count();
-  if (!root) return 0;  // MPI: rank 0 alone reports
+  if (!root) return failed.empty() ? 0 : 1;  // MPI: rank 0 alone reports
+  for (const auto& c : crit)  // each error on stderr too, as a failed command would print it
+    if (const auto it = failed.find(c); it != failed.end()) std::cerr << "nnlens: " << it->second << "\n";
+  const int status = failed.empty() ? 0 : 1;
 
   if (o.json) {
     json j;
@@ -363,9 +379,10 @@ int coverage_impl(const coverage_cmd_options& o) {
       }
       j["criteria"][c] = std::move(e);
     }
+    for (const auto& [c, why] : failed) j["criteria"][c] = json{{"error", why}};
     j["seconds"] = json{{"prepare", prepare_s}, {"measure", measure_s}};
     std::cout << j.dump() << "\n";
-    return 0;
+    return status;
   }
   std::cout << o.model << ": coverage of " << test_n << " test input" << (test_n == 1 ? "" : "s") << " from " << o.test;
   if (train_n)
@@ -380,7 +397,13 @@ int coverage_impl(const coverage_cmd_options& o) {
     std::cout << l << "\n";
   };
   row("criterion", "coverage", "covered / total", "");
-  for (const auto& [c, r] : results) {
+  auto next = results.begin();  // the results, in the order of --criteria, the failed ones between them
+  for (const auto& c : crit) {
+    if (const auto it = failed.find(c); it != failed.end()) {
+      row(c, "-", "-", "error: " + it->second);
+      continue;
+    }
+    const coverage_result& r = (next++)->second;
     std::string note;
     std::string total = concat(r.total);
     if (c == "idc") {
@@ -407,14 +430,13 @@ int coverage_impl(const coverage_cmd_options& o) {
   }
   std::cout << "  prepare " << format_duration(prepare_s) << ", measure " << format_duration(measure_s) << "\n";
   std::cout.flush();
-  return 0;
+  return status;
 }
 
 /// `nnlens coverage MODEL --train FILE --test FILE [--criteria ...]`: coverage of a test set.
 void register_coverage(CLI::App& app, command_list& cmds) {
   auto [cmd, o] = add_analysis<coverage_cmd_options>(
-      app, cmds, "coverage", "DeepImportance: IDC and the DeepGauge / surprise coverage criteria of a test set",
-      []<class T>(const coverage_cmd_options& opts) { return coverage_impl<T>(opts); });
+      app, cmds, "coverage", "DeepImportance: IDC and the DeepGauge / surprise coverage criteria of a test set");
   cmd.add_option("--train", o.train,
                  "Training samples (CSV or IDX images, as `profile --data` reads); required unless --state holds the preparations");
   cmd.add_option("--train-labels", o.train_labels,
@@ -426,7 +448,8 @@ void register_coverage(CLI::App& app, command_list& cmds) {
   cmd.add_option("--criteria", o.criteria, "Comma-separated criteria")->capture_default_str();
   cmd.add_flag("--json", o.json,
                "One JSON object: criteria{name: {coverage, covered, total[, total_capped, incc, layer, neurons, "
-               "clusters][, range]}}, seconds{prepare, measure}");
+               "clusters][, range]} or {error} for a criterion that could not be computed}, seconds{prepare, measure}; "
+               "the exit code is 1 when any criterion failed");
   cmd.add_option("--lsc-range", o.lsc_range,
                  "LSC's bucket range: spec ([0, 2000]) or reference (the SA reference code's: [min LSA of the test "
                  "set, 2000]); the share of test inputs inside it is always reported")

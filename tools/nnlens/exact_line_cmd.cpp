@@ -178,8 +178,11 @@ void check_endpoints(const csv_rows<T>& A, const csv_rows<T>& B, const input_lay
   }
 }
 
+}  // namespace
+
 template <class T>
-int exact_line_as(const exact_line_options& o, precision prec) {
+int run_as(const exact_line_options& o) {
+  const precision prec = o.precision;
   const class_rule rule = o.classes;
   if (!(o.merge_tol >= 0 && o.merge_tol <= 1))
     throw value_error(concat("--merge-tol: expected a distance in t between 0 and 1, got ", fmt(o.merge_tol, "%.6g")));
@@ -329,13 +332,11 @@ int exact_line_as(const exact_line_options& o, precision prec) {
   return 0;
 }
 
-}  // namespace
 
 /// `nnlens exact-line MODEL --from A.csv --to B.csv`: ExactLine's pieces and class intervals.
 void register_exact_line(CLI::App& app, command_list& cmds) {
   auto [cmd, o] = add_analysis<exact_line_options>(
-      app, cmds, "exact-line", "ExactLine: the exact pieces and class intervals of the network on segments",
-      []<class T>(const exact_line_options& opts) { return exact_line_as<T>(opts, opts.precision); });
+      app, cmds, "exact-line", "ExactLine: the exact pieces and class intervals of the network on segments");
   cmd.add_option("--from", o.from,
                  "CSV file of segment starts: one sample per line in the model's declared layout, as `run` reads them")
       ->required();

@@ -33,8 +33,11 @@ std::vector<T> in_data_order(const std::vector<T>& v, const input_layout& in) {
   return std::vector<T>(y.begin(), y.end());
 }
 
+}  // namespace
+
 template <class T>
-int ig_as(const ig_options& o, precision prec) {
+int run_as(const ig_options& o) {
+  const precision prec = o.precision;
   if (o.m == 0) throw value_error("--m: expected at least 1 partition");
   const model<T> md = load_model<T>(o.model, o.layout);
   const auto& net = md.net;
@@ -124,13 +127,11 @@ int ig_as(const ig_options& o, precision prec) {
   return 0;
 }
 
-}  // namespace
 
 /// `nnlens ig MODEL --input X.csv --baseline B.csv`: exact integrated gradients and Riemann sums.
 void register_ig(CLI::App& app, command_list& cmds) {
   auto [cmd, o] = add_analysis<ig_options>(
-      app, cmds, "ig", "Exact integrated gradients, and the Riemann sums' errors against them",
-      []<class T>(const ig_options& opts) { return ig_as<T>(opts, opts.precision); });
+      app, cmds, "ig", "Exact integrated gradients, and the Riemann sums' errors against them");
   cmd.add_option("--input,-i", o.input, "CSV file: the inputs x, one per line in the model's declared layout")->required();
   cmd.add_option("--baseline,-b", o.baseline, "CSV file: the baselines x' (one line per input, or one for all)")->required();
   cmd.add_option("--output-index,-k", o.output_index, "The output k (default: the argmax at x)");

@@ -22,7 +22,7 @@ using namespace maint;
 using json = nlohmann::ordered_json;  // keys in the documented order
 
 template <class T>
-int increment_impl(const increment_cmd_options& o) {
+int run_as(const increment_cmd_options& o) {
   check_common(o);
   if (!(o.replay >= 0 && o.replay <= 1)) throw value_error(concat("--replay ", o.replay, ": expected 0 <= fraction <= 1"));
 
@@ -127,8 +127,7 @@ int increment_impl(const increment_cmd_options& o) {
 /// `nnlens increment MODEL --data NEW --old-data OLD -o OUT`: a new task, old neurons frozen.
 void register_increment(CLI::App& app, command_list& cmds) {
   auto [cmd, o] = add_analysis<increment_cmd_options>(
-      app, cmds, "increment", "NeuSemSlice incremental development: learn a new task with the old task's critical neurons frozen",
-      []<class T>(const increment_cmd_options& opts) { return increment_impl<T>(opts); });
+      app, cmds, "increment", "NeuSemSlice incremental development: learn a new task with the old task's critical neurons frozen");
   add_maintenance_options(cmd, o,
       {.data = "Labelled samples of the new task (CSV or IDX images)",
        .no_mask = "--retrain",

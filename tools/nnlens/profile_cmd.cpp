@@ -24,8 +24,10 @@ namespace nnlens::tool {
 
 namespace {
 
+}  // namespace
+
 template <class T>
-int profile_impl(const profile_cmd_options& o) {
+int run_as(const profile_cmd_options& o) {
   const granularity grain = o.granularity;
   if (o.batch == 0) throw value_error("--batch: expected at least 1 sample per batch");
 #ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI: under mpirun with N > 1 ranks, each profiles a block of rows ----
@@ -68,13 +70,11 @@ int profile_impl(const profile_cmd_options& o) {
   return 0;
 }
 
-}  // namespace
 
 /// `nnlens profile MODEL --data FILE -o PROFILE`: NNSlicer's mean neuron activations.
 void register_profile(CLI::App& app, command_list& cmds) {
   auto [cmd, o] = add_analysis<profile_cmd_options>(
-      app, cmds, "profile", "NNSlicer: profile a model (mean neuron activations) over a dataset",
-      []<class T>(const profile_cmd_options& opts) { return profile_impl<T>(opts); });
+      app, cmds, "profile", "NNSlicer: profile a model (mean neuron activations) over a dataset");
   cmd.add_option("--data,-d", o.data,
                  "Samples: a CSV file as `run` reads it, or IDX images (.idx, -idx3-ubyte[.gz]; bytes scaled to [0, 1])")
       ->required();

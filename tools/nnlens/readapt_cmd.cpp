@@ -37,7 +37,7 @@ json readapt_json(const readapt_report& r) {
 }  // namespace
 
 template <class T>
-int readapt_impl(const readapt_cmd_options& o) {
+int run_as(const readapt_cmd_options& o) {
   check_common(o);
   if (o.attack != "fgsm" && o.attack != "pgd") throw value_error("--attack: expected fgsm or pgd, got '" + o.attack + "'");
   if (!(o.eps >= 0 && o.eps <= 1)) throw value_error(concat("--eps ", o.eps, ": expected 0 <= eps <= 1 (pixels in [0, 1])"));
@@ -104,8 +104,7 @@ int readapt_impl(const readapt_cmd_options& o) {
 /// `nnlens readapt MODEL --data FILE -o OUT`: adversarial repair of the critical neurons.
 void register_readapt(CLI::App& app, command_list& cmds) {
   auto [cmd, o] = add_analysis<readapt_cmd_options>(
-      app, cmds, "readapt", "NeuSemSlice re-adaptation: adversarial repair training only the critical neurons",
-      []<class T>(const readapt_cmd_options& opts) { return readapt_impl<T>(opts); });
+      app, cmds, "readapt", "NeuSemSlice re-adaptation: adversarial repair training only the critical neurons");
   add_maintenance_options(cmd, o,
       {.data = "Labelled training samples: the slice, and the clean sources of the adversarial training samples",
        .no_mask = "--full",

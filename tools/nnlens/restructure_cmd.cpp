@@ -53,7 +53,7 @@ void print_iterations(const restructure_report& r) {
 }  // namespace
 
 template <class T>
-int restructure_impl(const restructure_cmd_options& o) {
+int run_as(const restructure_cmd_options& o) {
   check_common(o);
   const auto method = parse_pruner(o.pruner);
   if (!(o.prune_step > 0 && o.prune_step < 1))
@@ -138,8 +138,7 @@ int restructure_impl(const restructure_cmd_options& o) {
 /// `nnlens restructure MODEL --data FILE --test FILE -o OUT`: mask, then iterative pruning.
 void register_restructure(CLI::App& app, command_list& cmds) {
   auto [cmd, o] = add_analysis<restructure_cmd_options>(
-      app, cmds, "restructure", "NeuSemSlice restructure: mask the non-critical neurons, then iterative pruning with fine-tuning",
-      []<class T>(const restructure_cmd_options& opts) { return restructure_impl<T>(opts); });
+      app, cmds, "restructure", "NeuSemSlice restructure: mask the non-critical neurons, then iterative pruning with fine-tuning");
   add_maintenance_options(cmd, o,
       {.data = "Labelled training samples for the slice and the fine-tuning (CSV or IDX images, as `profile --data` reads)",
        .no_mask = "--no-slice",

@@ -15,9 +15,8 @@
 
 namespace nnlens::tool {
 
-namespace {
 template <class T>
-int run_run_as(const run_options& o) {
+int run_as(const run_options& o) {
   const model<T> m = load_model<T>(o.model, o.layout);
   const auto& net = m.net;
   const xt::xarray<T> x = read_samples<T>(o.input, m.in, nullptr, o.header);  // [rows, input shape...] (NCHW inside)
@@ -49,13 +48,11 @@ int run_run_as(const run_options& o) {
   if (!os) throw io_error((o.output.empty() ? std::string("stdout") : o.output) + ": write error");
   return 0;
 }
-}  // namespace
 
 /// `nnlens run MODEL --input FILE.csv [--output FILE.csv]`: the outputs, one CSV line per sample.
 void register_run(CLI::App& app, command_list& cmds) {
   auto [cmd, o] = add_analysis<run_options>(
-      app, cmds, "run", "Run a model on CSV samples; one CSV output line per sample",
-      []<class T>(const run_options& opts) { return run_run_as<T>(opts); });
+      app, cmds, "run", "Run a model on CSV samples; one CSV output line per sample");
   cmd.add_option("--input,-i", o.input,
                  "CSV file: one sample per line, flattened row-major in the model's declared layout (NHWC for "
                  "an [N,H,W,C] input, see `nnlens info`; --layout overrides)")

@@ -49,7 +49,7 @@ double accuracy_of(const basic_dynamic_network<T>& net, const xt::xarray<T>& X, 
 }  // namespace
 
 template <class T>
-int semslice_impl(const semslice_cmd_options& o) {
+int run_as(const semslice_cmd_options& o) {
   // -- options first: no file is read for a bad option
   if (!(o.theta > 0 && o.theta <= 1))
     throw value_error(concat("--theta ", o.theta, ": expected 0 < theta <= 1"));
@@ -202,8 +202,7 @@ int semslice_impl(const semslice_cmd_options& o) {
 /// `nnlens semslice MODEL --data FILE [--labels FILE]`: the critical neurons, per layer.
 void register_semslice(CLI::App& app, command_list& cmds) {
   auto [cmd, o] = add_analysis<semslice_cmd_options>(
-      app, cmds, "semslice", "NeuSemSlice: the critical neurons of a classifier per layer, the compression rate of their mask",
-      []<class T>(const semslice_cmd_options& opts) { return semslice_impl<T>(opts); });
+      app, cmds, "semslice", "NeuSemSlice: the critical neurons of a classifier per layer, the compression rate of their mask");
   cmd.add_option("--data,-d", o.data, "Labelled samples (CSV or IDX images, as `profile --data` reads)")->required();
   cmd.add_option("--labels", o.labels,
                  "Labels of --data (IDX labels or one integer per line; default: the IDX labels file beside IDX images)");

@@ -48,8 +48,10 @@ std::vector<std::int64_t> input_contrib_in_data_layout(const std::vector<std::in
   return r;
 }
 
+}  // namespace
+
 template <class T>
-int slice_impl(const slice_cmd_options& o) {
+int run_as(const slice_cmd_options& o) {
   slice_options so;
   if (!(o.theta >= 0) || !std::isfinite(o.theta)) throw value_error(concat("--theta: expected a number >= 0, got ", o.theta));
   so.theta = o.theta;
@@ -157,13 +159,11 @@ int slice_impl(const slice_cmd_options& o) {
   return 0;
 }
 
-}  // namespace
 
 /// `nnlens slice MODEL --profile PROFILE --samples FILE`: NNSlicer's slice of the samples' classes.
 void register_slice(CLI::App& app, command_list& cmds) {
   auto [cmd, o] = add_analysis<slice_cmd_options>(
-      app, cmds, "slice", "NNSlicer: the slice (CONTRIB of every neuron and synapse) of samples' classes",
-      []<class T>(const slice_cmd_options& opts) { return slice_impl<T>(opts); });
+      app, cmds, "slice", "NNSlicer: the slice (CONTRIB of every neuron and synapse) of samples' classes");
   cmd.add_option("--profile,-p", o.profile, "A profile of MODEL (nnlens profile); its granularity is used")->required();
   cmd.add_option("--samples,-s", o.samples, "The criterion's samples: CSV or IDX images, as `profile --data` reads")
       ->required();

@@ -27,6 +27,9 @@ nnlens_tool_fail(coverage_no_train "--train FILE is required to prepare nc|--tra
                  coverage ${lenet} --test ${fx}/lenet5_input.csv --criteria kmnc --no-progress)
 nnlens_tool_fail(coverage_bad_criterion "--criteria: unknown criterion 'foo'"
                  coverage ${lenet} --train ${fx}/lenet5_input.csv --test ${fx}/lenet5_input.csv --criteria nc,foo)
+# A criterion that fails (DSC on one class) is reported beside the others, which are kept (exit 1)
+add_test(NAME tool_coverage_partial COMMAND ${CMAKE_COMMAND} -DTOOL=$<TARGET_FILE:nnlens_tool> -DMODEL=${lenet}
+         -DSAMPLES=${fx}/lenet5_input.csv -P ${cvt}/check_partial.cmake)
 nnlens_tool_fail(coverage_dsc_one_class "dsc on [^ ]*lenet5_input\\.csv: .*one class"
                  coverage ${lenet} --train ${fx}/lenet5_input.csv --test ${fx}/lenet5_input.csv --criteria dsc --no-progress)
 nnlens_tool_fail(coverage_bad_state "lenet5_input\\.csv:1: not an nnlens coverage state"

@@ -1,0 +1,41 @@
+# tests/tool/coverage/check_partial.cmake -- one criterion that cannot be computed loses nothing else:
+# the seeded LeNet-5 predicts one class on SAMPLES, so DSC (it needs two classes) fails while NC and
+# TKNC are computed.  Text: a row for every criterion, DSC's with its error; the error on stderr;
+# exit code 1.  JSON: criteria.nc and criteria.tknc with their coverage, criteria.dsc.error; exit 1.
+#   cmake -DTOOL=... -DMODEL=... -DSAMPLES=... -P check_partial.cmake
+cmake_minimum_required(VERSION 3.20)
+set(args coverage ${MODEL} --train ${SAMPLES} --test ${SAMPLES} --criteria nc,dsc,tknc --no-progress)
+
+execute_process(COMMAND ${TOOL} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
+if(NOT rc EQUAL 1)
+  message(FATAL_ERROR "expected exit code 1 (a criterion failed), got ${rc}:\n${o}\n${e}")
+endif()
+foreach(c nc tknc)
+  if(NOT o MATCHES "\n  ${c} +[0-9.]+% +[0-9]+ / [0-9]+")
+    message(FATAL_ERROR "no ${c} row with its coverage in the text report:\n${o}")
+  endif()
+endforeach()
+if(NOT o MATCHES "\n  dsc +- +-  error: dsc on [^\n]*one class")
+  message(FATAL_ERROR "no dsc row with its error in the text report:\n${o}")
+endif()
+if(NOT o MATCHES "\n  nc [^\n]*\n  dsc [^\n]*\n  tknc ")
+  message(FATAL_ERROR "the rows are not in the order of --criteria:\n${o}")
+endif()
+if(NOT e MATCHES "^nnlens: dsc on [^\n]*one class")
+  message(FATAL_ERROR "the error is not on stderr:\n${e}")
+endif()
+
+execute_process(COMMAND ${TOOL} ${args} --json RESULT_VARIABLE rc OUTPUT_VARIABLE j ERROR_VARIABLE e)
+if(NOT rc EQUAL 1)
+  message(FATAL_ERROR "--json: expected exit code 1, got ${rc}:\n${j}\n${e}")
+endif()
+foreach(c nc tknc)
+  string(JSON t ERROR_VARIABLE jerr TYPE "${j}" criteria ${c} coverage)
+  if(jerr OR NOT t STREQUAL "NUMBER")
+    message(FATAL_ERROR "--json: criteria.${c}.coverage missing (${jerr}):\n${j}")
+  endif()
+endforeach()
+string(JSON why ERROR_VARIABLE jerr GET "${j}" criteria dsc error)
+if(jerr OR NOT why MATCHES "one class")
+  message(FATAL_ERROR "--json: criteria.dsc.error missing (${jerr}):\n${j}")
+endif()
