@@ -1,5 +1,5 @@
 // examples/deepimportance_study.cpp -- DeepImportance's study (Gerasimou et al., ICSE 2020;
-// specs/deepimportance.md §4, Tables 2-5) on the project's Fashion-MNIST LeNet-1, LeNet-4 and
+// docs/specs/deepimportance.md#4-evaluation-setup-and-headline-numbers, Tables 2-5) on the project's Fashion-MNIST LeNet-1, LeNet-4 and
 // LeNet-5, and (with nnlens::onnx) IDC on DeepXplore's MNIST LeNets with their 96 images.
 // docs/deepimportance-study.md has the measured tables beside the paper's.
 //
@@ -694,7 +694,7 @@ int main(int argc, char** argv) try {
   const fs::path fashion = c.str("fashion", "/usr/share/datasets/fashion-mnist");
   const fs::path cache = c.str("cache", "models-cache");
   const std::string only = c.str("model", a.quick ? "lenet5" : "all");
-  std::printf("DeepImportance study (specs/deepimportance.md §4)%s; %zu threads\n", a.quick ? " --quick" : "",
+  std::printf("DeepImportance study (docs/specs/deepimportance.md#4-evaluation-setup-and-headline-numbers)%s; %zu threads\n", a.quick ? " --quick" : "",
               detail::default_pool().size());
   stopwatch sw;
   const auto trn = io::load_mnist<float>(fashion, "train", a.quick ? std::max<std::size_t>(a.n_train, 2000) : 0);

@@ -1,4 +1,4 @@
-// examples/dflare_study.cpp -- DFlare's evaluation (specs/dflare.md §4, Tables 1, 4, 6, 7) on the
+// examples/dflare_study.cpp -- DFlare's evaluation (docs/specs/dflare.md#4-evaluation-setup-and-headline-numbers, Tables 1, 4, 6, 7) on the
 // project's models: docs/dflare.md.
 //
 // Pairs (original f, compressed twin g):

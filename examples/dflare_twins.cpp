@@ -1,4 +1,4 @@
-// DFlare's compressed twins (specs/dflare.md §4-§5; docs/compress.md): for the project's
+// DFlare's compressed twins (docs/specs/dflare.md#4-evaluation-setup-and-headline-numbers (§4-§5); docs/compress.md): for the project's
 // Fashion-MNIST LeNet-5, MLP and small ResNet, build the int8 (per tensor, per channel), DFlare-reference
 // (weight-only, >= 1024 elements) and pruned (magnitude 50% / 80%, L1 channels 50%) twins, and
 // report test accuracy, the number of test images on which a twin's top-1 label differs from the

@@ -1,4 +1,4 @@
-// ExactLine on ACAS Xu (specs/exactline.md §3(a), the paper's §3 and Fig. 2): exact advisory
+// ExactLine on ACAS Xu (docs/specs/exactline.md#3a-acas-xu-decision-boundaries, the paper's §3 and Fig. 2): exact advisory
 // boundaries along lines of a head-on encounter, against the finite-sampling baselines.
 //
 //   exactline_acasxu [--models DIR] [--out DIR] [--quick] [--all] [--no-svg] [NET]

@@ -1,5 +1,5 @@
 // examples/exactline_ig.cpp -- exact integrated gradients vs the Riemann sums they replace
-// (the ExactLine paper's §4, Tables 1 and 2; specs/exactline.md §3(b); docs/exactline-ig.md).
+// (the ExactLine paper's §4, Tables 1 and 2; docs/specs/exactline.md#3b-exact-integrated-gradients; docs/exactline-ig.md).
 //
 //   exactline_ig [--quick] [--images N] [--resnet-images N] [--epochs E] [--train-limit N]
 //                [--models DIR] [--fashion DIR] [--cache DIR] [--check-images N] [--verbose]

@@ -1,6 +1,6 @@
 // examples/exactline_linearity.cpp -- is an FGSM step "linear"?  Density of linear pieces along
 // FGSM lines vs random lines around test images (the ExactLine paper's §5, Tables 3 and 4;
-// specs/exactline.md §3(c); docs/exactline-linearity.md).
+// docs/specs/exactline.md#3c-linearity-of-adversarial-directions; docs/exactline-linearity.md).
 //
 //   exactline_linearity [--quick] [--images N] [--epochs E] [--train-limit N] [--fgsm-eps E]
 //                       [--no-robust] [--models DIR] [--fashion DIR] [--cache DIR] [--verbose]

@@ -1,5 +1,5 @@
-// examples/neusemslice_increment.cpp -- NeuSemSlice's incremental development (specs/neusemslice.md
-// §4.3, Tables 7 and 8) on the project's Fashion-MNIST models: docs/neusemslice-increment.md.
+// examples/neusemslice_increment.cpp -- NeuSemSlice's incremental development (
+// docs/specs/neusemslice.md#43-incremental-development, Tables 7 and 8) on the project's Fashion-MNIST models: docs/neusemslice-increment.md.
 //
 // Scenario I: task A = classes 0-4, task B = classes 5-9, one shared 10-way head.  A model is
 // trained on task A only (demo recipe, cached), then learns task B by

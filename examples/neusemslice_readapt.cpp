@@ -1,4 +1,4 @@
-// examples/neusemslice_readapt.cpp -- NeuSemSlice's model re-adaptation (specs/neusemslice.md §4.2,
+// examples/neusemslice_readapt.cpp -- NeuSemSlice's model re-adaptation (docs/specs/neusemslice.md#42-model-re-adaptation,
 // Table 6) on the project's Fashion-MNIST models: docs/neusemslice-readapt.md.
 //
 // For each model (the paper's MLP 784-512-256-10 and LeNet-5) and each attack (FGSM, PGD), repair

@@ -1,5 +1,5 @@
 // examples/neusemslice_restructure.cpp -- NeuSemSlice's model restructure (RQ2, Table 5; spec
-// specs/neusemslice.md §4.1) on the project's Fashion-MNIST models.  docs/neusemslice-restructure.md.
+// docs/specs/neusemslice.md#41-model-restructure) on the project's Fashion-MNIST models.  docs/neusemslice-restructure.md.
 //
 // Models: the paper's MLP 784-512-256-10 (trained here with the LeNet-5 recipe on the 60,000
 // training images and cached in models-cache/) and LeNet-5 (the cached `nnlens demo` weights).
@@ -229,7 +229,7 @@ int main(int argc, char** argv) try {
   const std::size_t n_test = c.num("test", quick ? 2000 : 10000);
   if (a.methods.empty() || a.seeds.empty()) throw value_error("--methods and --seeds must not be empty");
 
-  std::printf("NeuSemSlice model restructure (specs/neusemslice.md §4.1, Table 5)%s; %zu threads\n",
+  std::printf("NeuSemSlice model restructure (docs/specs/neusemslice.md#41-model-restructure, Table 5)%s; %zu threads\n",
               quick ? " --quick" : "", nnlens::detail::default_pool().size());
   stopwatch sw;
   const auto fine = io::load_mnist<float>(fashion, "train", n_fine);

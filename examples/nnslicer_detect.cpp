@@ -1,5 +1,5 @@
 // examples/nnslicer_detect.cpp -- NNSlicer's first application: adversarial input detection
-// (Zhang et al., FSE 2020, §6.1; specs/nnslicer.md §4.1).  docs/nnslicer-detection.md has the
+// (Zhang et al., FSE 2020, §6.1; docs/specs/nnslicer.md#41-adversarial-input-detection).  docs/nnslicer-detection.md has the
 // measured tables.
 //
 //   nnslicer_detect [--model lenet5|resnet] [--fashion DIR] [--weights FILE] [--cache DIR] [--train N]
@@ -172,7 +172,7 @@ features<float> featuremap_features(const Net& net, const xt::xarray<float>& X) 
   return f;
 }
 
-/// EffectivePath (Qiu et al., CVPR 2019; specs/nnslicer.md §8): from the predicted logit, each
+/// EffectivePath (Qiu et al., CVPR 2019; docs/specs/nnslicer.md#8-baselines): from the predicted logit, each
 /// neuron on the path keeps the minimal prefix of its inputs, sorted by descending positive
 /// contribution, whose sum reaches θ_EP times the neuron's value (at least the largest one when the
 /// value is <= 0), and the path recurses into them.  Written over the op graph with each layer's
@@ -562,7 +562,7 @@ int main(int argc, char** argv) try {
   }
   if (model != "lenet5" && model != "resnet")
     throw value_error("nnslicer_detect: --model must be lenet5 or resnet, not '" + model + "'");
-  std::printf("NNSlicer adversarial input detection (specs/nnslicer.md §4.1)%s; %zu threads\n", quick ? " --quick" : "",
+  std::printf("NNSlicer adversarial input detection (docs/specs/nnslicer.md#41-adversarial-input-detection)%s; %zu threads\n", quick ? " --quick" : "",
               detail::default_pool().size());
   stopwatch sw;
   const auto trn = io::load_mnist<float>(fashion, "train", quick ? 10000 : 0);

@@ -1,5 +1,5 @@
 // examples/nnslicer_protect.cpp -- NNSlicer's selective model protection (Zhang et al. FSE'20
-// §6.3; spec specs/nnslicer.md §4.3) on the project's Fashion-MNIST LeNet-5.
+// §6.3; spec docs/specs/nnslicer.md#43-selective-model-protection) on the project's Fashion-MNIST LeNet-5.
 // docs/nnslicer-protection.md.
 //
 // The owner hides 50% of the synapses of every layer (their values are kept secret, e.g. in a

@@ -1,5 +1,5 @@
 // examples/nnslicer_prune.cpp -- NNSlicer's targeted pruning (Zhang et al. FSE'20 §6.2; spec
-// specs/nnslicer.md §4.2) on the project's Fashion-MNIST LeNet-5.  docs/nnslicer-pruning.md.
+// docs/specs/nnslicer.md#42-targeted-pruning) on the project's Fashion-MNIST LeNet-5.  docs/nnslicer-pruning.md.
 //
 // For each target class set T: the profile of the 60,000 training images; CONTRIB^T with the
 // criterion (I_T = 500 training samples per target class, O_T = the target logits); then per

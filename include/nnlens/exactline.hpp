@@ -1,4 +1,4 @@
-// nnlens/exactline.hpp -- ExactLine (specs/exactline.md): exact linear restrictions of a network
+// nnlens/exactline.hpp -- ExactLine (docs/specs/exactline.md): exact linear restrictions of a network
 // to segments, polylines and planes; exact integrated gradients; exact decision boundaries.
 #pragma once
 

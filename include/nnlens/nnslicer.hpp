@@ -1,4 +1,4 @@
-// nnlens/nnslicer.hpp -- NNSlicer (specs/nnslicer.md): profiles, dynamic slices (CONTRIB tables),
+// nnlens/nnslicer.hpp -- NNSlicer (docs/specs/nnslicer.md): profiles, dynamic slices (CONTRIB tables),
 // slices as masked networks.
 #pragma once
 

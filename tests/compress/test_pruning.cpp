@@ -1,4 +1,4 @@
-// Magnitude pruning (compress/pruning.hpp; specs/neusemslice.md §4.1, §7 oracle 8): each
+// Magnitude pruning (compress/pruning.hpp; docs/specs/neusemslice.md#41-model-restructure, docs/specs/neusemslice.md#7-test-oracles oracle 8): each
 // allocator on hand-made tensors against hand-computed choices, the 1 - (1-p)^NI schedule, pruned
 // weights staying at exactly 0 through fine-tuning, errors.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// DFlare's compressed twins (compress/quantize.hpp, compress/magnitude.hpp; specs/dflare.md §4-§5):
+// DFlare's compressed twins (compress/quantize.hpp, compress/magnitude.hpp; docs/specs/dflare.md#4-evaluation-setup-and-headline-numbers (§4-§5)):
 // hand-computed int8 quantisation of tiny Dense nets (scales, rounding, saturation, zero points,
 // the int32 bias with its zero-point correction), per-channel vs per-tensor, the DFlare/TFLite
 // reference rule (1023 elements stay float, 1024 become int8), int8 convolutions against float,

@@ -1,4 +1,4 @@
-// IDC (coverage/importance.hpp, coverage/idc.hpp): the oracles of specs/deepimportance.md §6 (5, 8-11),
+// IDC (coverage/importance.hpp, coverage/idc.hpp): the oracles of docs/specs/deepimportance.md#6-testable-properties-and-oracles (5, 8-11),
 // the CoverageCriterion properties (monotone, mergeable, order- and duplicate-invariant, incremental
 // = batch), the state file, and the errors.
 #include <doctest/doctest.h>

@@ -1,5 +1,5 @@
 // kmeans1d.hpp: exact 1-D k-means, the exact 1-D silhouette and Algorithm 2 for one neuron
-// (specs/deepimportance.md §2.3, §6 items 6, 7, 11), against hand values and brute force.
+// (docs/specs/deepimportance.md#23-clustering-the-important-neurons, docs/specs/deepimportance.md#6-testable-properties-and-oracles items 6, 7, 11), against hand values and brute force.
 #include <doctest/doctest.h>
 
 #include <nnlens/coverage/kmeans1d.hpp>

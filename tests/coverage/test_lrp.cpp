@@ -1,4 +1,4 @@
-// LRP (coverage/lrp.hpp, core/relevance.hpp): the oracles of specs/deepimportance.md §6 (1-4) and
+// LRP (coverage/lrp.hpp, core/relevance.hpp): the oracles of docs/specs/deepimportance.md#6-testable-properties-and-oracles (1-4) and
 // the rules of §2.2 on tiny hand-made networks, random networks, residual blocks and BatchNorm.
 #include <doctest/doctest.h>
 

@@ -88,7 +88,7 @@ TEST_CASE("ACAS Xu 1_1: decision intervals (argmin advisory) on a head-on distan
   const auto p = models / "acasxu-nnet/ACASXU_run2a_1_1_batch_2000.nnet";
   if (!std::filesystem::exists(p)) NNLENS_SKIP(p.string(), " not found");
   // raw units with the file's normalisation folded in (clamp included): rho from 0 to 12000 ft at
-  // theta = -68 deg, psi = -180 deg (head-on), v_own = v_int = 150 (specs/exactline.md §3(a))
+  // theta = -68 deg, psi = -180 deg (head-on), v_own = v_int = 150 (docs/specs/exactline.md#3a-acas-xu-decision-boundaries)
   const auto m = io::load_nnet<double>(p);
   const double th = -68.0 * 3.14159265358979323846 / 180.0, psi = -3.141592;
   const std::vector<double> P{0, th, psi, 150, 150}, Q{12000, th, psi, 150, 150};

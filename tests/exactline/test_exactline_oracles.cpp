@@ -1,4 +1,4 @@
-// ExactLine hand oracles (specs/exactline.md §5, oracles 1-7) in exact rational arithmetic
+// ExactLine hand oracles (docs/specs/exactline.md#5-test-oracles, oracles 1-7) in exact rational arithmetic
 // (boost cpp_rational for values and ratios: every comparison is ==), plus the envelope walk's tie
 // rules and MaxPool windows (padding on both sides, overlapping windows, ceil_mode, 2-D windows)
 // against a brute-force exact envelope: every crossing of two window candidates is a break iff the

@@ -1,4 +1,4 @@
-// ExactLine properties P1-P12 (P4 on the knot MLPs) (specs/exactline.md §5) on random networks in double: MLPs with
+// ExactLine properties P1-P12 (P4 on the knot MLPs) (docs/specs/exactline.md#5-test-oracles) on random networks in double: MLPs with
 // ReLU / LeakyReLU / HardTanh / Clamp, a CNN (Conv2D, ReLU, MaxPool2D, AvgPool2D, Flatten, Dense),
 // a residual MLP and a residual CNN (identity and projection shortcuts); the same networks as a
 // DynamicNetwork give identical partitions.  P9 (affine-layer neutrality, BatchNorm folding), P10

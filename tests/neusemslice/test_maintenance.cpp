@@ -1,5 +1,5 @@
 // NeuSemSlice's maintenance drivers (neusemslice/readapt.hpp, neusemslice/increment.hpp): spec
-// specs/neusemslice.md §7 oracle 9 (frozen parameters bit-identical through training with momentum
+// docs/specs/neusemslice.md#7-test-oracles oracle 9 (frozen parameters bit-identical through training with momentum
 // and weight decay), TPR = the parameter mask's trainable fraction, the replay and mask helpers,
 // determinism.  Small synthetic data; runs in well under a second.
 #include <doctest/doctest.h>

@@ -1,5 +1,5 @@
 // Neuron masks (neusemslice/neuron_mask.hpp): NeuSemSlice's units, masking, parameter accounting and
-// freezing (specs/neusemslice.md §7 oracles 6, 7, 9), the mask file and its errors.
+// freezing (docs/specs/neusemslice.md#7-test-oracles oracles 6, 7, 9), the mask file and its errors.
 #include <doctest/doctest.h>
 
 #include <cstring>

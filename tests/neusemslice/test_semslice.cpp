@@ -1,5 +1,5 @@
 // NeuSemSlice (neusemslice/cka.hpp, neusemslice/semslice.hpp): the similarity forms, Algorithm 1's scan,
-// the metrics and the slice (specs/neusemslice.md §7 oracles 1-5, 10, 11), errors, determinism.
+// the metrics and the slice (docs/specs/neusemslice.md#7-test-oracles oracles 1-5, 10, 11), errors, determinism.
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// NNSlicer: the test oracles of specs/nnslicer.md §7 (1-11), with exact expected tables.
+// NNSlicer: the test oracles of docs/specs/nnslicer.md#7-test-oracles (1-11), with exact expected tables.
 // Conventions: nnlens' Dense stores W [in, out] (y = x W + b), so the spec's W1 (y = W x) is
 // transposed, and a Dense synapse index is the flat index into W: i * out + j (input i -> unit j).
 #include "nnslicer_test_util.hpp"
@@ -539,7 +539,7 @@ TEST_CASE("predicted() on a rank-3 output at channel granularity: the channel of
   // A 1x1 identity convolution: the output is the input, 3 channels of 2x2.  Sample 0's channel 1
   // holds the largest element (10) but a negative mean; channel 2 has the largest mean (2), and
   // channel 0 is neither.  The predicted class at channel granularity is channel 2: not channel 0,
-  // and not the channel of the largest raw element (specs/nnslicer.md §2.1: a conv neuron's value
+  // and not the channel of the largest raw element (docs/specs/nnslicer.md#21-granularity: a conv neuron's value
   // is its spatial mean).
   using Net = Sequential<Input<3, 2, 2>, Conv2D<3, 1, 1, 0, 1, 1, double>>;
   Net net;

@@ -1,5 +1,5 @@
 // tools/nnlens/coverage_cmd.hpp -- `nnlens coverage` (docs/coverage-tool.md): DeepImportance's IDC
-// and the DeepGauge / surprise criteria beside it (specs/deepimportance.md).
+// and the DeepGauge / surprise criteria beside it (docs/specs/deepimportance.md).
 //
 //   nnlens coverage MODEL --train FILE [--train-labels FILE] --test FILE [--layer L] [--m 6]
 //                   [--criteria idc,nc,kmnc,nbc,snac,tknc,lsc,dsc] [--json] [--state FILE]

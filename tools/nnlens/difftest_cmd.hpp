@@ -1,5 +1,5 @@
 // tools/nnlens/difftest_cmd.hpp -- `nnlens difftest` (docs/dflare-tool.md): DFlare's differential
-// testing of a model against its compressed twin (specs/dflare.md; include/nnlens/difftest/); the
+// testing of a model against its compressed twin (docs/specs/dflare.md; include/nnlens/difftest/); the
 // twins themselves are `nnlens compress`'s (compress_cmd.hpp, include/nnlens/compress/).
 //
 //   nnlens difftest ORIGINAL COMPRESSED --seeds FILE [--budget-queries N] [--timeout S]

@@ -1,5 +1,5 @@
 // tools/nnlens/increment_cmd.hpp -- `nnlens increment`: NeuSemSlice's incremental development
-// (docs/neusemslice-tool.md; specs/neusemslice.md §4), built on
+// (docs/neusemslice-tool.md; docs/specs/neusemslice.md#4-maintenance-applications), built on
 // include/nnlens/neusemslice/increment.hpp.
 //
 //   nnlens increment MODEL --data NEW [--labels FILE] --old-data OLD [--old-labels FILE]

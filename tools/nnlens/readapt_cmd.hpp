@@ -1,5 +1,5 @@
 // tools/nnlens/readapt_cmd.hpp -- `nnlens readapt`: NeuSemSlice's adversarial re-adaptation
-// (docs/neusemslice-tool.md; specs/neusemslice.md §4), built on
+// (docs/neusemslice-tool.md; docs/specs/neusemslice.md#4-maintenance-applications), built on
 // include/nnlens/neusemslice/readapt.hpp.
 //
 //   nnlens readapt MODEL --data FILE [--labels FILE] [--test FILE [--test-labels FILE]]

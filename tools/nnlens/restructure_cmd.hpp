@@ -1,5 +1,5 @@
 // tools/nnlens/restructure_cmd.hpp -- `nnlens restructure`: NeuSemSlice's restructuring of a model
-// (docs/neusemslice-tool.md; specs/neusemslice.md §4), built on
+// (docs/neusemslice-tool.md; docs/specs/neusemslice.md#4-maintenance-applications), built on
 // include/nnlens/neusemslice/restructure.hpp.
 //
 //   nnlens restructure MODEL --data FILE [--labels FILE] --test FILE [--test-labels FILE]

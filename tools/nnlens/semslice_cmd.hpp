@@ -1,5 +1,5 @@
 // tools/nnlens/semslice_cmd.hpp -- `nnlens semslice` (docs/neusemslice-tool.md): NeuSemSlice's
-// critical neurons of a classifier (specs/neusemslice.md §2; include/nnlens/neusemslice/semslice.hpp).
+// critical neurons of a classifier (docs/specs/neusemslice.md#2-algorithm; include/nnlens/neusemslice/semslice.hpp).
 //
 //   nnlens semslice MODEL --data FILE [--labels FILE] [--metric taylor] [--theta 0.95]
 //                   [--similarity cka|uncentered|unbiased] [--categories 0,1,...] [--samples 500]

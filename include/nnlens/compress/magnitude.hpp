@@ -1,5 +1,5 @@
-// nnlens/compress/magnitude.hpp -- magnitude pruning twins (DFlare's "prune" pairs, specs/dflare.md
-// §4-§5: pruning is zeroed weights, so the pruned twin is a network of the same type and runs on
+// nnlens/compress/magnitude.hpp -- magnitude pruning twins (DFlare's "prune" pairs,
+// docs/specs/dflare.md#4-evaluation-setup-and-headline-numbers (§4-§5): pruning is zeroed weights, so the pruned twin is a network of the same type and runs on
 // the same kernels).
 //
 //   Net p = compress::magnitude_prune(net, ratio [, opts]);   unstructured: the round(ratio * n)

@@ -1,5 +1,5 @@
 // nnlens/compress/pruning.hpp -- unstructured magnitude pruning of the weight tensors, with the
-// four layer-wise allocators of specs/neusemslice.md §4.1 (DeepArc's setup).
+// four layer-wise allocators of docs/specs/neusemslice.md#41-model-restructure (DeepArc's setup).
 //
 //   auto ws = weight_tensors(net);        the first parameter tensor (the weights) of every
 //                                         Dense/Conv2D unit (neuron_units(net)), with its fan-in,

@@ -1,5 +1,5 @@
 // nnlens/compress/quantize.hpp -- post-training int8 quantisation: DFlare's "compressed twins"
-// (specs/dflare.md §4-§5: TFLite / fbgemm 8-bit post-training quantisation).
+// (docs/specs/dflare.md#4-evaluation-setup-and-headline-numbers (§4-§5): TFLite / fbgemm 8-bit post-training quantisation).
 //
 //   auto q = compress::quantize(net, calibration, opts);   // calibration: [N, in...], N >= 1
 //   auto w = compress::quantize_weights(net, opts);        // weight-only (no calibration needed)
@@ -33,7 +33,7 @@
 // quantize_options::dflare_reference(): weight_only, per tensor, min_elements = 1024, symmetric
 // max|W|/127 -- TFLite's post-training weight quantisation (tensorflow/lite/tools/optimize/
 // quantize_weights.cc: kWeightsMinNumElementsDefault = 1024), our reading of the "TFLite 8-bit"
-// LeNet/ResNet twins DFlare took from DiffChaser.  The spec (specs/dflare.md §4) names the tool,
+// LeNet/ResNet twins DFlare took from DiffChaser.  The spec (docs/specs/dflare.md#4-evaluation-setup-and-headline-numbers) names the tool,
 // not the rule: see docs/compress.md.
 // Inside a Residual (nested too), the Dense/Conv2D weights are quantised by the same rule and
 // kept as their dequantised values; the block itself runs in float in both modes (int8 mode

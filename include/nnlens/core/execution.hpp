@@ -2,7 +2,7 @@
 //
 //   execution::seq   the calling thread
 //   execution::par   the host thread pool; work is split over samples (or segments), never inside
-//                    a small kernel (one fork-join costs microseconds: STYLE.md §5.6)
+//                    a small kernel (one fork-join costs microseconds: docs/design/style.md#thrust (item 6))
 //   execution::thrust   (opt-in component nnlens::thrust: nnlens/thrust/policy.hpp) batches on a
 //                    thrust device system (CUDA, OMP or TBB); it registers itself through
 //                    is_execution_policy below.

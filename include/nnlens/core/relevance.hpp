@@ -1,5 +1,5 @@
 // nnlens/core/relevance.hpp -- what a relevance_rule<L> (layer-wise relevance propagation, LRP)
-// sees, and the rule kernels the layer headers share (specs/deepimportance.md §2.2).
+// sees, and the rule kernels the layer headers share (docs/specs/deepimportance.md#22-neuron-relevance-by-lrp).
 //
 //   relevance_rule<L> forms (nnlens/coverage/lrp.hpp dispatches on which members exist):
 //     passthrough = true                 R_in = R_out (activations, Dropout, Flatten, Identity)

@@ -1,6 +1,6 @@
 // nnlens/core/tensor.hpp -- the only place nnlens includes xtensor.
 //
-// Weights live in xt::xtensor<T, N> (not xtensor_fixed: see STYLE.md §6).  Kernels take raw
+// Weights live in xt::xtensor<T, N> (not xtensor_fixed: see docs/design/style.md#xtensor-024-and-xsimd-8).  Kernels take raw
 // pointers; the public API takes and returns xtensor containers (never lazy expressions).
 #pragma once
 

@@ -16,7 +16,7 @@
 //
 // Layer indices are the network's top-level layers, 0-based (the Input is not a layer); the
 // neurons of layer i are the values of its output.  Channel means (for conv layers) follow
-// specs/deepimportance.md §2.6 (5) and §7 ("a conv neuron is a channel with value = spatial
+// docs/specs/deepimportance.md#26-ambiguities-and-readings (5) and docs/specs/deepimportance.md#7-baselines ("a conv neuron is a channel with value = spatial
 // mean").  Work is split over the rows of a chunk (execution::par); f always sees whole chunks,
 // in order, so accumulators that f feeds are deterministic.
 // Errors: shape_error for X of the wrong size, value_error for a layer index out of range.
@@ -81,7 +81,7 @@ using nnlens::all_layers;  // the name the library's own code used
 }  // namespace detail
 
 /// Every top-level layer except those that only reshape (Flatten): the criteria's "layers", pooling
-/// and the output included (specs/deepimportance.md: "all except input and flatten").  Layers that
+/// and the output included (docs/specs/deepimportance.md: "all except input and flatten").  Layers that
 /// are the identity at inference (Dropout, Identity) stay, as in the reference code.
 template <class Net>
 std::vector<coverage_layer> coverage_layers(const Net& net) {
@@ -92,7 +92,7 @@ std::vector<coverage_layer> coverage_layers(const Net& net) {
   return r;
 }
 
-/// IDC's default subject layer (specs/deepimportance.md §2.6 (7)): the layer whose output feeds the
+/// IDC's default subject layer (docs/specs/deepimportance.md#26-ambiguities-and-readings (7)): the layer whose output feeds the
 /// last weighted layer, skipping the reshape-only layers (Flatten, Dropout, Identity; LeNet-5: the ReLU after Dense<84>; LeNet-1:
 /// the last conv block's pooling).
 template <class Net>

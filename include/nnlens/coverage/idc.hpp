@@ -1,5 +1,5 @@
-// nnlens/coverage/idc.hpp -- DeepImportance's importance-driven coverage (IDC; specs/deepimportance.md
-// §2.3-2.5).
+// nnlens/coverage/idc.hpp -- DeepImportance's importance-driven coverage (IDC;
+// docs/specs/deepimportance.md#23-clustering-the-important-neurons (§2.3-§2.5)).
 //
 //   idc c = prepare_idc([policy,] net, X_train, y_train, {.m = 6});
 //                        T' = the correctly classified training inputs; the m most relevant

@@ -1,5 +1,5 @@
-// nnlens/coverage/importance.hpp -- DeepImportance's important neurons (specs/deepimportance.md
-// §2.2, Algorithm 1): relevance of a layer's neurons accumulated over the correctly classified
+// nnlens/coverage/importance.hpp -- DeepImportance's important neurons (
+// docs/specs/deepimportance.md#22-neuron-relevance-by-lrp, Algorithm 1): relevance of a layer's neurons accumulated over the correctly classified
 // training inputs, and the top m.
 //
 //   auto rt = neuron_relevance([policy,] net, X, labels, {.layer = L});   mergeable totals

@@ -1,4 +1,4 @@
-// nnlens/coverage/kmeans1d.hpp -- DeepImportance's clustering step (specs/deepimportance.md §2.3):
+// nnlens/coverage/kmeans1d.hpp -- DeepImportance's clustering step (docs/specs/deepimportance.md#23-clustering-the-important-neurons):
 // exact 1-D k-means, the exact 1-D silhouette, and Algorithm 2 for one neuron.
 //
 //   kmeans_1d_result r = kmeans_1d(values, k)        optimal (minimum within-cluster sum of squares)

@@ -1,5 +1,5 @@
 // nnlens/coverage/lrp.hpp -- layer-wise relevance propagation (LRP) as a visitor over the layers'
-// relevance_rule traits (specs/deepimportance.md §2.2; the rules are in core/relevance.hpp).
+// relevance_rule traits (docs/specs/deepimportance.md#22-neuron-relevance-by-lrp; the rules are in core/relevance.hpp).
 //
 //   lrp_graph<T> g(net);                 the network as LRP walks it (network/graph.hpp's run_graph):
 //                                        one node per layer; a composite becomes its branches' layers

@@ -1,5 +1,5 @@
 // nnlens/coverage/neuron_coverage.hpp -- the neuron-level baselines IDC is compared with
-// (specs/deepimportance.md §3, §7): DeepXplore's NC, DeepGauge's KMNC, NBC, SNAC and TKNC.
+// (docs/specs/deepimportance.md#3-hyperparameters, docs/specs/deepimportance.md#7-baselines): DeepXplore's NC, DeepGauge's KMNC, NBC, SNAC and TKNC.
 //
 //   nc_criterion   nc(net, {.threshold = 0.75, .layers = {}})    NC: per input and layer, min-max
 //                                              scale the layer's neurons to [0,1] (a constant layer

@@ -1,5 +1,5 @@
 // nnlens/coverage/surprise.hpp -- Surprise Adequacy (Kim et al., ICSE 2019) and its coverage
-// criteria LSC and DSC, as baselines of IDC (specs/deepimportance.md §3, §7).
+// criteria LSC and DSC, as baselines of IDC (docs/specs/deepimportance.md#3-hyperparameters, docs/specs/deepimportance.md#7-baselines).
 //
 //   (the preparation, LSA and DSA: coverage/surprise_model.hpp, included here)
 //   lsc_criterion lsc(m, {.buckets = 1000, .lower = 0, .upper = 2000})   LSC (a CoverageCriterion)

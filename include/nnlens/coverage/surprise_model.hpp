@@ -1,6 +1,6 @@
 // nnlens/coverage/surprise_model.hpp -- Surprise Adequacy (Kim et al., ICSE 2019): the
 // preparation and the per-input LSA and DSA that LSC and DSC bucket (coverage/surprise.hpp;
-// specs/deepimportance.md §3, §7).
+// docs/specs/deepimportance.md#3-hyperparameters, docs/specs/deepimportance.md#7-baselines).
 //
 //   auto m = prepare_surprise([policy,] net, Xtrain, layer[, opts])   the preparation: the training
 //                           activation traces (AT = the neurons of `layer`, channel means for a conv

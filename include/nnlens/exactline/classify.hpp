@@ -8,7 +8,7 @@
 // Inside one affine piece every logit is a line in t, so the winner changes where the upper
 // envelope of the logits changes: the envelope walk (kernels/envelope.hpp) finds every change,
 // also when three or more classes take turns inside one piece (SyReNN's ArgMax misses the middle
-// one: specs/exactline.md §2.5).  Adjacent intervals with the same label are merged; a label
+// one: docs/specs/exactline.md#25-fusion-classification-composites).  Adjacent intervals with the same label are merged; a label
 // describes the open interval (at an exact tie the class that wins just after it).
 #pragma once
 

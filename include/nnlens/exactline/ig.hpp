@@ -20,7 +20,7 @@
 //   m_tilde(ig, 0.01)                           the prior-work heuristic: the smallest m in
 //                                               [20, 1000] whose left sum has completeness error
 //                                               |sum - delta| / |delta| < 1 %
-// (specs/exactline.md §3(b)).  F is the raw output k (a logit), as in the paper's code.
+// (docs/specs/exactline.md#3b-exact-integrated-gradients).  F is the raw output k (a logit), as in the paper's code.
 #pragma once
 
 #include <cmath>

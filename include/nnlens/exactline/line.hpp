@@ -10,7 +10,7 @@
 //                                                // parallel over segments (execution::par)
 //   auto p = exact_path(net, {X0, X1, X2, ...})  // a polyline: the concatenated partitions
 //
-// Algorithm (specs/exactline.md §2.1): keep the ratios t and the values V at those ratios before
+// Algorithm (docs/specs/exactline.md#21-composition-layer-by-layer): keep the ratios t and the values V at those ratios before
 // the next layer.  At each layer, ask its pwl_rule (core/traits.hpp) where each piece must split,
 // insert those points with values interpolated from the piece's ends (exact: everything before is
 // affine on the piece) or, with `reanchor`, recomputed by running the prefix of the network, then

@@ -1,5 +1,5 @@
 // nnlens/exactline/plane.hpp -- the restriction of a network to a convex polygon of a 2-D plane
-// in input space (SyReNN's "plane" transformer, specs/exactline.md §6).
+// in input space (SyReNN's "plane" transformer, docs/specs/exactline.md#6-extensions).
 //
 //   auto r = exact_plane(net, O, U, V, {{u0, v0}, {u1, v1}, ...});   // points x = O + u U + v V
 //   r.polygons[i].vertices   (u, v) of a convex polygon, counter-clockwise as given

@@ -14,7 +14,7 @@
 //   add_at(dst, v, d, t, j, n, ts)         a polyline's values at ratio t, added to dst
 //
 // Ratios are computed in R from values of type T (R(a) etc. before subtracting: never narrowed).
-// The walk (specs/exactline.md §2.4): start with the arg-max at s = 0, ties to the steeper line
+// The walk (docs/specs/exactline.md#24-maxpool): start with the arg-max at s = 0, ties to the steeper line
 // and then to the lower index; repeatedly find the first crossing, after the current s, by a line
 // steeper than the current winner (ties in s go to the steepest, then the lower index).  The slope
 // rises at every step, so there are at most n breaks and the walk ends.  This is correct with

@@ -148,7 +148,7 @@ struct sign_rule<AvgPool2DG<G>> {
 };
 
 /// LRP: a linear layer with weights 1 / divisor (the forward pass's divisor) and no bias, so the
-/// ε-rule is the proportional rule R_j = Σ_k a_j / (Σ_window a) R_k (specs/deepimportance.md §2.2);
+/// ε-rule is the proportional rule R_j = Σ_k a_j / (Σ_window a) R_k (docs/specs/deepimportance.md#22-neuron-relevance-by-lrp);
 /// kernels::mean_pool_relevance per plane (the thrust LRP step's too).
 template <pool_geometry G>
 struct relevance_rule<AvgPool2DG<G>> {

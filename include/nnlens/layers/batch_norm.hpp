@@ -222,7 +222,7 @@ struct sign_rule<BatchNorm<C, T>> {
 };
 
 /// LRP: after a Conv2D or Dense it folds into that layer (w' = a w, b' = a b + t with
-/// a = gamma / sqrt(var + eps), t = beta - a mean; specs/deepimportance.md §2.2); anywhere else it
+/// a = gamma / sqrt(var + eps), t = beta - a mean; docs/specs/deepimportance.md#22-neuron-relevance-by-lrp); anywhere else it
 /// is a per-channel linear layer y = a x + t under the same rules.
 template <std::size_t C, class T>
 struct relevance_rule<BatchNorm<C, T>> {

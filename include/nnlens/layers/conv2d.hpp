@@ -421,7 +421,7 @@ void for_each_receptive_input(const conv_geometry& g, std::size_t H, std::size_t
 }
 }  // namespace detail
 
-/// NNSlicer (specs/nnslicer.md §2.5): per channel, output channel o has one item per kernel
+/// NNSlicer (docs/specs/nnslicer.md#25-local-items-per-op-type): per channel, output channel o has one item per kernel
 /// weight of its group, (input channel c, W[o, c, u, v], W[o, c, u, v] Δx_c); per element, output
 /// element (o, oh, ow) has one item per weight whose input position lies inside the input.
 /// Synapse = flat index into W [out, in/groups, kh, kw].

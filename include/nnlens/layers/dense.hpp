@@ -1,6 +1,6 @@
 // nnlens/layers/dense.hpp -- Dense<Out>: y = x W + b (fully connected).
 //
-// Weights: W [in, out] (row-major, "axpy order": see STYLE.md §6), b [out].  PyTorch's
+// Weights: W [in, out] (row-major, "axpy order": see docs/design/style.md#xtensor-024-and-xsimd-8), b [out].  PyTorch's
 // nn.Linear.weight is W^T.  Input must be rank 1 (insert Flatten after convolutions).
 // Dense<dyn> takes its sizes from W (used by DynamicNetwork).
 #pragma once

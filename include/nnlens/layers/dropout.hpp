@@ -70,7 +70,7 @@ struct sign_rule<Identity> : sign_passthrough_rule {};
 template <>
 struct sign_rule<Dropout> : sign_passthrough_rule {};
 
-/// LRP: relevance passes through unchanged (specs/deepimportance.md §2.2).
+/// LRP: relevance passes through unchanged (docs/specs/deepimportance.md#22-neuron-relevance-by-lrp).
 template <>
 struct relevance_rule<Identity> : relevance_passthrough_rule {};
 template <>

@@ -44,7 +44,7 @@ struct sign_rule<Flatten> {
   }
 };
 
-/// LRP: relevance passes through unchanged (specs/deepimportance.md §2.2).
+/// LRP: relevance passes through unchanged (docs/specs/deepimportance.md#22-neuron-relevance-by-lrp).
 template <>
 struct relevance_rule<Flatten> : relevance_passthrough_rule {};
 

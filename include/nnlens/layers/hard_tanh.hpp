@@ -125,7 +125,7 @@ struct sign_rule<Clamp> : sign_passthrough_rule {};
 template <>
 struct sign_rule<HardTanh> : sign_passthrough_rule {};
 
-/// LRP: relevance passes through unchanged (specs/deepimportance.md §2.2).
+/// LRP: relevance passes through unchanged (docs/specs/deepimportance.md#22-neuron-relevance-by-lrp).
 template <>
 struct relevance_rule<Clamp> : relevance_passthrough_rule {};
 template <>

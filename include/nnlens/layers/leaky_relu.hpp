@@ -74,7 +74,7 @@ struct pwl_rule<LeakyReLU> {
 template <>
 struct sign_rule<LeakyReLU> : sign_passthrough_rule {};
 
-/// LRP: relevance passes through unchanged (specs/deepimportance.md §2.2).
+/// LRP: relevance passes through unchanged (docs/specs/deepimportance.md#22-neuron-relevance-by-lrp).
 template <>
 struct relevance_rule<LeakyReLU> : relevance_passthrough_rule {};
 

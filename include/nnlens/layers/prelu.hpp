@@ -177,7 +177,7 @@ struct pwl_rule<PReLU<C, T>> {
 template <std::size_t C, class T>
 struct sign_rule<PReLU<C, T>> : sign_passthrough_rule {};
 
-/// LRP: relevance passes through unchanged, as LeakyReLU (specs/deepimportance.md §2.2).
+/// LRP: relevance passes through unchanged, as LeakyReLU (docs/specs/deepimportance.md#22-neuron-relevance-by-lrp).
 template <std::size_t C, class T>
 struct relevance_rule<PReLU<C, T>> : relevance_passthrough_rule {};
 

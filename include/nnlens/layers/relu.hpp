@@ -71,7 +71,7 @@ struct sign_rule<ReLU> {
   }
 };
 
-/// LRP: relevance passes through unchanged (specs/deepimportance.md §2.2).
+/// LRP: relevance passes through unchanged (docs/specs/deepimportance.md#22-neuron-relevance-by-lrp).
 template <>
 struct relevance_rule<ReLU> : relevance_passthrough_rule {};
 

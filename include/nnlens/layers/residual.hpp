@@ -286,13 +286,13 @@ template <class B, class S>
 struct pwl_rule<Residual<B, S>> : composite_rule<Residual<B, S>> {};
 
 /// NNSlicer: a composite.  Its branches' layers are analysed as layers of their own, and the
-/// addition is a weighted sum with unit weights and no synapses (specs/nnslicer.md A7).
+/// addition is a weighted sum with unit weights and no synapses (docs/specs/nnslicer.md#29-ambiguities-and-readings A7).
 template <class B, class S>
   requires(detail::block_all<B>(detail::has_sign_rule) && detail::block_all<S>(detail::has_sign_rule))
 struct sign_rule<Residual<B, S>> : composite_rule<Residual<B, S>> {};
 
 /// LRP: a composite.  Each branch propagates relevance through its own layers; the addition splits
-/// R in proportion to the two summands (the ε-rule with unit weights, specs/deepimportance.md §2.2).
+/// R in proportion to the two summands (the ε-rule with unit weights, docs/specs/deepimportance.md#22-neuron-relevance-by-lrp).
 template <class B, class S>
   requires(detail::block_all<B>(detail::has_relevance_rule) && detail::block_all<S>(detail::has_relevance_rule))
 struct relevance_rule<Residual<B, S>> : composite_rule<Residual<B, S>> {};

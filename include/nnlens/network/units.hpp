@@ -1,5 +1,5 @@
 // nnlens/network/units.hpp -- a network's neurons grouped into units, the way NeuSemSlice's masks
-// and the pruning criteria count them (specs/neusemslice.md §2.1).
+// and the pruning criteria count them (docs/specs/neusemslice.md#21-objects).
 //
 //   auto us = neuron_units(net);   every top-level layer with synapses and per-neuron parameters
 //                                  (sign_rule<L>::synapses and layer_traits<L>::for_each_neuron_parameter:

@@ -1,5 +1,5 @@
 // nnlens/neusemslice/cka.hpp -- NeuSemSlice's semantic similarity between the embedding landscape of a
-// neuron subset and that of the whole layer (specs/neusemslice.md §2.3, §2.4), with incremental
+// neuron subset and that of the whole layer (docs/specs/neusemslice.md#23-semantic-similarity, docs/specs/neusemslice.md#24-linear-scan), with incremental
 // ("prefix sum") Gram updates for the linear scan of Algorithm 1.
 //
 //   gram_scan g(features, m, neurons, per, similarity::linear_cka, feature_map::full);

@@ -1,5 +1,5 @@
-// nnlens/neusemslice/increment.hpp -- NeuSemSlice's incremental development (specs/neusemslice.md
-// §4.3, Eqs. 8-9): learn a new task while the old task's critical neurons stay frozen.
+// nnlens/neusemslice/increment.hpp -- NeuSemSlice's incremental development (
+// docs/specs/neusemslice.md#43-incremental-development, Eqs. 8-9): learn a new task while the old task's critical neurons stay frozen.
 //
 //   neuron_mask mA = semslice(net, X_A, y_A, {.categories = A}).mask;
 //   set_output_classes(net, mA, A);                 // output unit: keep = task A's classes (A15)

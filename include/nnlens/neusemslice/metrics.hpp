@@ -1,5 +1,5 @@
 // nnlens/neusemslice/metrics.hpp -- the five neuron metrics NeuSemSlice ranks neurons by
-// (specs/neusemslice.md §2.2): avg, var, ens, taylor and deeplift.
+// (docs/specs/neusemslice.md#22-contribution-metrics): avg, var, ens, taylor and deeplift.
 //
 //   detail::metric_over(parallel, net, units, x, idx, target, metric, o)   [unit][neuron]: the metric
 //                 of every neuron of neuron_units(net) over the samples idx of x (rows of

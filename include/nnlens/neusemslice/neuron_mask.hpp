@@ -1,5 +1,5 @@
 // nnlens/neusemslice/neuron_mask.hpp -- neurons as NeuSemSlice sees them, and masks over them
-// (specs/neusemslice.md §2.1, §2.7).
+// (docs/specs/neusemslice.md#21-objects, docs/specs/neusemslice.md#27-masking-and-parameter-accounting).
 //
 //   auto us = neuron_units(net);     every Dense/Conv2D at the top level: its neurons (units, or
 //                                    channels of a conv) and where their values are read (the

@@ -1,4 +1,4 @@
-// nnlens/neusemslice/readapt.hpp -- NeuSemSlice's model re-adaptation (specs/neusemslice.md §4.2,
+// nnlens/neusemslice/readapt.hpp -- NeuSemSlice's model re-adaptation (docs/specs/neusemslice.md#42-model-re-adaptation,
 // Eqs. 6-7): adversarial repair that trains only the critical neurons' parameters.
 //
 //   auto r = readapt([policy,] net, &mask, X, y, X_test, y_test, attack, {.epochs = 5});

@@ -1,4 +1,4 @@
-// nnlens/neusemslice/restructure.hpp -- NeuSemSlice's model restructure (specs/neusemslice.md §4.1):
+// nnlens/neusemslice/restructure.hpp -- NeuSemSlice's model restructure (docs/specs/neusemslice.md#41-model-restructure):
 // mask the non-critical neurons, then iterative magnitude pruning with fine-tuning.
 //
 //   auto r = restructure([policy,] net, &mask /* or nullptr: the pruner alone */,

@@ -1,5 +1,5 @@
-// nnlens/neusemslice/semslice.hpp -- NeuSemSlice: neuron-level semantic slicing (specs/neusemslice.md
-// §2.2-§2.6, Algorithm 1).
+// nnlens/neusemslice/semslice.hpp -- NeuSemSlice: neuron-level semantic slicing (
+// docs/specs/neusemslice.md#22-contribution-metrics (§2.2-§2.6), Algorithm 1).
 //
 //   auto r = semslice([policy,] net, X, labels, {.metric = metric::taylor, .theta = 0.95});
 //       r.mask    neuron_mask: per unit (neuron_units(net)) the union over categories of the

@@ -1,5 +1,5 @@
 // nnlens/nnslicer/decision_tree.hpp -- a CART classification tree (Gini impurity), the detector of
-// NNSlicer's adversarial-input study (specs/nnslicer.md §4.1) and of its baselines.
+// NNSlicer's adversarial-input study (docs/specs/nnslicer.md#41-adversarial-input-detection) and of its baselines.
 //
 //   decision_tree t;
 //   t.fit([policy,] X, n, d, y, {.max_features = 0, .seed = 1});   // X: n x d row-major, y: n labels

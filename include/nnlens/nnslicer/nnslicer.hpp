@@ -1,4 +1,4 @@
-// nnlens/nnslicer/nnslicer.hpp -- NNSlicer: dynamic slicing by data-flow analysis (specs/nnslicer.md).
+// nnlens/nnslicer/nnslicer.hpp -- NNSlicer: dynamic slicing by data-flow analysis (docs/specs/nnslicer.md).
 //
 //   auto prof = profile_network(execution::par, net, train_images);          // once per model
 //   auto tab  = nnslicer(execution::par, net, prof, images, criterion::predicted(), {.theta = 0.3});
@@ -97,7 +97,7 @@ namespace detail {
 
 inline int sgn(double v) { return (v > 0) - (v < 0); }
 
-/// The θ filter of specs/nnslicer.md §2.6: keeps items, in place.
+/// The θ filter of docs/specs/nnslicer.md#26-threshold-filter: keeps items, in place.
 inline void theta_filter(std::vector<sign_item>& items, double theta, theta_denominator den, theta_cutoff cut, double yn,
                          std::vector<std::size_t>& order) {
   items.erase(std::remove_if(items.begin(), items.end(), [](const sign_item& it) { return it.c == 0; }), items.end());
@@ -208,7 +208,7 @@ class slicer_engine {
     if (cr.k == criterion::kind::predicted) {
       // the predicted class is the output neuron of largest value: at channel granularity a
       // rank-3 output's neurons are its channels, valued by their spatial means (nv_), so the
-      // argmax runs over the channel means, never over raw elements (specs/nnslicer.md §2.1)
+      // argmax runs over the channel means, never over raw elements (docs/specs/nnslicer.md#21-granularity)
       const auto& yo = nv_[out];
       std::size_t best = 0;
       for (std::size_t k = 1; k < nout; ++k)

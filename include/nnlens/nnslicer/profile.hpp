@@ -1,5 +1,5 @@
 // nnlens/nnslicer/profile.hpp -- NNSlicer's profile: the mean activation of every neuron over a
-// dataset (specs/nnslicer.md §2.2, Eq. 1).
+// dataset (docs/specs/nnslicer.md#22-profiling, Eq. 1).
 //
 //   auto p = profile_network([policy,] net, X, {.granularity = granularity::channel});
 //   profile_accumulator acc(net, granularity::channel);   // streamed: acc.add(net, X_batch) ...

@@ -11,7 +11,7 @@
 //                                      a copy of net whose weights outside the mask are 0, and the
 //                                      biases of neurons with no synapse left: a network that runs
 //                                      (forward, evaluate, fine-tune with a mask)
-// (specs/nnslicer.md §2.7 and §4.2: pruning keeps, per layer, the synapses of largest |CONTRIB|.)
+// (docs/specs/nnslicer.md#27-aggregation-and-slice-extraction and docs/specs/nnslicer.md#42-targeted-pruning: pruning keeps, per layer, the synapses of largest |CONTRIB|.)
 #pragma once
 
 #include <algorithm>
@@ -81,7 +81,7 @@ std::vector<std::vector<std::uint8_t>> synapse_mask(const Net& net, const contri
   return m;
 }
 
-/// What apply_slice does with a neuron whose synapses are all pruned (specs/nnslicer.md §4.2 [D]).
+/// What apply_slice does with a neuron whose synapses are all pruned (docs/specs/nnslicer.md#42-targeted-pruning [D]).
 enum class dead_neurons {
   zero_bias,  // its bias goes too, so its output is 0 (before the activation): the neuron is gone
   keep_bias,  // only the synapses are zeroed; the neuron still emits its bias

@@ -8,7 +8,7 @@
 //
 // requires: thrust on the include path (CMake: link nnlens::thrust, which pins the CUDA toolkit's
 //           CCCL headers) and THRUST_DEVICE_SYSTEM set the same in every TU (an interface
-//           definition, never in a header: STYLE.md §5.5).  OMP needs -fopenmp; on a shared or
+//           definition, never in a header: docs/design/style.md#thrust (item 5)).  OMP needs -fopenmp; on a shared or
 //           loaded machine run with OMP_WAIT_POLICY=passive (spinning threads wait for a time
 //           slice at every kernel's barrier: docs/scale.md).
 // ensures:  is_execution_policy_v<thrust_policy>; analyses with a thrust path (forward,

@@ -1,5 +1,5 @@
 // nnlens/train/attacks.hpp -- white-box L-inf gradient attacks on the cross-entropy loss of the
-// true label: FGSM, BIM and PGD (the attacks of NNSlicer's detection study, specs/nnslicer.md §4.1).
+// true label: FGSM, BIM and PGD (the attacks of NNSlicer's detection study, docs/specs/nnslicer.md#41-adversarial-input-detection).
 //
 //   auto adv = fgsm([policy,] net, X, labels, eps);                       // one signed step of eps
 //   auto adv = bim([policy,] net, X, labels, {.eps, .alpha, .steps});     // iterated FGSM, projected
