@@ -57,6 +57,9 @@ class onnx_sink {
                                   std::span<const float> values) = 0;
   virtual std::string initializer(std::string_view stem, const std::vector<std::int64_t>& dims,
                                   std::span<const double> values) = 0;
+  /// The default domain's opset the graph needs at least: a rule whose node is newer than the
+  /// exporter's opset calls it (HardSwish: 14, Gelu: 20); the model declares the largest.
+  virtual void require_opset(std::int64_t) {}
   /// initializer() of a whole tensor (anything with data() and size()).
   template <class E>
   std::string tensor(std::string_view stem, const std::vector<std::int64_t>& dims, const E& t) {

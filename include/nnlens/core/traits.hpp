@@ -262,4 +262,24 @@ struct sign_passthrough_rule {
   }
 };
 
+/// sign_rule of an element-wise map that is not monotone (SiLU, HardSwish, GELU): one item
+/// (n, -, f'·Δx_n), f' the local slope layer_traits<L>::scalar_map(l).grad(x, 1) at the neuron's
+/// input: the element's at element granularity, the mean over the channel's elements at channel
+/// granularity (the neuron is the channel's mean, so its Δ moves with the mean slope).
+struct sign_slope_rule {
+  template <class L>
+  static void items(const L& l, const sign_ctx& c, std::size_t n, std::vector<sign_item>& out) {
+    const auto f = layer_traits<L>::scalar_map(l);
+    double s = 0;
+    if (c.element || c.in.rank != 3) {
+      s = f.grad(c.x[n], 1.0);
+    } else {
+      const std::size_t hw = c.in[1] * c.in[2];
+      for (std::size_t e = 0; e < hw; ++e) s += f.grad(c.x[n * hw + e], 1.0);
+      s /= double(hw);
+    }
+    out.push_back({n, sign_item::none, s * c.dx[n]});
+  }
+};
+
 }  // namespace nnlens

@@ -6,7 +6,8 @@
 //                                     composition (the window's envelope with c as a candidate)
 //   line_step(e, l, in, out, at)      one layer: refine at its breaks, then its forward pass; a
 //                                     composite by the engine; a layer that is not piecewise-linear
-//                                     is logic_error naming it and its place
+//                                     is logic_error naming it and its place (line_walk checks
+//                                     every layer that way first, before any step does work)
 //   line_branches(e, l, in, at, f)    a composite's branches: f(b, run) for each, run() steps
 //                                     through the branch's layers (line_step)
 //
@@ -30,6 +31,7 @@
 
 #include "nnlens/core/composite.hpp"
 #include "nnlens/core/error.hpp"
+#include "nnlens/core/properties.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/network/visit.hpp"
 
@@ -85,10 +87,15 @@ template <class E, class L>
 void line_step(E& e, const L& l, shape in, shape out, const layer_site& at) {
   if constexpr (!PiecewiseLinearLayer<L>) {
     (void)e, (void)l, (void)in, (void)out;
-    throw logic_error(concat(E::name, ": ", at.str(), " (", layer_traits<L>::name,
-                             ") is not piecewise-linear; ExactLine needs every layer piecewise-linear: run it on the "
-                             "logits (drop the ",
-                             layer_traits<L>::name, ")"));
+    if constexpr (output_is_distribution_v<L>)
+      throw logic_error(concat(E::name, ": ", at.str(), " (", layer_traits<L>::name,
+                               ") is not piecewise-linear; ExactLine needs every layer piecewise-linear: run it on the "
+                               "logits (drop the ",
+                               layer_traits<L>::name, ")"));
+    else
+      throw logic_error(concat(E::name, ": ", at.str(), " (", layer_traits<L>::name,
+                               ") is not piecewise-linear (it has no pwl_rule: a smooth or curved map has no finite "
+                               "set of linear pieces); ExactLine needs every layer piecewise-linear"));
   } else if constexpr (pwl_is_composite<L>) {
     e.composite(l, in, out, at);
   } else {
@@ -115,8 +122,35 @@ void line_branches(E& e, const L& l, shape in, const layer_site& at, F&& f) {
   });
 }
 
+/// The engine of line_walk's check before any work: every step does nothing, so a layer that is
+/// not piecewise-linear (anywhere, branches included) is refused before the first layer runs.
+template <class E>
+struct pwl_precheck {
+  static constexpr auto name = E::name;
+  void layer_done() {}
+  template <class L>
+  void apply(const L&, shape, shape) {}
+  template <class L>
+  void refine_knots(const L&, shape, const layer_site&) {}
+  template <class L>
+  void refine_window(const L&, shape, shape, std::optional<double>, const layer_site&) {}
+  template <class L>
+  void composite(const L& l, shape in, shape, const layer_site& at) {
+    line_branches(*this, l, in, at, [&](std::size_t, auto&& run) { run(); });
+  }
+};
+template <class E>
+inline constexpr bool is_pwl_precheck_v = false;
+template <class E>
+inline constexpr bool is_pwl_precheck_v<pwl_precheck<E>> = true;
+
 template <class E, class Net>
 void line_walk(E& e, const Net& net, bool fuse) {
+  if constexpr (!is_pwl_precheck_v<E> && !is_sequential_v<std::remove_cvref_t<Net>>) {
+    pwl_precheck<E> pre;  // a DynamicNetwork's non-piecewise-linear layer, before any work (a
+                          // Sequential's is a compile error: require_pwl_network)
+    line_walk(pre, net, false);
+  }
   for_each_layer_ahead(net, [&](const auto& l, auto i, shape in, shape out, auto&& next) {
     using L = std::remove_cvref_t<decltype(l)>;
     const layer_site at{std::size_t(i), nullptr, 0, {}};

@@ -1,4 +1,5 @@
-// nnlens/io/onnx_export.hpp -- ONNX export: any nnlens network as an ONNX model (opset 13).
+// nnlens/io/onnx_export.hpp -- ONNX export: any nnlens network as an ONNX model (opset 13, or the
+// newer opset an op's node needs: HardSwish 14, Gelu 20).
 // Part of the optional component nnlens::onnx (libonnx-dev + libprotobuf-dev); not in nnlens.hpp.
 //
 //   onnx::ModelProto m = io::to_onnx(net [, options]);   // DynamicNetwork or static Sequential
@@ -101,6 +102,10 @@ class onnx_export_context final : public onnx_sink {
     return out;
   }
 
+  void require_opset(std::int64_t v) override { opset_ = v > opset_ ? v : opset_; }
+  /// The largest opset a rule required (0: none).
+  std::int64_t required_opset() const { return opset_; }
+
  private:
   template <class V>
   std::string put(std::string_view stem, const std::vector<std::int64_t>& dims, std::span<const V> v) {
@@ -115,6 +120,7 @@ class onnx_export_context final : public onnx_sink {
 
   onnx::GraphProto& g_;
   std::size_t counter_ = 0;
+  std::int64_t opset_ = 0;
 };
 
 /// The per-layer export rule (core/onnx_form.hpp; specialised in each op's header).
@@ -197,6 +203,7 @@ onnx::ModelProto to_onnx(const basic_dynamic_network<T>& net, const onnx_export_
       for (auto& s : *n.mutable_output())
         if (s == x) s = "output";
   }
+  if (c.required_opset() > o.opset) op->set_version(c.required_opset());  // HardSwish 14, Gelu 20
   detail::onnx_value_info(g->add_input(), "input", checked.input_shape());
   detail::onnx_value_info(g->add_output(), "output", checked.output_shape());
   return m;

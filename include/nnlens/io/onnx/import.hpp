@@ -17,8 +17,8 @@
 //   Constant, Shape, Gather, Unsqueeze, Concat, Cast on constants -> constant folding (state.hpp)
 // Chains are then folded by onnx_fuse (fuse.hpp).
 // requires: one run-time graph input (others bound through onnx_options::extra_inputs), a
-//           batch-leading input (or a rank-1 input without batch axis), opset <= 17 of the default
-//           domain (tested: 7..17).  Anything else -> io_error naming the node, its op type and the supported set.
+//           batch-leading input (or a rank-1 input without batch axis), opset <= 20 of the default
+//           domain (tested: 7..17, and 20 with Gelu).  Anything else -> io_error naming the node, its op type and the supported set.
 // ensures: every parameter of the network is finite: a NaN/Inf initializer, Constant or attribute
 //          is an io_error naming the tensor (or attribute), its node and the element (state.hpp).
 #pragma once
@@ -55,9 +55,9 @@ class onnx_importer : onnx_graph_state {
     for (const auto& o : m_.opset_import())
       if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
     info.opset = opset_;
-    if (opset_ < 1 || opset_ > 17)
+    if (opset_ < 1 || opset_ > 20)
       throw io_error(nnlens::detail::concat("ONNX: ", path_, ": opset ", opset_,
-                                            " of the default domain is not supported (1 to 17; tested: 7 to 17)"));
+                                            " of the default domain is not supported (1 to 20; tested: 7 to 17, and 20)"));
     for (const auto& t : g_.initializer()) consts_[t.name()] = tensor_from_proto(t, where_t(t.name()));
     // run-time inputs: graph inputs that are not initializers
     std::vector<const onnx::ValueInfoProto*> ins;
@@ -283,7 +283,8 @@ class onnx_importer : onnx_graph_state {
   void arith(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
     if (is_act(n.input(0)) && is_act(n.input(1))) {
-      if (op != "Add") fail(n, "of two activations is not supported (only Add: residual connections)");
+      if (op != "Add" && op != "Mul")
+        fail(n, "of two activations is not supported (only Add: residual connections; Mul: x * Sigmoid(x))");
       return join(n);
     }
     const bool act_first = is_act(n.input(0));
