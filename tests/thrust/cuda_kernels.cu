@@ -3,9 +3,15 @@
 // that every functor is a valid __host__ __device__ function for both architectures.
 #include <thrust/device_vector.h>
 
+#include "nnlens/layers/gelu.hpp"
+#include "nnlens/layers/hard_sigmoid.hpp"
+#include "nnlens/layers/hard_swish.hpp"
 #include "nnlens/layers/hard_tanh.hpp"
 #include "nnlens/layers/leaky_relu.hpp"
 #include "nnlens/layers/relu.hpp"
+#include "nnlens/layers/sigmoid.hpp"
+#include "nnlens/layers/silu.hpp"
+#include "nnlens/layers/tanh.hpp"
 #include "nnlens/thrust/kernels.hpp"
 
 namespace tk = nnlens::thrust_kernels;
@@ -29,6 +35,14 @@ void instantiate_all() {
   tk::map<T>(64, xp, yp, nnlens::layer_traits<nnlens::LeakyReLU>::scalar_map({0.1}));
   tk::map<T>(64, xp, yp, nnlens::layer_traits<nnlens::HardTanh>::scalar_map({}));
   tk::map<T>(64, xp, yp, nnlens::layer_traits<nnlens::Clamp>::scalar_map({-1.0, 2.0}));
+  // the smooth ones: exp, tanh, erf of the device
+  tk::map<T>(64, xp, yp, nnlens::layer_traits<nnlens::Sigmoid>::scalar_map({}));
+  tk::map<T>(64, xp, yp, nnlens::layer_traits<nnlens::Tanh>::scalar_map({}));
+  tk::map<T>(64, xp, yp, nnlens::layer_traits<nnlens::HardSigmoid>::scalar_map({}));
+  tk::map<T>(64, xp, yp, nnlens::layer_traits<nnlens::HardSwish>::scalar_map({}));
+  tk::map<T>(64, xp, yp, nnlens::layer_traits<nnlens::SiLU>::scalar_map({}));
+  tk::map<T>(64, xp, yp, nnlens::layer_traits<nnlens::GELU>::scalar_map({}));
+  tk::map<T>(64, xp, yp, nnlens::layer_traits<nnlens::GELU>::scalar_map(nnlens::GELU{true}));
   // an element-wise affine op (core/properties.hpp, ElementwiseAffine), centred and not
   tk::scale_shift<T>(64, 16, 4, xp, yp, wp, bp, bp);
   tk::scale_shift<T>(64, 16, 2, xp, yp, wp, bp, static_cast<const T*>(nullptr));

@@ -17,14 +17,20 @@
 #include "nnlens/layers/dense.hpp"
 #include "nnlens/layers/dropout.hpp"
 #include "nnlens/layers/flatten.hpp"
+#include "nnlens/layers/gelu.hpp"
 #include "nnlens/layers/global_avg_pool.hpp"
+#include "nnlens/layers/hard_sigmoid.hpp"
+#include "nnlens/layers/hard_swish.hpp"
 #include "nnlens/layers/hard_tanh.hpp"
 #include "nnlens/layers/leaky_relu.hpp"
 #include "nnlens/layers/max_pool2d.hpp"
 #include "nnlens/layers/prelu.hpp"
 #include "nnlens/layers/relu.hpp"
 #include "nnlens/layers/residual.hpp"
+#include "nnlens/layers/sigmoid.hpp"
+#include "nnlens/layers/silu.hpp"
 #include "nnlens/layers/softmax.hpp"
+#include "nnlens/layers/tanh.hpp"
 
 namespace nnlens::detail {
 /// The alternatives of DynamicNetwork's layer variant (each layer's dynamic form).
@@ -36,7 +42,7 @@ struct dynamic_layer_list {
   using type = std::variant<Dense<dyn, T>, ReLU, Flatten,
                             Conv2DG<dyn, conv_geometry_dyn, T>, MaxPool2D<dyn>, AvgPool2D<dyn>, GlobalAvgPool,
                             LeakyReLU, HardTanh, Clamp, BatchNorm<dyn, T>, Affine<dyn, T>, Softmax, Dropout, Identity,
-                            PReLU<dyn, T>,
+                            PReLU<dyn, T>, Sigmoid, Tanh, HardSigmoid, HardSwish, SiLU, GELU,
                             DynamicResidual<T>, DynamicConcat<T>>;
 };
 }  // namespace nnlens::detail
