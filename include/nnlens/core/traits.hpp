@@ -75,7 +75,7 @@ struct pwl_affine_rule {
   static constexpr bool affine = true;
 };
 
-/// One local contribution item of NNSlicer's backward analysis (specs/nnslicer.md §2.5): the
+/// One local contribution item of NNSlicer's backward analysis (docs/specs/nnslicer.md#25-local-items-per-op-type): the
 /// preceding neuron, the synapse (a flat index into the layer's first parameter tensor, or
 /// sign_item::none) and the signed local influence c.
 struct sign_item {
