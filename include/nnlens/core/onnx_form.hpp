@@ -225,6 +225,35 @@ struct onnx_import_rule {};
 template <class L>
 concept OnnxImportable = requires { onnx_import_rule<L>::ops; };
 
+namespace detail {
+/// The import rule of an op without attributes: onnx_import_rule<L> derives from it and lists its
+/// ONNX op types (ops[]); the node becomes L{}.
+template <class L>
+struct onnx_plain_import {
+  template <class Emit>
+  static void build(onnx_node_view& n, Emit&& emit) {
+    n.require_unpadded();
+    emit(L{});
+  }
+};
+
+/// An op that is one ONNX node without attributes, both ways: its layer_traits names the node's
+/// type, `static constexpr std::string_view onnx_op = "Relu";`, and needs no ONNX rule of its own.
+template <class L>
+concept onnx_plain_op = requires { { layer_traits<L>::onnx_op } -> std::convertible_to<std::string_view>; };
+}  // namespace detail
+
+template <class L>
+  requires detail::onnx_plain_op<L>
+struct onnx_export_rule<L> : detail::onnx_unary_rule<L> {
+  static constexpr std::string_view op = layer_traits<L>::onnx_op;
+};
+template <class L>
+  requires detail::onnx_plain_op<L>
+struct onnx_import_rule<L> : detail::onnx_plain_import<L> {
+  static constexpr std::string_view ops[] = {layer_traits<L>::onnx_op};
+};
+
 /// The per-op join rule (specialised in a composite op's header).
 template <class L>
 struct onnx_join_rule {};

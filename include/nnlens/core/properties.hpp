@@ -170,6 +170,41 @@ template <class L>
 concept ElementwiseMap = requires(const L& l) { layer_traits<L>::scalar_map(l); } &&
                          detail::scalar_map_functor<decltype(layer_traits<L>::scalar_map(std::declval<const L&>()))>;
 
+/// The layer_traits base of an element-wise map (ElementwiseMap): any shape passes through, and the
+/// host forward / backward run the op's own scalar_map over every element; layer_traits<L> adds its
+/// name and scalar_map (and an output_shape of its own where the op checks its parameters).
+template <class L>
+struct elementwise_map_defaults : layer_defaults {
+  static constexpr shape_check infer(shape in) { return {in, nullptr}; }
+  static shape output_shape(const L&, shape in) { return in; }
+  template <class T>
+  static void forward(const L& l, const forward_args<T>& a) {
+    const auto f = layer_traits<L>::scalar_map(l);
+    const std::size_t n = a.batch * a.in.size();
+    for (std::size_t i = 0; i < n; ++i) a.y[i] = f(a.x[i]);
+  }
+  template <class T>
+  static void backward(const L& l, const backward_args<T>& a, L*) {
+    if (!a.dx) return;
+    const auto f = layer_traits<L>::scalar_map(l);
+    const std::size_t n = a.batch * a.in.size();
+    for (std::size_t i = 0; i < n; ++i) a.dx[i] = f.grad(a.x[i], a.dy[i]);
+  }
+};
+
+/// The analysis rules and codegen spelling of an element-wise activation whose rules are ready
+/// forms: NNSlicer's (sign_passthrough_rule or sign_slope_rule), LRP's (relevance_passthrough_rule)
+/// and the plain codegen spelling.  Written at namespace nnlens scope after the op's layer_traits, e.g.
+/// NNLENS_ELEMENTWISE_RULES(SiLU, sign_slope_rule, relevance_passthrough_rule); the op's header says
+/// above it which reading each rule follows.
+#define NNLENS_ELEMENTWISE_RULES(Op, SignForm, RelevanceForm)   \
+  template <>                                                   \
+  struct sign_rule<Op> : SignForm {};                           \
+  template <>                                                   \
+  struct relevance_rule<Op> : RelevanceForm {};                 \
+  template <>                                                   \
+  struct codegen_rule<Op> : detail::codegen_plain<Op> {}
+
 /// An element-wise map with parameters (see the header table).
 template <class L>
 concept ParametricMap = requires(const L& l, shape s) {

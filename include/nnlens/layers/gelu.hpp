@@ -36,7 +36,7 @@ struct GELU {
 };
 
 template <>
-struct layer_traits<GELU> : layer_defaults {
+struct layer_traits<GELU> : elementwise_map_defaults<GELU> {
   static constexpr std::string_view name = "GELU";
   /// The element-wise map (ElementwiseMap) of either form (header comment), in T.
   struct scalar_map_fn {
@@ -76,22 +76,6 @@ struct layer_traits<GELU> : layer_defaults {
     }
   };
   static constexpr scalar_map_fn scalar_map(const GELU& l) { return {l.tanh_approximation}; }
-  static constexpr shape_check infer(shape in) { return {in, nullptr}; }
-  static shape output_shape(const GELU&, shape in) { return in; }
-
-  template <class T>
-  static void forward(const GELU& l, const forward_args<T>& a) {
-    const auto f = scalar_map(l);
-    const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.y[i] = f(a.x[i]);
-  }
-  template <class T>
-  static void backward(const GELU& l, const backward_args<T>& a, GELU*) {
-    if (!a.dx) return;
-    const auto f = scalar_map(l);
-    const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.dx[i] = f.grad(a.x[i], a.dy[i]);
-  }
 };
 
 /// NNSlicer: not monotone, so the sign of a contribution is the sign of the local slope times Δx:

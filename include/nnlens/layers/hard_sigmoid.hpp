@@ -31,7 +31,7 @@ struct HardSigmoid {
 };
 
 template <>
-struct layer_traits<HardSigmoid> : layer_defaults {
+struct layer_traits<HardSigmoid> : elementwise_map_defaults<HardSigmoid> {
   static constexpr std::string_view name = "HardSigmoid";
   /// The element-wise map (ElementwiseMap): clamp(alpha x + beta, 0, 1) in T; d/dx = alpha inside
   /// the open linear piece, 0 elsewhere.
@@ -49,7 +49,6 @@ struct layer_traits<HardSigmoid> : layer_defaults {
     }
   };
   static constexpr scalar_map_fn scalar_map(const HardSigmoid& l) { return {l.alpha, l.beta}; }
-  static constexpr shape_check infer(shape in) { return {in, nullptr}; }
   static shape output_shape(const HardSigmoid& l, shape in) {
     if (!std::isfinite(l.alpha) || !std::isfinite(l.beta))
       throw value_error(
@@ -57,19 +56,6 @@ struct layer_traits<HardSigmoid> : layer_defaults {
     return in;
   }
 
-  template <class T>
-  static void forward(const HardSigmoid& l, const forward_args<T>& a) {
-    const auto f = scalar_map(l);
-    const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.y[i] = f(a.x[i]);
-  }
-  template <class T>
-  static void backward(const HardSigmoid& l, const backward_args<T>& a, HardSigmoid*) {
-    if (!a.dx) return;
-    const auto f = scalar_map(l);
-    const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.dx[i] = f.grad(a.x[i], a.dy[i]);
-  }
 };
 
 /// ExactLine: the two knots where alpha x + beta crosses 0 and 1, in increasing order (none when

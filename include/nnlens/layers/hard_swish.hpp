@@ -21,7 +21,7 @@ namespace nnlens {
 struct HardSwish {};
 
 template <>
-struct layer_traits<HardSwish> : layer_defaults {
+struct layer_traits<HardSwish> : elementwise_map_defaults<HardSwish> {
   static constexpr std::string_view name = "HardSwish";
   /// The element-wise map (ElementwiseMap): x · clamp(x + 3, 0, 6) / 6; its derivative as in the
   /// header comment (PyTorch's conventions at x = ±3).
@@ -39,22 +39,6 @@ struct layer_traits<HardSwish> : layer_defaults {
     }
   };
   static constexpr scalar_map_fn scalar_map(const HardSwish&) { return {}; }
-  static constexpr shape_check infer(shape in) { return {in, nullptr}; }
-  static shape output_shape(const HardSwish&, shape in) { return in; }
-
-  template <class T>
-  static void forward(const HardSwish& l, const forward_args<T>& a) {
-    const auto f = scalar_map(l);
-    const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.y[i] = f(a.x[i]);
-  }
-  template <class T>
-  static void backward(const HardSwish& l, const backward_args<T>& a, HardSwish*) {
-    if (!a.dx) return;
-    const auto f = scalar_map(l);
-    const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.dx[i] = f.grad(a.x[i], a.dy[i]);
-  }
 };
 
 /// NNSlicer: not monotone, so the sign of a contribution is the sign of the local slope times Δx:
@@ -62,18 +46,13 @@ struct layer_traits<HardSwish> : layer_defaults {
 /// docs/specs/nnslicer.md#25-local-items-per-op-type, whose table covers only monotone
 /// activations: to first order Δy_n ≈ f'(x_n) Δx_n, so a neuron on the falling branch
 /// (-3 < x < -3/2) reverses the vote, and one on the flat piece (x < -3) casts none.
-template <>
-struct sign_rule<HardSwish> : sign_slope_rule {};
-
+///
 /// LRP: relevance passes through unchanged, the rule of every element-wise activation
 /// (docs/specs/deepimportance.md#22-neuron-relevance-by-lrp; Captum's LRP passes ReLU and Tanh
 /// through the same way and has no rule of its own for a non-monotone activation).
-template <>
-struct relevance_rule<HardSwish> : relevance_passthrough_rule {};
+NNLENS_ELEMENTWISE_RULES(HardSwish, sign_slope_rule, relevance_passthrough_rule);
 
 // ---- io forms: codegen spelling, ONNX HardSwish (opset 14) both ways
-template <>
-struct codegen_rule<HardSwish> : detail::codegen_plain<HardSwish> {};
 template <>
 struct onnx_export_rule<HardSwish> {
   static std::string emit(const HardSwish&, onnx_sink& s, const std::string& x, shape, shape) {
@@ -82,13 +61,8 @@ struct onnx_export_rule<HardSwish> {
   }
 };
 template <>
-struct onnx_import_rule<HardSwish> {
+struct onnx_import_rule<HardSwish> : detail::onnx_plain_import<HardSwish> {
   static constexpr std::string_view ops[] = {"HardSwish"};
-  template <class Emit>
-  static void build(onnx_node_view& n, Emit&& emit) {
-    n.require_unpadded();
-    emit(HardSwish{});
-  }
 };
 
 }  // namespace nnlens

@@ -40,7 +40,7 @@ struct HardTanh {
 namespace detail {
 /// The shared traits; Closed selects the derivative at the kinks (see the header comment).
 template <class L, bool Closed>
-struct clamp_traits : layer_defaults {
+struct clamp_traits : elementwise_map_defaults<L> {
   /// The element-wise map (ElementwiseMap): min(max(x, lo), hi) with lo, hi converted to T; the
   /// gradient passes inside the interval, open or closed by Closed (see the header comment).
   struct scalar_map_fn {
@@ -58,26 +58,12 @@ struct clamp_traits : layer_defaults {
     }
   };
   static constexpr scalar_map_fn scalar_map(const L& l) { return {l.lo, l.hi}; }
-  static constexpr shape_check infer(shape in) { return {in, nullptr}; }
   static shape output_shape(const L& l, shape in) {
     if (std::isnan(l.lo) || std::isnan(l.hi) || l.lo > l.hi)
       throw value_error(concat(layer_traits<L>::name, ": bounds [", l.lo, ", ", l.hi, "] are not an interval (lo <= hi)"));
     return in;
   }
 
-  template <class T>
-  static void forward(const L& l, const forward_args<T>& a) {
-    const auto f = scalar_map(l);
-    const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.y[i] = f(a.x[i]);
-  }
-  template <class T>
-  static void backward(const L& l, const backward_args<T>& a, L*) {
-    if (!a.dx) return;
-    const auto f = scalar_map(l);
-    const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.dx[i] = f.grad(a.x[i], a.dy[i]);
-  }
 };
 }  // namespace detail
 

@@ -28,7 +28,7 @@ struct LeakyReLU {
 };
 
 template <>
-struct layer_traits<LeakyReLU> : layer_defaults {
+struct layer_traits<LeakyReLU> : elementwise_map_defaults<LeakyReLU> {
   static constexpr std::string_view name = "LeakyReLU";
   /// The element-wise map (ElementwiseMap): x for x > 0, alpha x otherwise (alpha converted to T);
   /// d/dx = 1 for x > 0, alpha for x <= 0 (PyTorch: the kink x = 0 takes the slope alpha).
@@ -40,25 +40,11 @@ struct layer_traits<LeakyReLU> : layer_defaults {
     NNLENS_HD T grad(T x, T dy) const { return x > T(0) ? dy : T(alpha) * dy; }
   };
   static constexpr scalar_map_fn scalar_map(const LeakyReLU& l) { return {l.alpha}; }
-  static constexpr shape_check infer(shape in) { return {in, nullptr}; }
   static shape output_shape(const LeakyReLU& l, shape in) {
     if (!std::isfinite(l.alpha)) throw value_error(detail::concat("LeakyReLU: alpha is ", l.alpha, ", expected a finite slope"));
     return in;
   }
 
-  template <class T>
-  static void forward(const LeakyReLU& l, const forward_args<T>& a) {
-    const auto f = scalar_map(l);
-    const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.y[i] = f(a.x[i]);
-  }
-  template <class T>
-  static void backward(const LeakyReLU& l, const backward_args<T>& a, LeakyReLU*) {
-    if (!a.dx) return;
-    const auto f = scalar_map(l);
-    const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.dx[i] = f.grad(a.x[i], a.dy[i]);
-  }
 };
 
 /// ExactLine: one knot at 0 (none when alpha == 1: the identity).
@@ -71,17 +57,12 @@ struct pwl_rule<LeakyReLU> {
 };
 
 /// NNSlicer: monotone, no gate: (x_n, -, Δx_n).
-template <>
-struct sign_rule<LeakyReLU> : sign_passthrough_rule {};
-
+///
 /// LRP: relevance passes through unchanged (docs/specs/deepimportance.md#22-neuron-relevance-by-lrp).
-template <>
-struct relevance_rule<LeakyReLU> : relevance_passthrough_rule {};
 
+NNLENS_ELEMENTWISE_RULES(LeakyReLU, sign_passthrough_rule, relevance_passthrough_rule);
 
 // ---- io forms: codegen spelling (alpha set in make_NAME), ONNX LeakyRelu both ways
-template <>
-struct codegen_rule<LeakyReLU> : detail::codegen_plain<LeakyReLU> {};
 template <>
 struct onnx_export_rule<LeakyReLU> {
   static std::string emit(const LeakyReLU& l, onnx_sink& s, const std::string& x, shape, shape) {

@@ -17,8 +17,9 @@ namespace nnlens {
 struct ReLU {};
 
 template <>
-struct layer_traits<ReLU> : layer_defaults {
+struct layer_traits<ReLU> : elementwise_map_defaults<ReLU> {
   static constexpr std::string_view name = "ReLU";
+  static constexpr std::string_view onnx_op = "Relu";  // one ONNX node, both ways (core/onnx_form.hpp)
   // properties (core/properties.hpp)
   static constexpr bool int8_fuses_into_linear = true;
   /// int8: max(q, z), the zero point being the code of 0 (the output keeps the input's scale).
@@ -37,22 +38,6 @@ struct layer_traits<ReLU> : layer_defaults {
     NNLENS_HD T grad(T x, T dy) const { return x > T(0) ? dy : T(0); }
   };
   static constexpr scalar_map_fn scalar_map(const ReLU&) { return {}; }
-  static constexpr shape_check infer(shape in) { return {in, nullptr}; }
-  static shape output_shape(const ReLU&, shape in) { return in; }
-
-  template <class T>
-  static void forward(const ReLU& l, const forward_args<T>& a) {
-    const auto f = scalar_map(l);
-    const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.y[i] = f(a.x[i]);
-  }
-  template <class T>
-  static void backward(const ReLU& l, const backward_args<T>& a, ReLU*) {
-    if (!a.dx) return;
-    const auto f = scalar_map(l);
-    const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.dx[i] = f.grad(a.x[i], a.dy[i]);
-  }
 };
 
 /// ExactLine: one knot at 0; ReLU is max(x, 0), so it fuses with an adjacent max pool.
@@ -79,18 +64,5 @@ struct relevance_rule<ReLU> : relevance_passthrough_rule {};
 // ---- io forms: codegen spelling, ONNX Relu both ways
 template <>
 struct codegen_rule<ReLU> : detail::codegen_plain<ReLU> {};
-template <>
-struct onnx_export_rule<ReLU> : detail::onnx_unary_rule<ReLU> {
-  static constexpr std::string_view op = "Relu";
-};
-template <>
-struct onnx_import_rule<ReLU> {
-  static constexpr std::string_view ops[] = {"Relu"};
-  template <class Emit>
-  static void build(onnx_node_view& n, Emit&& emit) {
-    n.require_unpadded();
-    emit(ReLU{});
-  }
-};
 
 }  // namespace nnlens

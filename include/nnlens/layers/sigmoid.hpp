@@ -31,8 +31,9 @@ NNLENS_HD inline T stable_sigmoid(T x) {
 }  // namespace detail
 
 template <>
-struct layer_traits<Sigmoid> : layer_defaults {
+struct layer_traits<Sigmoid> : elementwise_map_defaults<Sigmoid> {
   static constexpr std::string_view name = "Sigmoid";
+  static constexpr std::string_view onnx_op = "Sigmoid";  // one ONNX node, both ways (core/onnx_form.hpp)
   /// The element-wise map (ElementwiseMap): σ(x); d/dx = σ(x) (1 - σ(x)) (PyTorch's sigmoid_backward).
   struct scalar_map_fn {
     template <class T>
@@ -44,51 +45,17 @@ struct layer_traits<Sigmoid> : layer_defaults {
     }
   };
   static constexpr scalar_map_fn scalar_map(const Sigmoid&) { return {}; }
-  static constexpr shape_check infer(shape in) { return {in, nullptr}; }
-  static shape output_shape(const Sigmoid&, shape in) { return in; }
-
-  template <class T>
-  static void forward(const Sigmoid& l, const forward_args<T>& a) {
-    const auto f = scalar_map(l);
-    const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.y[i] = f(a.x[i]);
-  }
-  template <class T>
-  static void backward(const Sigmoid& l, const backward_args<T>& a, Sigmoid*) {
-    if (!a.dx) return;
-    const auto f = scalar_map(l);
-    const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.dx[i] = f.grad(a.x[i], a.dy[i]);
-  }
 };
 
 /// NNSlicer: monotone increasing, no gate: (x_n, -, Δx_n), as LeakyReLU ("monotone activations
 /// other than ReLU pass Δx without a gate", docs/specs/nnslicer.md#25-local-items-per-op-type).
-template <>
-struct sign_rule<Sigmoid> : sign_passthrough_rule {};
-
+///
 /// LRP: relevance passes through unchanged ("activations (ReLU, tanh, sigmoid, LeakyReLU):
 /// identity", docs/specs/deepimportance.md#22-neuron-relevance-by-lrp).  Captum's LRP passes ReLU,
 /// Tanh and Dropout through (SUPPORTED_NON_LINEAR_LAYERS) and refuses a Sigmoid; nnlens extends
 /// the same identity to it.
-template <>
-struct relevance_rule<Sigmoid> : relevance_passthrough_rule {};
+NNLENS_ELEMENTWISE_RULES(Sigmoid, sign_passthrough_rule, relevance_passthrough_rule);
 
 // ---- io forms: codegen spelling, ONNX Sigmoid both ways
-template <>
-struct codegen_rule<Sigmoid> : detail::codegen_plain<Sigmoid> {};
-template <>
-struct onnx_export_rule<Sigmoid> : detail::onnx_unary_rule<Sigmoid> {
-  static constexpr std::string_view op = "Sigmoid";
-};
-template <>
-struct onnx_import_rule<Sigmoid> {
-  static constexpr std::string_view ops[] = {"Sigmoid"};
-  template <class Emit>
-  static void build(onnx_node_view& n, Emit&& emit) {
-    n.require_unpadded();
-    emit(Sigmoid{});
-  }
-};
 
 }  // namespace nnlens

@@ -26,7 +26,7 @@ namespace nnlens {
 struct SiLU {};
 
 template <>
-struct layer_traits<SiLU> : layer_defaults {
+struct layer_traits<SiLU> : elementwise_map_defaults<SiLU> {
   static constexpr std::string_view name = "SiLU";
   /// The element-wise map (ElementwiseMap): x σ(x); d/dx = σ(x) (1 + x (1 - σ(x))).
   struct scalar_map_fn {
@@ -39,22 +39,6 @@ struct layer_traits<SiLU> : layer_defaults {
     }
   };
   static constexpr scalar_map_fn scalar_map(const SiLU&) { return {}; }
-  static constexpr shape_check infer(shape in) { return {in, nullptr}; }
-  static shape output_shape(const SiLU&, shape in) { return in; }
-
-  template <class T>
-  static void forward(const SiLU& l, const forward_args<T>& a) {
-    const auto f = scalar_map(l);
-    const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.y[i] = f(a.x[i]);
-  }
-  template <class T>
-  static void backward(const SiLU& l, const backward_args<T>& a, SiLU*) {
-    if (!a.dx) return;
-    const auto f = scalar_map(l);
-    const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.dx[i] = f.grad(a.x[i], a.dy[i]);
-  }
 };
 
 /// NNSlicer: not monotone, so the sign of a contribution is the sign of the local slope times Δx:
@@ -62,18 +46,13 @@ struct layer_traits<SiLU> : layer_defaults {
 /// docs/specs/nnslicer.md#25-local-items-per-op-type, whose table covers only monotone
 /// activations: to first order Δy_n ≈ f'(x_n) Δx_n, so a neuron
 /// below x ≈ -1.278 (its falling branch) reverses the vote.
-template <>
-struct sign_rule<SiLU> : sign_slope_rule {};
-
+///
 /// LRP: relevance passes through unchanged, the rule of every element-wise activation
 /// (docs/specs/deepimportance.md#22-neuron-relevance-by-lrp; Captum's LRP passes ReLU and Tanh
 /// through the same way and has no rule of its own for SiLU).
-template <>
-struct relevance_rule<SiLU> : relevance_passthrough_rule {};
+NNLENS_ELEMENTWISE_RULES(SiLU, sign_slope_rule, relevance_passthrough_rule);
 
 // ---- io forms: codegen spelling; ONNX x * Sigmoid(x) both ways
-template <>
-struct codegen_rule<SiLU> : detail::codegen_plain<SiLU> {};
 template <>
 struct onnx_export_rule<SiLU> {
   static std::string emit(const SiLU&, onnx_sink& s, const std::string& x, shape, shape) {

@@ -19,8 +19,9 @@ namespace nnlens {
 struct Tanh {};
 
 template <>
-struct layer_traits<Tanh> : layer_defaults {
+struct layer_traits<Tanh> : elementwise_map_defaults<Tanh> {
   static constexpr std::string_view name = "Tanh";
+  static constexpr std::string_view onnx_op = "Tanh";  // one ONNX node, both ways (core/onnx_form.hpp)
   /// The element-wise map (ElementwiseMap): tanh(x); d/dx = 1 - tanh²(x).
   struct scalar_map_fn {
     template <class T>
@@ -36,50 +37,16 @@ struct layer_traits<Tanh> : layer_defaults {
     }
   };
   static constexpr scalar_map_fn scalar_map(const Tanh&) { return {}; }
-  static constexpr shape_check infer(shape in) { return {in, nullptr}; }
-  static shape output_shape(const Tanh&, shape in) { return in; }
-
-  template <class T>
-  static void forward(const Tanh& l, const forward_args<T>& a) {
-    const auto f = scalar_map(l);
-    const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.y[i] = f(a.x[i]);
-  }
-  template <class T>
-  static void backward(const Tanh& l, const backward_args<T>& a, Tanh*) {
-    if (!a.dx) return;
-    const auto f = scalar_map(l);
-    const std::size_t n = a.batch * a.in.size();
-    for (std::size_t i = 0; i < n; ++i) a.dx[i] = f.grad(a.x[i], a.dy[i]);
-  }
 };
 
 /// NNSlicer: monotone increasing, no gate: (x_n, -, Δx_n), as LeakyReLU ("monotone activations
 /// other than ReLU pass Δx without a gate", docs/specs/nnslicer.md#25-local-items-per-op-type).
-template <>
-struct sign_rule<Tanh> : sign_passthrough_rule {};
-
+///
 /// LRP: relevance passes through unchanged, as Captum's LRP does for nn.Tanh
 /// (SUPPORTED_NON_LINEAR_LAYERS = ReLU, Dropout, Tanh) and as
 /// docs/specs/deepimportance.md#22-neuron-relevance-by-lrp reads every activation.
-template <>
-struct relevance_rule<Tanh> : relevance_passthrough_rule {};
+NNLENS_ELEMENTWISE_RULES(Tanh, sign_passthrough_rule, relevance_passthrough_rule);
 
 // ---- io forms: codegen spelling, ONNX Tanh both ways
-template <>
-struct codegen_rule<Tanh> : detail::codegen_plain<Tanh> {};
-template <>
-struct onnx_export_rule<Tanh> : detail::onnx_unary_rule<Tanh> {
-  static constexpr std::string_view op = "Tanh";
-};
-template <>
-struct onnx_import_rule<Tanh> {
-  static constexpr std::string_view ops[] = {"Tanh"};
-  template <class Emit>
-  static void build(onnx_node_view& n, Emit&& emit) {
-    n.require_unpadded();
-    emit(Tanh{});
-  }
-};
 
 }  // namespace nnlens
