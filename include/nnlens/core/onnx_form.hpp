@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "nnlens/core/shape.hpp"
+#include "nnlens/core/traits.hpp"
 
 namespace nnlens {
 
