@@ -74,7 +74,7 @@ class onnx_importer : onnx_graph_state {
                                             " outputs; nnlens networks have one"));
     count_uses();
     const shape in = set_input(*ins[0], info);
-    for (const auto& n : g_.node()) node(n);
+    for (const auto& n : nodes_) node(n);
     const std::string& out = g_.output(0).name();
     info.output_name = out;
     auto it = acts_.find(out);
@@ -129,6 +129,7 @@ class onnx_importer : onnx_graph_state {
     if (op == "Reshape") return reshape(n);
     if (op == "Transpose") return transpose(n);
     if (op == "Pad") return pad(n);
+    if (op == "Concat" && n.input_size() == 1) return out(n, take(n, 0));  // one operand: the identity
     if (act_inputs(n) >= 2) return join(n);
     if (by_rule(n)) return;  // one node -> the op whose header's onnx_import_rule lists it
     fail(n, "unsupported operator; nnlens supports " + onnx_supported_ops());
@@ -352,15 +353,49 @@ class onnx_importer : onnx_graph_state {
       ops.push_back(take(n, i));
     }
     for (const auto& a : ops) {
-      if (a.anchor != ops[0].anchor || a.anchor == 0)
-        fail(n, "joins activations that do not fork from one value (unsupported topology)");
+      if (a.anchor == 0) fail(n, "joins activations that do not fork from one value (unsupported topology)");
       if (a.has_pad()) fail(n, "joins the result of a Pad node");
       if (a.perm != ops[0].perm) fail(n, "joins activations of different layouts");
     }
-    if (!by_join_rule(n, ops)) fail(n, "joins activations; nnlens joins them with " + onnx_join_ops());
+    join_inner_forks(n, ops);
+    for (const auto& a : ops)
+      if (a.anchor != ops[0].anchor) fail(n, "joins activations that do not fork from one value (unsupported topology)");
+    onnx_act res;
+    if (!by_join_rule(n, ops, res)) fail(n, "joins activations; nnlens joins them with " + onnx_join_ops());
+    out(n, std::move(res));
+  }
+  /// Operands that fork from a value inside one branch are joined there first, by the node's own
+  /// join, when they stand next to each other: the joins are associative, so Inception's
+  /// Concat(a, b1, b2, c), whose b1 and b2 fork from a value of b's branch, is
+  /// Concat(a, Concat(b1, b2), c).  Deepest forks first; leaves ops alone where that does not apply
+  /// (the caller then refuses the node).
+  void join_inner_forks(const onnx::NodeProto& n, std::vector<onnx_act>& ops) {
+    auto depth = [&](int anchor) {
+      int d = 0;
+      for (int a = anchor; a > 0; a = anchors_[std::size_t(a - 1)].parent) ++d;
+      return d;
+    };
+    for (;;) {
+      int deepest = ops[0].anchor;
+      bool same = true;
+      for (const auto& a : ops) {
+        same = same && a.anchor == ops[0].anchor;
+        if (depth(a.anchor) > depth(deepest)) deepest = a.anchor;
+      }
+      if (same) return;
+      const auto is_deepest = [&](const onnx_act& a) { return a.anchor == deepest; };
+      const auto first = std::find_if(ops.begin(), ops.end(), is_deepest);
+      const auto last = std::find_if(ops.rbegin(), ops.rend(), is_deepest).base();  // one past the last
+      if (last - first < 2 || !std::all_of(first, last, is_deepest)) return;
+      std::vector<onnx_act> run(std::make_move_iterator(first), std::make_move_iterator(last));
+      onnx_act joined;
+      if (!by_join_rule(n, run, joined)) return;
+      *first = std::move(joined);
+      ops.erase(first + 1, last);
+    }
   }
   template <class L>
-  bool try_join(const onnx::NodeProto& n, std::vector<onnx_act>& ops) {
+  bool try_join(const onnx::NodeProto& n, std::vector<onnx_act>& ops, onnx_act& res) {
     if constexpr (OnnxJoinable<L>) {
       if (n.op_type() != onnx_join_rule<L>::op) return false;
       std::vector<DynamicBlock<float>> branches;
@@ -371,7 +406,7 @@ class onnx_importer : onnx_graph_state {
       node_view v(*this, n, ops[0]);
       L layer = onnx_join_rule<L>::build(v, std::move(branches));
       const onnx_anchor& an = anchors_[std::size_t(ops[0].anchor - 1)];
-      onnx_act res;
+      res = onnx_act{};
       res.anchor = an.parent;
       res.layers = an.layers;
       res.perm = ops[0].perm;
@@ -385,17 +420,16 @@ class onnx_importer : onnx_graph_state {
         res.perm.clear();
         for (std::size_t i = 0; i < res.store.rank; ++i) res.logical.push_back(std::int64_t(res.store[i]));
       }
-      out(n, std::move(res));
       return true;
     } else {
       return false;
     }
   }
-  bool by_join_rule(const onnx::NodeProto& n, std::vector<onnx_act>& ops) {
-    return []<class... Ls>(onnx_importer& self, const onnx::NodeProto& node, std::vector<onnx_act>& o,
+  bool by_join_rule(const onnx::NodeProto& n, std::vector<onnx_act>& ops, onnx_act& res) {
+    return []<class... Ls>(onnx_importer& self, const onnx::NodeProto& node, std::vector<onnx_act>& o, onnx_act& r,
                            std::type_identity<std::variant<Ls...>>) {
-      return (self.try_join<Ls>(node, o) || ...);
-    }(*this, n, ops, std::type_identity<onnx_layer>{});
+      return (self.try_join<Ls>(node, o, r) || ...);
+    }(*this, n, ops, res, std::type_identity<onnx_layer>{});
   }
   void conv(const onnx::NodeProto& n) {
     if (!is_act(n.input(0))) fail(n, "the data input must be the activation");

@@ -64,7 +64,9 @@ struct onnx_anchor {
 class onnx_graph_state {
  public:
   onnx_graph_state(const onnx::ModelProto& m, const std::string& path, const onnx_options& opt)
-      : m_(m), g_(m.graph()), path_(path), opt_(opt) {}
+      : m_(m), g_(m.graph()), path_(path), opt_(opt), nodes_(g_.node().begin(), g_.node().end()) {
+    reuse_concat_prefixes(nodes_);
+  }
 
  protected:
   std::string where_t(const std::string& name) const { return "ONNX: " + path_ + ": tensor '" + name + "'"; }
@@ -75,8 +77,42 @@ class onnx_graph_state {
     throw io_error(where_n(n) + ": " + why);
   }
 
+  /// DenseNet's blocks concatenate every earlier map of the block at each layer: Concat(x0, n1, ...,
+  /// nk), where the layer before read Concat(x0, n1, ..., n(k-1)).  Such a node reads that earlier
+  /// Concat's output instead, Concat(c(k-1), nk): the same values (concatenation is associative), as
+  /// a chain of two-operand joins that each fork from the one before, rather than k operands forking
+  /// from k different values.  The longest earlier Concat along the same axis whose inputs are a
+  /// prefix (of at least two) of the node's.
+  static void reuse_concat_prefixes(std::vector<onnx::NodeProto>& nodes) {
+    struct earlier {
+      std::int64_t axis;
+      std::vector<std::string> inputs;  // as the file has them (before any rewrite)
+      std::string output;
+    };
+    std::vector<earlier> concats;
+    const std::int64_t none = std::numeric_limits<std::int64_t>::min();
+    for (onnx::NodeProto& n : nodes) {
+      if (n.op_type() != "Concat" || n.output_size() < 1) continue;
+      earlier self{onnx_attr_i(n, "axis", none), {n.input().begin(), n.input().end()}, n.output(0)};
+      const earlier* best = nullptr;
+      for (const earlier& m : concats) {
+        const std::size_t len = m.inputs.size();
+        if (len < 2 || len >= self.inputs.size() || (best && len <= best->inputs.size()) || m.axis != self.axis) continue;
+        if (std::equal(m.inputs.begin(), m.inputs.end(), self.inputs.begin()) &&
+            std::none_of(m.inputs.begin(), m.inputs.end(), [](const std::string& i) { return i.empty(); }))
+          best = &m;
+      }
+      if (best) {
+        n.clear_input();
+        n.add_input(best->output);
+        for (std::size_t i = best->inputs.size(); i < self.inputs.size(); ++i) n.add_input(self.inputs[i]);
+      }
+      concats.push_back(std::move(self));
+    }
+  }
+
   void count_uses() {
-    for (const auto& n : g_.node()) {
+    for (const auto& n : nodes_) {
       if (n.op_type() == "Shape") continue;  // reads only the shape
       for (const auto& i : n.input())
         if (!i.empty()) ++uses_[i];
@@ -117,7 +153,7 @@ class onnx_graph_state {
       // NHWC input consumed (only) by Transpose(0,3,1,2): store it as NCHW
       const onnx::NodeProto* t = nullptr;
       int readers = 0;
-      for (const auto& n : g_.node())
+      for (const auto& n : nodes_)
         for (const auto& i : n.input())
           if (i == v.name()) ++readers, t = &n;
       if (readers == 1 && t->op_type() == "Transpose" &&
@@ -381,6 +417,7 @@ class onnx_graph_state {
   std::map<std::string, onnx_tensor> consts_;
   std::map<std::string, onnx_act> acts_;
   mutable std::set<std::string> finite_;  // constants cst() has checked
+  std::vector<onnx::NodeProto> nodes_;  // the graph's nodes, in order, as the importer reads them
   std::map<std::string, int> uses_;
   std::vector<onnx_anchor> anchors_;
 };
