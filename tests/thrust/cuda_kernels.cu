@@ -47,6 +47,7 @@ void instantiate_all() {
   tk::scale_shift<T>(64, 16, 4, xp, yp, wp, bp, bp);
   tk::scale_shift<T>(64, 16, 2, xp, yp, wp, bp, static_cast<const T*>(nullptr));
   tk::copy<T>(64, xp, yp);
+  tk::gate_multiply<T>(2, 32, 4, xp, wp, yp);  // a product join (layers/product.hpp)
   tk::neuron_partials<T>(2, 4, 8, xp, thrust::raw_pointer_cast(part.data()), 2);
 }
 

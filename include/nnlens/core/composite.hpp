@@ -19,7 +19,10 @@
 //   sum     y = b_0 + b_1 + ...                  (every branch produces the composite's shape)
 //   concat  y = [b_0, b_1, ...] one after another: along the channel axis of a [C,H,W] output
 //           (NCHW: each sample's channels are contiguous) or the features of a [F] output.
-// Both are "y = Σ_k place_k(b_k)" with branch k placed at flat offset `branch_offsets(...)[k]`
+//   product y = b_0 ⊙ b_1, b_1 (the gate) broadcast over b_0 (the signal): the same shape, one
+//           value per channel or one value (layers/product.hpp).  Not a placement: the analyses
+//           read it through network/graph.hpp's join_operands (feeding, slope).
+// The first two are "y = Σ_k place_k(b_k)" with branch k placed at flat offset `branch_offsets(...)[k]`
 // (0 for every branch of a sum), which is how the analyses treat them, written once.
 #pragma once
 
@@ -28,12 +31,13 @@
 #include <string_view>
 #include <vector>
 
+#include "nnlens/core/shape.hpp"
 #include "nnlens/core/traits.hpp"
 
 namespace nnlens {
 
 /// How a composite op joins its branch outputs (see the header comment).
-enum class branch_join { sum, concat };
+enum class branch_join { sum, concat, product };
 
 namespace detail {
 /// Any branch visitor, for the concepts below (a named type: nvcc's front end does not accept a
@@ -90,6 +94,32 @@ struct composite_rule {
     layer_traits<L>::for_each_branch(l, in, f);
   }
 };
+
+namespace detail {
+/// How many signal elements share one gate value: 1 (same shape), H·W (per channel), the signal's
+/// size (one value); 0 when the gate does not broadcast to the signal.
+constexpr std::size_t gate_repeat(shape s, shape g) {
+  if (s.size() == g.size()) return 1;
+  if (g.size() == 1) return s.size();
+  const bool per_channel = s.rank == 3 && g.size() == s[0] &&
+                           ((g.rank == 3 && g[1] == 1 && g[2] == 1) || g.rank == 1);
+  return per_channel ? s[1] * s[2] : 0;
+}
+
+/// y = s ⊙ g broadcast (n samples, S signal and G gate elements per sample); y may be s.
+template <class T>
+void gate_multiply(std::size_t n, std::size_t S, std::size_t G, const T* s, const T* g, T* y) {
+  const std::size_t rep = S / G;
+  for (std::size_t r = 0; r < n; ++r)
+    for (std::size_t j = 0; j < G; ++j) {
+      const T gj = g[r * G + j];
+      const T* sj = s + r * S + j * rep;
+      T* yj = y + r * S + j * rep;
+      for (std::size_t i = 0; i < rep; ++i) yj[i] = sj[i] * gj;
+    }
+}
+
+}  // namespace detail
 
 /// Per-sample flat offsets of the branch outputs (sizes per branch) in the composite's output.
 inline std::vector<std::size_t> branch_offsets(branch_join j, const std::vector<std::size_t>& sizes) {

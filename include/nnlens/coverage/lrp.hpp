@@ -144,8 +144,14 @@ class lrp_engine {
       const auto& R = r_[nd.out];
       if constexpr (is_join_node_v<L>) {
         // a sum splits R in proportion to the summands (the ε-rule with unit weights); an output
-        // element fed by one operand only (a concat) is a copy: its R passes through unchanged
+        // element fed by one operand only (a concat) is a copy: its R passes through unchanged; a
+        // product gives all of R to the signal and none to the gate (layers/product.hpp)
         const auto& ops = nd.operands;
+        if (ops.is_product()) {
+          auto& Rs = r_[ops.ins[0]];
+          for (std::size_t i = 0; i < R.size(); ++i) Rs[i] += R[i];
+          return true;
+        }
         for (std::size_t i = 0; i < R.size(); ++i) {
           if (R[i] == 0) continue;
           double zs = 0;

@@ -25,6 +25,7 @@
 #include "nnlens/layers/leaky_relu.hpp"
 #include "nnlens/layers/max_pool2d.hpp"
 #include "nnlens/layers/prelu.hpp"
+#include "nnlens/layers/product.hpp"
 #include "nnlens/layers/relu.hpp"
 #include "nnlens/layers/residual.hpp"
 #include "nnlens/layers/sigmoid.hpp"
@@ -43,7 +44,7 @@ struct dynamic_layer_list {
                             Conv2DG<dyn, conv_geometry_dyn, T>, MaxPool2D<dyn>, AvgPool2D<dyn>, GlobalAvgPool,
                             LeakyReLU, HardTanh, Clamp, BatchNorm<dyn, T>, Affine<dyn, T>, Softmax, Dropout, Identity,
                             PReLU<dyn, T>, Sigmoid, Tanh, HardSigmoid, HardSwish, SiLU, GELU,
-                            DynamicResidual<T>, DynamicConcat<T>>;
+                            DynamicResidual<T>, DynamicConcat<T>, DynamicProduct<T>>;
 };
 }  // namespace nnlens::detail
 

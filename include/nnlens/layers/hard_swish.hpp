@@ -9,12 +9,16 @@
 // runs only piecewise-linear maps), and NNSlicer uses the local slope (sign_slope_rule).
 #pragma once
 
+#include <cmath>
+#include <variant>
 #include <vector>
+
 
 #include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/onnx_form.hpp"
 #include "nnlens/core/properties.hpp"
 #include "nnlens/core/traits.hpp"
+#include "nnlens/layers/hard_sigmoid.hpp"
 
 namespace nnlens {
 
@@ -63,6 +67,26 @@ struct onnx_export_rule<HardSwish> {
 template <>
 struct onnx_import_rule<HardSwish> : detail::onnx_plain_import<HardSwish> {
   static constexpr std::string_view ops[] = {"HardSwish"};
+};
+/// Mul(x, HardSigmoid(x)) with PyTorch's alpha = 1/6, beta = 1/2 (either order): torch.onnx's
+/// hardswish below opset 14.  Any other product is declined (layers/product.hpp reads it).
+template <>
+struct onnx_join_rule<HardSwish> {
+  static constexpr std::string_view op = "Mul";
+  template <class Branch>
+  static bool accepts(const std::vector<Branch>& b) {
+    auto hs = [](const Branch& br) {
+      if (br.layers.size() != 1 || !std::holds_alternative<HardSigmoid>(br.layers[0])) return false;
+      const HardSigmoid& h = std::get<HardSigmoid>(br.layers[0]);
+      return std::abs(h.alpha - 1.0 / 6.0) < 1e-7 && h.beta == 0.5;
+    };
+    return b.size() == 2 && ((b[0].layers.empty() && hs(b[1])) || (hs(b[0]) && b[1].layers.empty()));
+  }
+  template <class Branch>
+  static HardSwish build(onnx_node_view& n, std::vector<Branch> b) {
+    if (!accepts(b)) n.fail("a product of two activations is read as HardSwish only as x * HardSigmoid(x)");
+    return HardSwish{};
+  }
 };
 
 }  // namespace nnlens

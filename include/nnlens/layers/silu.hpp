@@ -60,15 +60,18 @@ struct onnx_export_rule<SiLU> {
   }
 };
 /// Mul(x, Sigmoid(x)) (either order): a join of the forked value x (an empty branch) and a branch
-/// that is exactly one Sigmoid.
+/// that is exactly one Sigmoid.  Any other product is declined (layers/product.hpp reads it).
 template <>
 struct onnx_join_rule<SiLU> {
   static constexpr std::string_view op = "Mul";
   template <class Branch>
-  static SiLU build(onnx_node_view& n, std::vector<Branch> b) {
+  static bool accepts(const std::vector<Branch>& b) {
     auto sig = [](const Branch& br) { return br.layers.size() == 1 && std::holds_alternative<Sigmoid>(br.layers[0]); };
-    const bool ok = b.size() == 2 && ((b[0].layers.empty() && sig(b[1])) || (sig(b[0]) && b[1].layers.empty()));
-    if (!ok) n.fail("a product of two activations is read only as x * Sigmoid(x) (SiLU)");
+    return b.size() == 2 && ((b[0].layers.empty() && sig(b[1])) || (sig(b[0]) && b[1].layers.empty()));
+  }
+  template <class Branch>
+  static SiLU build(onnx_node_view& n, std::vector<Branch> b) {
+    if (!accepts(b)) n.fail("a product of two activations is read as SiLU only as x * Sigmoid(x)");
     return SiLU{};
   }
 };

@@ -55,15 +55,17 @@ constexpr bool require_sign_network() {
 }  // namespace detail
 
 /// The operands of a composite's join node (core/composite.hpp): the tensors its branches end in
-/// and where each lands in the join's output (per-sample flat offsets: 0 for every operand of a sum,
-/// one after another for a concat).  Shared by every run-time graph of the analyses.
+/// and where each lands in the join's output (per-sample flat offsets: 0 for every operand of a sum
+/// or a product, one after another for a concat).  Shared by every run-time graph of the analyses.
 struct join_operands {
   branch_join join = branch_join::sum;
   std::string_view name;  // the join node's type: the composite's join_name ("Add", ...)
   std::vector<std::size_t> ins, offsets, sizes;
+  std::vector<shape> shapes;  // each operand's per-sample shape
 
   bool empty() const { return ins.empty(); }
   std::string_view type() const { return name; }
+  bool is_product() const { return join == branch_join::product; }
 
   /// Walks composite L's branches (for_each_branch(f): the rule's walk) from tensor in_act,
   /// adding each inner layer with add(layer*, where, input tensor, in, out) -> its output tensor.
@@ -76,17 +78,19 @@ struct join_operands {
     std::size_t b = 0;
     for_each_branch([&](auto&& walk) {
       std::size_t cur = in_act;
-      std::size_t size = in.size();
+      shape s = in;
       const std::string prefix = where + "." + branch_name_of<L>(b) + ".";
       walk([&](const auto* lp, auto idx, shape i, shape o) {
         cur = add(lp, prefix + std::to_string(std::size_t(idx)), cur, i, o);
-        size = o.size();
+        s = o;
       });
       j.ins.push_back(cur);
-      j.sizes.push_back(size);
+      j.sizes.push_back(s.size());
+      j.shapes.push_back(s);
       ++b;
     });
     NNLENS_EXPECTS(!j.ins.empty());
+    NNLENS_EXPECTS(!j.is_product() || (j.ins.size() == 2 && j.sizes[1] > 0 && j.sizes[0] % j.sizes[1] == 0));
     j.offsets = branch_offsets(j.join, j.sizes);
     return j;
   }
@@ -94,6 +98,10 @@ struct join_operands {
   /// y (batch x out_size) = the join of the operands' buffers.
   template <class T>
   void run(std::size_t batch, std::size_t out_size, const std::vector<std::vector<T>>& buffers, T* y) const {
+    if (is_product()) {
+      detail::gate_multiply(batch, sizes[0], sizes[1], buffers[ins[0]].data(), buffers[ins[1]].data(), y);
+      return;
+    }
     std::fill_n(y, batch * out_size, T(0));
     for (std::size_t k = 0; k < ins.size(); ++k) {
       const T* a = buffers[ins[k]].data();
@@ -107,16 +115,39 @@ struct join_operands {
 
   /// f(operand k, its neuron) for every operand neuron that feeds output neuron n, where a neuron
   /// is `unit` elements: 1 (elements), or a channel's height x width (NNSlicer's channel
-  /// granularity: a concat joins whole channels, so its offsets are multiples of it).
+  /// granularity: a concat joins whole channels, so its offsets are multiples of it).  A product's
+  /// output neuron is fed by its signal neuron and the gate neuron broadcast to it.
   template <class F>
   void feeding(std::size_t n, F&& f, std::size_t unit = 1) const {
+    if (is_product()) {
+      f(std::size_t(0), n);
+      f(std::size_t(1), gate_neuron(n, unit));
+      return;
+    }
     for (std::size_t k = 0; k < ins.size(); ++k) {
       const std::size_t off = offsets[k] / unit, size = sizes[k] / unit;
       if (n >= off && n - off < size) f(k, n - off);
     }
   }
+  /// ∂y_n / ∂(operand q's neuron feeding n): 1 for a sum or a concat; for a product the other
+  /// operand's value there, value(tensor, neuron) (the neurons' values: elements, or channel means
+  /// at channel granularity).
+  template <class V>
+  double slope(std::size_t q, std::size_t n, std::size_t unit, V&& value) const {
+    if (!is_product()) return 1.0;
+    return q == 0 ? double(value(ins[1], gate_neuron(n, unit))) : double(value(ins[0], n));
+  }
   /// Operand k's first neuron in the output (neurons of `unit` elements).
   std::size_t offset(std::size_t k, std::size_t unit = 1) const { return offsets[k] / unit; }
+
+ private:
+  /// A product's gate neuron broadcast to output neuron n (neurons of `unit` elements in the
+  /// output; the gate's neurons: its elements, or its channels at channel granularity).
+  std::size_t gate_neuron(std::size_t n, std::size_t unit) const {
+    const std::size_t e = n * unit / (sizes[0] / sizes[1]);  // the gate element of n's first element
+    const std::size_t gate_unit = unit == 1 || shapes[1].rank != 3 ? 1 : shapes[1][1] * shapes[1][2];
+    return e / gate_unit;
+  }
 };
 
 /// The one run-time graph of a network (Sequential or DynamicNetwork) for the analyses that walk it

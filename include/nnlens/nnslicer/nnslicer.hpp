@@ -244,9 +244,15 @@ class slicer_engine {
           const int head = sgn(double(Cn[n])) * sgn(dy[n]);
           if (head == 0) continue;
           items_.clear();
-          if constexpr (join) {  // one item per operand neuron feeding n (pred: the operand's index)
-            nd.operands.feeding(
-                n, [&](std::size_t q, std::size_t e) { items_.push_back({q, sign_item::none, d_[nd.operands.ins[q]][e]}); },
+          if constexpr (join) {  // one item per operand neuron feeding n (pred: the operand's index,
+                                 // synapse: its neuron); a product's operand by the other's value
+            const auto& ops = nd.operands;
+            ops.feeding(
+                n,
+                [&](std::size_t q, std::size_t e) {
+                  const double w = ops.slope(q, n, unit, [&](std::size_t t, std::size_t m) { return nv_[t][m]; });
+                  items_.push_back({q, e, w * d_[ops.ins[q]][e]});
+                },
                 unit);
           } else {
             sign_rule<L>::items(l, ctx, n, items_);
@@ -255,8 +261,7 @@ class slicer_engine {
           for (const auto& it : items_) {
             const int v = head * sgn(it.c);
             if constexpr (join) {
-              const std::size_t q = it.pred;
-              C_[nd.operands.ins[q]][n - nd.operands.offset(q, unit)] += v;
+              C_[nd.operands.ins[it.pred]][it.synapse] += v;
             } else {
               C_[nd.in][it.pred] += v;
               if (it.synapse != sign_item::none) syn_[k][it.synapse] += v;

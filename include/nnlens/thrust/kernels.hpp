@@ -26,6 +26,7 @@
 //                                      map with parameters (ParametricMap: PReLU)
 //   per_sample(n, E, x, y, f)          f(x + s E, y + s E, E) for every sample s: a map over whole
 //                                      samples (SampleMap: Softmax)
+//   gate_multiply(n, S, G, s, g, y)     y[r, i] = s[r, i] g[r, i / (S / G)] (a product join)
 //   place(n, out, off, size, b, y, add) y[r, off + i] = (add ? y[r, off + i] : 0) + b[r, i] for
 //                                      i < size: operand b of a composite's join (a sum adds every
 //                                      branch at offset 0, a concat places each at its offset)
@@ -305,6 +306,25 @@ struct place_op {
 template <class T>
 void place(idx N, idx out, idx off, idx size, const T* b, T* y, bool add) {
   launch(N * size, place_op<T>{b, y, out, off, size, add});
+}
+
+template <class T>
+struct gate_multiply_op {
+  const T* s;
+  const T* g;
+  T* y;
+  idx S, G, rep;
+  NNLENS_HD void operator()(idx i) const {
+    const idx r = i / S, e = i % S;
+    y[i] = s[i] * g[r * G + e / rep];
+  }
+};
+
+/// A product join: y [N, S] = s [N, S] times g [N, G] broadcast (G divides S; the host's
+/// detail::gate_multiply).
+template <class T>
+void gate_multiply(idx N, idx S, idx G, const T* s, const T* g, T* y) {
+  launch(N * S, gate_multiply_op<T>{s, g, y, S, G, S / G});
 }
 
 /// part[c * S + s] += sum over samples n of block s (n = s, s + S, ...) of mean(x[n, c, 0..hw)).

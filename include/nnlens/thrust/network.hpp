@@ -13,7 +13,7 @@
 // geometry), an element-wise affine op, an element-wise map with parameters, a map over whole
 // samples, a weight layer (Dense, Conv2D: tuned kernels, any geometry), and a composite: its
 // branches' layers by their own kernels, then one place() kernel per operand of the join, in the
-// host join's order (so a sum rounds as the host's).  A Sequential with another layer is a compile
+// host join's order (so a sum rounds as the host's), or one gate_multiply() for a product.  A Sequential with another layer is a compile
 // error naming it (error_thrust_backend_has_no_kernel_for<L>); a DynamicNetwork holding one gets
 // logic_error naming it and its place ("5.block.1") when the device_network is made.
 // requires: check_shapes(net) passed; net outlives the device_network (its walks read the layers;
@@ -341,6 +341,7 @@ class device_network {
       if (nodes[k].out > upto) return;
       const join_operands& j = nodes[k].operands;
       T* y = ptr(nodes[k].out);
+      if (j.is_product()) return thrust_kernels::gate_multiply<T>(batch, j.sizes[0], j.sizes[1], ptr(j.ins[0]), ptr(j.ins[1]), y);
       for (std::size_t o = 0; o < j.ins.size(); ++o)
         thrust_kernels::place<T>(batch, shapes[nodes[k].out].size(), j.offsets[o], j.sizes[o], ptr(j.ins[o]), y,
                                  j.join == branch_join::sum && o > 0);

@@ -259,11 +259,16 @@ class device_lrp {
         (void)l, (void)lin, (void)lout;
         const join_operands& j = nodes[k].operands;
         thrust_kernels::lrp_join_op<T> op;
-        op.R = R, op.out = acts[out].size(), op.K = j.ins.size(), op.eps = rule_.epsilon;
+        // a product: all of R to the signal (one operand, a copy), none to the gate
+        const std::size_t K = j.is_product() ? 1 : j.ins.size();
+        op.R = R, op.out = acts[out].size(), op.K = K, op.eps = rule_.epsilon;
         for (std::size_t q = 0; q < j.ins.size(); ++q) {
           const std::size_t a = j.ins[q];
           if (!rp[a]) rp[a] = rbuf(a);
-          op.x[q] = tensor(a), op.r[q] = rp[a], op.off[q] = j.offsets[q], op.size[q] = j.sizes[q], op.add[q] = acc_[a];
+          if (q < K)
+            op.x[q] = tensor(a), op.r[q] = rp[a], op.off[q] = j.offsets[q], op.size[q] = j.sizes[q], op.add[q] = acc_[a];
+          else if (!acc_[a])
+            ::thrust::fill(::thrust::device, rp[a], rp[a] + nb * acts[a].size(), 0.0);
         }
         thrust_kernels::lrp_join<T>(nb, op);
         return true;

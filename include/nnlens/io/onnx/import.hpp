@@ -285,7 +285,7 @@ class onnx_importer : onnx_graph_state {
     const std::string& op = n.op_type();
     if (is_act(n.input(0)) && is_act(n.input(1))) {
       if (op != "Add" && op != "Mul")
-        fail(n, "of two activations is not supported (only Add: residual connections; Mul: x * Sigmoid(x))");
+        fail(n, "of two activations is not supported (only Add: residual connections; Mul: products, x * Sigmoid(x))");
       return join(n);
     }
     const bool act_first = is_act(n.input(0));
@@ -394,15 +394,15 @@ class onnx_importer : onnx_graph_state {
       ops.erase(first + 1, last);
     }
   }
+  /// The composite op L from the branches, when L's join rule names n's op type and accepts them
+  /// (a rule may decline: SiLU takes only Mul(x, Sigmoid(x)), and Product the other products).
   template <class L>
-  bool try_join(const onnx::NodeProto& n, std::vector<onnx_act>& ops, onnx_act& res) {
+  bool try_join(const onnx::NodeProto& n, std::vector<onnx_act>& ops, std::vector<DynamicBlock<float>>& branches,
+                onnx_act& res) {
     if constexpr (OnnxJoinable<L>) {
       if (n.op_type() != onnx_join_rule<L>::op) return false;
-      std::vector<DynamicBlock<float>> branches;
-      for (auto& a : ops) {
-        onnx_fuse(a.layers);
-        branches.push_back(DynamicBlock<float>{std::move(a.layers)});
-      }
+      if constexpr (requires { onnx_join_rule<L>::accepts(branches); })
+        if (!onnx_join_rule<L>::accepts(branches)) return false;
       node_view v(*this, n, ops[0]);
       L layer = onnx_join_rule<L>::build(v, std::move(branches));
       const onnx_anchor& an = anchors_[std::size_t(ops[0].anchor - 1)];
@@ -425,11 +425,20 @@ class onnx_importer : onnx_graph_state {
       return false;
     }
   }
+  /// The join of ops by the first rule that takes it; false (ops unchanged) when none does.
   bool by_join_rule(const onnx::NodeProto& n, std::vector<onnx_act>& ops, onnx_act& res) {
-    return []<class... Ls>(onnx_importer& self, const onnx::NodeProto& node, std::vector<onnx_act>& o, onnx_act& r,
-                           std::type_identity<std::variant<Ls...>>) {
-      return (self.try_join<Ls>(node, o, r) || ...);
-    }(*this, n, ops, res, std::type_identity<onnx_layer>{});
+    std::vector<DynamicBlock<float>> branches;
+    for (auto& a : ops) {
+      onnx_fuse(a.layers);
+      branches.push_back(DynamicBlock<float>{std::move(a.layers)});
+    }
+    const bool done = []<class... Ls>(onnx_importer& self, const onnx::NodeProto& node, std::vector<onnx_act>& o,
+                                      std::vector<DynamicBlock<float>>& b, onnx_act& r, std::type_identity<std::variant<Ls...>>) {
+      return (self.try_join<Ls>(node, o, b, r) || ...);
+    }(*this, n, ops, branches, res, std::type_identity<onnx_layer>{});
+    if (!done)
+      for (std::size_t k = 0; k < ops.size(); ++k) ops[k].layers = std::move(branches[k].layers);
+    return done;
   }
   void conv(const onnx::NodeProto& n) {
     if (!is_act(n.input(0))) fail(n, "the data input must be the activation");
