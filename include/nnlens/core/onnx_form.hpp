@@ -141,6 +141,9 @@ class onnx_node_view {
 
   /// The activation's storage shape per sample (it follows the layers emitted so far).
   virtual shape input_shape() const = 0;
+  /// For a join rule (onnx_join_rule): the storage shape of the value the branches fork from, the
+  /// composite's input (input_shape() is then the first operand's).
+  virtual shape fork_shape() const { return input_shape(); }
   /// The activation's logical per-sample dims as the file sees them (may differ from storage
   /// after a Transpose or a Reshape).
   virtual std::vector<std::int64_t> input_dims() const = 0;

@@ -104,14 +104,18 @@ struct onnx_export_rule<HardSigmoid> {
     return s.node("HardSigmoid", {x}, {{"alpha", static_cast<float>(l.alpha)}, {"beta", static_cast<float>(l.beta)}});
   }
 };
-/// HardSigmoid: alpha, beta from the attributes (ONNX's defaults 0.2, 0.5), float as ONNX stores them.
+/// HardSigmoid: alpha, beta from the attributes (ONNX's defaults 0.2, 0.5), float as ONNX stores
+/// them, except that the float nearest 1/6 is read as 1/6: PyTorch's relu6(x + 3) / 6, which
+/// torch.onnx writes as alpha = float(1/6) (so a double network computes what PyTorch does in
+/// double, not a slope 1e-8 off).
 template <>
 struct onnx_import_rule<HardSigmoid> {
   static constexpr std::string_view ops[] = {"HardSigmoid"};
   template <class Emit>
   static void build(onnx_node_view& n, Emit&& emit) {
     n.require_unpadded();
-    emit(HardSigmoid{double(float(n.attr_f("alpha", 0.2))), double(float(n.attr_f("beta", 0.5)))});
+    const float alpha = float(n.attr_f("alpha", 0.2));
+    emit(HardSigmoid{alpha == float(1.0 / 6.0) ? 1.0 / 6.0 : double(alpha), double(float(n.attr_f("beta", 0.5)))});
   }
 };
 

@@ -330,7 +330,7 @@ struct onnx_join_rule<DynamicProduct<T>> {
   static constexpr std::string_view op = "Mul";
   static DynamicProduct<T> build(onnx_node_view& n, std::vector<DynamicBlock<T>> b) {
     if (b.size() != 2) n.fail("multiplies " + std::to_string(b.size()) + " activations; a product joins two");
-    const shape in = n.input_shape();
+    const shape in = n.fork_shape();
     using R = detail::branch_run<detail::chain<DynamicBlock<T>>>;
     const shape s0 = R::checked(&b[0], in, "Mul operand 0"), s1 = R::checked(&b[1], in, "Mul operand 1");
     if (detail::gate_repeat(s0, s1) == 0) {

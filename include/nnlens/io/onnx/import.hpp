@@ -165,6 +165,7 @@ class onnx_importer : onnx_graph_state {
       return {t->dims, t->values};
     }
     shape input_shape() const override { return a_.store; }
+    shape fork_shape() const override { return fork.rank ? fork : a_.store; }
     std::vector<std::int64_t> input_dims() const override { return a_.logical; }
     bool plain_image() const override { return a_.plain_image(); }
     bool transposed() const override { return !a_.perm.empty(); }
@@ -175,6 +176,7 @@ class onnx_importer : onnx_graph_state {
 
     bool absorbed = false, has_dims = false;
     std::vector<std::int64_t> dims;
+    shape fork{};  // a join's forked value (fork_shape)
 
    private:
     onnx_importer& s_;
@@ -403,9 +405,10 @@ class onnx_importer : onnx_graph_state {
       if (n.op_type() != onnx_join_rule<L>::op) return false;
       if constexpr (requires { onnx_join_rule<L>::accepts(branches); })
         if (!onnx_join_rule<L>::accepts(branches)) return false;
-      node_view v(*this, n, ops[0]);
-      L layer = onnx_join_rule<L>::build(v, std::move(branches));
       const onnx_anchor& an = anchors_[std::size_t(ops[0].anchor - 1)];
+      node_view v(*this, n, ops[0]);
+      v.fork = an.store;
+      L layer = onnx_join_rule<L>::build(v, std::move(branches));
       res = onnx_act{};
       res.anchor = an.parent;
       res.layers = an.layers;
