@@ -7,7 +7,10 @@
 // ensures:  y[c] = sum(x[c]) / (H*W), summed in row-major order; backward: dx[c] = dy[c] / (H*W).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/onnx_form.hpp"
@@ -99,12 +102,33 @@ template <>
 struct onnx_export_rule<GlobalAvgPool> : detail::onnx_unary_rule<GlobalAvgPool> {
   static constexpr std::string_view op = "GlobalAveragePool";
 };
+/// GlobalAveragePool, and ReduceMean over the two spatial axes of an NCHW image (torch's
+/// x.mean([2, 3]), MnasNet's head): the same means; keepdims = 0 gives the logical [C] (the
+/// storage stays [C,1,1], as after Flatten's reading).  The axes are an attribute up to opset 17
+/// and the second input from opset 18; ReduceMean over other axes is refused, naming them.
 template <>
 struct onnx_import_rule<GlobalAvgPool> {
-  static constexpr std::string_view ops[] = {"GlobalAveragePool"};
+  static constexpr std::string_view ops[] = {"GlobalAveragePool", "ReduceMean"};
   template <class Emit>
   static void build(onnx_node_view& n, Emit&& emit) {
     n.require_image();
+    if (n.op() == "ReduceMean") {
+      std::vector<std::int64_t> axes;
+      if (n.opset() >= 18 && n.has_input(1)) {
+        for (double v : n.constant(1).values) axes.push_back(std::int64_t(v));
+      } else {
+        axes = n.attr_ints("axes");
+      }
+      const std::int64_t r = 3 + (n.batch_axis() ? 1 : 0);
+      for (auto& a : axes) a = a < 0 ? a + r : a;
+      std::sort(axes.begin(), axes.end());
+      if (axes != std::vector<std::int64_t>{r - 2, r - 1})
+        n.fail("ReduceMean over axes " + onnx_node_view::dims_str(axes) +
+               " is not supported (only the spatial axes of an NCHW image: the mean per channel)");
+      emit(GlobalAvgPool{});
+      if (n.attr_i("keepdims", 1) == 0) n.set_output_dims({std::int64_t(n.input_dims()[0])});
+      return;
+    }
     emit(GlobalAvgPool{});
   }
 };
