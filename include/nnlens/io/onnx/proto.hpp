@@ -112,6 +112,7 @@ inline onnx_tensor tensor_from_proto(const onnx::TensorProto& t, const std::stri
       throw io_error(nnlens::detail::concat(where, ": element type ", t.data_type(),
                                             " is not supported (float, double, int8/32/64, uint8, bool)"));
   }
+  r.integral = t.data_type() != TP::FLOAT && t.data_type() != TP::DOUBLE;
   return r;
 }
 

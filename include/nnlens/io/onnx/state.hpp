@@ -306,9 +306,11 @@ class onnx_graph_state {
       t.values.assign(fs->floats().begin(), fs->floats().end());
     } else if (const auto* i = onnx_attr(n, "value_int")) {
       t.values = {double(i->i())};
+      t.integral = true;
     } else if (const auto* is = onnx_attr(n, "value_ints")) {
       t.dims = {is->ints_size()};
       t.values.assign(is->ints().begin(), is->ints().end());
+      t.integral = true;
     } else {
       fail(n, "only value, value_float(s) and value_int(s) constants are supported");
     }
@@ -326,7 +328,49 @@ class onnx_graph_state {
       for (auto d : any_cst(n, 0).dims) t.values.push_back(double(d));
     }
     t.dims = {std::int64_t(t.values.size())};
+    t.integral = true;
     consts_[n.output(0)] = std::move(t);
+  }
+
+  /// Add, Sub, Mul, Div of constants with numpy broadcasting (shape arithmetic: ShuffleNet's
+  /// channels / 2); Div of two integer tensors truncates, as ONNX's integer Div.
+  onnx_tensor arith_of(const onnx::NodeProto& n) {
+    const onnx_tensor& a = any_cst(n, 0);
+    const onnx_tensor& b = any_cst(n, 1);
+    const std::size_t r = std::max(a.dims.size(), b.dims.size());
+    auto dim = [&](const onnx_tensor& t, std::size_t i) {
+      const std::size_t off = r - t.dims.size();
+      return i < off ? std::int64_t(1) : t.dims[i - off];
+    };
+    onnx_tensor o;
+    for (std::size_t i = 0; i < r; ++i) {
+      const std::int64_t x = dim(a, i), y = dim(b, i);
+      if (x != y && x != 1 && y != 1) fail(n, "the constants' shapes do not broadcast");
+      o.dims.push_back(std::max(x, y));
+    }
+    const std::size_t count = onnx_count(o.dims, where_n(n));
+    const auto os = onnx_strides(o.dims);
+    auto at = [&](const onnx_tensor& t, std::size_t k) {
+      std::size_t idx = 0, stride = 1;
+      for (std::size_t i = r; i-- > r - t.dims.size();) {
+        const std::size_t e = std::size_t(t.dims[i - (r - t.dims.size())]);
+        if (e != 1) idx += ((k / os[i]) % e) * stride;
+        stride *= e;
+      }
+      return t.values[idx];
+    };
+    o.integral = a.integral && b.integral;
+    const std::string& op = n.op_type();
+    for (std::size_t k = 0; k < count; ++k) {
+      const double x = at(a, k), y = at(b, k);
+      double v = op == "Add" ? x + y : op == "Sub" ? x - y : op == "Mul" ? x * y : x / y;
+      if (op == "Div" && o.integral) {
+        if (y == 0) fail(n, "integer division by zero");
+        v = std::trunc(v);
+      }
+      o.values.push_back(v);
+    }
+    return o;
   }
 
   /// Whether an op type passes its input through (a layer form's onnx_import_rule says passthrough).
@@ -350,8 +394,17 @@ class onnx_graph_state {
   void fold(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
     onnx_tensor r;
-    if (op == "Cast" || passthrough_op(op)) {
+    if (op == "Cast") {
       r = any_cst(n, 0);
+      using TP = onnx::TensorProto;
+      const auto to = onnx_attr_i(n, "to", TP::FLOAT);
+      r.integral = to != TP::FLOAT && to != TP::DOUBLE && to != TP::FLOAT16;
+      if (r.integral)
+        for (auto& v : r.values) v = std::trunc(v);
+    } else if (passthrough_op(op)) {
+      r = any_cst(n, 0);
+    } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+      r = arith_of(n);
     } else if (op == "Unsqueeze") {
       r = any_cst(n, 0);
       std::vector<std::int64_t> axes = opset_ >= 13 ? std::vector<std::int64_t>() : onnx_attr_ints(n, "axes");
@@ -369,6 +422,7 @@ class onnx_graph_state {
       const onnx_tensor& idx = cst(n, 1);
       if (d.dims.size() != 1 || onnx_attr_i(n, "axis", 0) != 0) fail(n, "only Gather on a 1-D constant is supported");
       r.dims = idx.dims;
+      r.integral = d.integral;
       for (double v : idx.values) {
         std::int64_t k = int_of(n, v);
         if (k < 0) k += d.dims[0];
@@ -376,9 +430,11 @@ class onnx_graph_state {
         r.values.push_back(d.values[std::size_t(k)]);
       }
     } else if (op == "Concat") {
+      r.integral = true;
       for (int i = 0; i < n.input_size(); ++i) {
         const onnx_tensor& t = any_cst(n, i);
         if (t.dims.size() > 1) fail(n, "only Concat of 1-D constants is supported");
+        r.integral = r.integral && t.integral;
         r.values.insert(r.values.end(), t.values.begin(), t.values.end());
       }
       r.dims = {std::int64_t(r.values.size())};

@@ -25,6 +25,7 @@ namespace nnlens::io {
 struct onnx_tensor {
   std::vector<std::int64_t> dims;
   std::vector<double> values;
+  bool integral = false;  // an integer element type (shape arithmetic: Div truncates)
   std::size_t size() const { return values.size(); }
 };
 
