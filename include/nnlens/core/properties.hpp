@@ -67,6 +67,32 @@
 //         template <class T> NNLENS_HD void operator()(const T* x, T* y, std::size_t n) const
 //       The op's host forward and the thrust backend's kernel (one work item per sample) run the
 //       same functor (Softmax).
+//   ChannelMap<L>                static constexpr auto channel_map(const L&, shape in)
+//       every output element copies one input element, a whole channel at a time: a sample holds
+//       in[0] input and out[0] output channels (features of a rank-1 shape) of P = in.size() /
+//       in[0] elements each (H W of {C,H,W}; 1 of {F}), and output channel k is input channel
+//       f(k), f = channel_map(l, in): a trivially-copyable functor with
+//         NNLENS_HD std::size_t operator()(std::size_t k) const    the source channel, < in[0]
+//       for k < out[0] (a permutation, a slice, a repetition).  Written once for every such op,
+//       never naming it: channel_map_defaults<L> (host forward: the copy; backward: dx[f(k)] +=
+//       dy[k]; int8_forward: the codes copied, so the scale stays), sign_channel_map_rule (NNSlicer:
+//       the source neuron's item (x_src, -, Δx_src)), relevance_channel_map_rule (LRP: an output
+//       element's R to its source element), pwl_affine_rule (ExactLine: linear, no knots); coverage
+//       does not count the op as a layer of neurons (they are its input's, permuted or sliced); the
+//       thrust backend gathers by f on the device (thrust/index_map.hpp) and firmware by the map's
+//       table (fw::gather_channels).  channel_map_source(f, ...) is the flat source index.
+//   PositionMap<L>               static constexpr auto position_map(const L&)
+//                                template <class V> static std::vector<V> position_parameters(const L&, shape in)
+//       y = f(x) over the C = in[0] channels at each position of a sample, f(x, y, C, stride, p)
+//       reading x[c stride] and writing y[c stride] for c < C (stride P = in.size() / C: positions
+//       H W of {C,H,W}, one position of {F}), p = position_parameters<V>(l, in) the same for every
+//       position; f = position_map(l), a trivially-copyable functor with
+//         template <class T> NNLENS_HD void operator()(const T* x, T* y, std::size_t C,
+//                                                      std::size_t stride, const T* p) const
+//       The op's host forward runs the same functor on the same parameters (cast to V as its
+//       forward casts them), so the thrust backend's kernel (one work item per sample and
+//       position, thrust/index_map.hpp) gives its forward bit for bit (LayerNorm: p = gamma then
+//       beta).  A position map mixes channels (not element-wise, not piecewise linear).
 #pragma once
 
 #include <concepts>
@@ -244,5 +270,113 @@ inline constexpr bool fuses_into_linear_v = [] {
   else
     return false;
 }();
+
+// ---- channel maps: each output channel copies one input channel (see the header table)
+
+namespace detail {
+template <class F>
+concept channel_map_functor = std::is_trivially_copyable_v<F> && requires(const F& f, std::size_t k) {
+  { f(k) } -> std::convertible_to<std::size_t>;
+};
+}  // namespace detail
+
+/// An op whose output channel k is its input channel f(k), f = layer_traits<L>::channel_map(l, in).
+template <class L>
+concept ChannelMap = requires(const L& l, shape s) { layer_traits<L>::channel_map(l, s); } &&
+                     detail::channel_map_functor<decltype(layer_traits<L>::channel_map(std::declval<const L&>(),
+                                                                                       std::declval<shape>()))>;
+
+/// Elements of one channel of a sample of shape s (H W of {C,H,W}, 1 of {F}).
+constexpr std::size_t channel_elements(shape s) { return s.rank == 0 || s[0] == 0 ? 0 : s.size() / s[0]; }
+
+/// The flat index (batch axis included) of the input element that output element i of a channel
+/// map f copies, with Cin input and Cout output channels of P elements per sample: the host's
+/// rules and the thrust kernels alike.
+template <class F>
+NNLENS_HD inline std::size_t channel_map_source(const F& f, std::size_t Cin, std::size_t Cout, std::size_t P, std::size_t i) {
+  const std::size_t per = Cout * P, n = i / per, r = i - n * per, k = r / P;
+  return (n * Cin + std::size_t(f(k))) * P + (r - k * P);
+}
+
+/// The layer_traits base of a channel map (ChannelMap): host forward and backward, and the int8
+/// form (the codes copied: the output keeps its input's scale), from the op's channel_map;
+/// layer_traits<L> adds its name, channel_map, infer and output_shape.
+template <class L>
+struct channel_map_defaults : layer_defaults {
+  /// y = the gathered channels of x (any element type: activations, int8 codes).
+  template <class V>
+  static void gather(const L& l, shape in, shape out, std::size_t batch, const V* x, V* y) {
+    const auto f = layer_traits<L>::channel_map(l, in);
+    const std::size_t Cin = in[0], Cout = out[0], P = channel_elements(in);
+    for (std::size_t n = 0; n < batch; ++n)
+      for (std::size_t k = 0; k < Cout; ++k) {
+        const V* s = x + (n * Cin + std::size_t(f(k))) * P;
+        V* d = y + (n * Cout + k) * P;
+        for (std::size_t p = 0; p < P; ++p) d[p] = s[p];
+      }
+  }
+  template <class T>
+  static void forward(const L& l, const forward_args<T>& a) {
+    gather(l, a.in, a.out, a.batch, a.x, a.y);
+  }
+  /// dx = J^T dy: each input element sums the dy of the outputs that copy it (0 if none).
+  template <class T>
+  static void backward(const L& l, const backward_args<T>& a, L*) {
+    if (!a.dx) return;
+    const auto f = layer_traits<L>::channel_map(l, a.in);
+    const std::size_t Cin = a.in[0], Cout = a.out[0], P = channel_elements(a.in);
+    for (std::size_t i = 0; i < a.batch * a.in.size(); ++i) a.dx[i] = T(0);
+    for (std::size_t n = 0; n < a.batch; ++n)
+      for (std::size_t k = 0; k < Cout; ++k) {
+        const T* dy = a.dy + (n * Cout + k) * P;
+        T* dx = a.dx + (n * Cin + std::size_t(f(k))) * P;
+        for (std::size_t p = 0; p < P; ++p) dx[p] += dy[p];
+      }
+  }
+  /// Int8Op: the same copy on the int8 codes (zero point unused).
+  static void int8_forward(const L& l, shape in, shape out, std::size_t batch, const std::int8_t* x, std::int8_t* y, int) {
+    gather(l, in, out, batch, x, y);
+  }
+};
+
+/// NNSlicer's rule of a channel map: output neuron n is a copy of one input neuron, which receives
+/// the vote with its own Δ, (x_src, -, Δx_src): the channel f(n) at channel granularity (and for a
+/// rank-1 input), element f(c) P + p of output element c P + p at element granularity.
+struct sign_channel_map_rule {
+  template <class L>
+  static void items(const L& l, const sign_ctx& c, std::size_t n, std::vector<sign_item>& out) {
+    const auto f = layer_traits<L>::channel_map(l, c.in);
+    std::size_t src = std::size_t(f(n));
+    if (c.element && c.in.rank == 3) {
+      const std::size_t P = channel_elements(c.in);
+      src = std::size_t(f(n / P)) * P + n % P;
+    }
+    out.push_back({src, sign_item::none, c.dx[src]});
+  }
+};
+
+/// LRP's rule of a channel map: the relevance of each output element goes to the input element it
+/// copies (an input element copied twice sums both; one not copied gets 0): conservative.
+struct relevance_channel_map_rule {
+  template <class L>
+  static void relevance(const L& l, const relevance_args& a) {
+    const auto f = layer_traits<L>::channel_map(l, a.in);
+    const std::size_t Cin = a.in[0], Cout = a.out[0], P = channel_elements(a.in);
+    for (std::size_t i = 0; i < a.in.size(); ++i) a.r_in[i] = 0.0;
+    for (std::size_t i = 0; i < Cout * P; ++i) a.r_in[channel_map_source(f, Cin, Cout, P, i)] += a.r_out[i];
+  }
+};
+
+// ---- position maps: one functor over the channels at each position (see the header table)
+
+/// An op that maps the channel vector at each position of a sample (layer_traits<L>::position_map
+/// with its parameters position_parameters<V>).
+template <class L>
+concept PositionMap = requires(const L& l, shape s, const float* x, float* y, const double* xd, double* yd) {
+  layer_traits<L>::position_map(l)(x, y, std::size_t(1), std::size_t(1), x);
+  layer_traits<L>::position_map(l)(xd, yd, std::size_t(1), std::size_t(1), xd);
+  { layer_traits<L>::template position_parameters<float>(l, s) } -> std::same_as<std::vector<float>>;
+  { layer_traits<L>::template position_parameters<double>(l, s) } -> std::same_as<std::vector<double>>;
+} && std::is_trivially_copyable_v<decltype(layer_traits<L>::position_map(std::declval<const L&>()))>;
 
 }  // namespace nnlens

@@ -12,6 +12,8 @@
 #include "nnlens/layers/affine.hpp"
 #include "nnlens/layers/avg_pool2d.hpp"
 #include "nnlens/layers/batch_norm.hpp"
+#include "nnlens/layers/channel_shuffle.hpp"
+#include "nnlens/layers/channel_slice.hpp"
 #include "nnlens/layers/concat.hpp"
 #include "nnlens/layers/conv2d.hpp"
 #include "nnlens/layers/dense.hpp"
@@ -22,6 +24,7 @@
 #include "nnlens/layers/hard_sigmoid.hpp"
 #include "nnlens/layers/hard_swish.hpp"
 #include "nnlens/layers/hard_tanh.hpp"
+#include "nnlens/layers/layer_norm.hpp"
 #include "nnlens/layers/leaky_relu.hpp"
 #include "nnlens/layers/max_pool2d.hpp"
 #include "nnlens/layers/prelu.hpp"
@@ -44,6 +47,7 @@ struct dynamic_layer_list {
                             Conv2DG<dyn, conv_geometry_dyn, T>, MaxPool2D<dyn>, AvgPool2D<dyn>, GlobalAvgPool,
                             LeakyReLU, HardTanh, Clamp, BatchNorm<dyn, T>, Affine<dyn, T>, Softmax, Dropout, Identity,
                             PReLU<dyn, T>, Sigmoid, Tanh, HardSigmoid, HardSwish, SiLU, GELU,
+                            ChannelShuffle, ChannelSlice<>, LayerNorm<dyn, T>,
                             DynamicResidual<T>, DynamicConcat<T>, DynamicProduct<T>>;
 };
 }  // namespace nnlens::detail

@@ -39,6 +39,7 @@
 #include "nnlens/network/visit.hpp"
 #include "nnlens/thrust/kernels.hpp"
 #include "nnlens/thrust/policy.hpp"
+#include "nnlens/thrust/index_map.hpp"  // channel maps and position maps (core/properties.hpp)
 
 namespace nnlens {
 
