@@ -151,6 +151,9 @@ class onnx_node_view {
   virtual bool plain_image() const = 0;
   /// Storage order differs from the logical order (a Transpose is pending).
   virtual bool transposed() const = 0;
+  /// The activation is a stored image [C,H,W] seen channels-last, logical [H,W,C] (ConvNeXt's
+  /// permute(0, 2, 3, 1)): an op over the logical last axis runs over the stored channels.
+  virtual bool channels_last() const { return false; }
   /// Zero padding of a preceding Pad node not yet absorbed (top, left, bottom, right).
   virtual std::array<std::size_t, 4> pending_pad() const = 0;
   /// Marks the pending padding as absorbed by the layers this node emits.

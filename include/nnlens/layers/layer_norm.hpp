@@ -288,25 +288,29 @@ struct onnx_import_rule<LayerNorm<dyn, T>> {
   static void build(onnx_node_view& n, Emit&& emit) {
     n.require_unpadded();
     const std::vector<std::int64_t> d = n.input_dims();
-    if (n.transposed() || d.size() != 1)
-      n.fail("only a LayerNormalization over the features of a flat activation [F] is read as one node; got " + n.dims_str(d) +
-             (n.transposed() ? " (transposed)" : ""));
+    // over the features of [F], or over the channels of an image seen channels-last ([H,W,C]:
+    // ConvNeXt's permute + layer_norm; the stored image's channels are that last axis)
+    const bool image = n.channels_last();
+    if (!image && (n.transposed() || d.size() != 1))
+      n.fail("a LayerNormalization reads the features of a flat activation [F] or the channels of an image seen "
+             "channels-last [H,W,C]; got " + n.dims_str(d) + (n.transposed() ? " (transposed)" : ""));
     std::int64_t axis = n.attr_i("axis", -1);
-    const std::int64_t rank = 1 + (n.batch_axis() ? 1 : 0);
+    const std::int64_t rank = std::int64_t(d.size()) + (n.batch_axis() ? 1 : 0);
     if (axis < 0) axis += rank;
-    if (axis != rank - 1) n.fail("only axis -1 (the features) is supported");
-    const std::size_t F = std::size_t(d[0]);
+    if (axis != rank - 1) n.fail("only axis -1 (the features, or the channels seen channels-last) is supported");
+    const std::size_t F = std::size_t(d.back());
     LayerNorm<dyn, T> ln;
-    ln.gamma = tensor<T, 1>::from_shape({F});
+    ln.gamma = xt::ones<T>({F});
     ln.beta = xt::zeros<T>({F});
-    const onnx_const_view sc = n.constant(1);
-    if (sc.size() != F) n.fail("Scale has " + std::to_string(sc.size()) + " values, expected " + std::to_string(F));
-    for (std::size_t c = 0; c < F; ++c) ln.gamma(c) = T(float(sc.values[c]));
-    if (n.has_input(2)) {
-      const onnx_const_view b = n.constant(2);
-      if (b.size() != F) n.fail("B has " + std::to_string(b.size()) + " values, expected " + std::to_string(F));
-      for (std::size_t c = 0; c < F; ++c) ln.beta(c) = T(float(b.values[c]));
-    }
+    auto read = [&](int i, tensor<T, 1>& into, const char* what) {
+      if (!n.has_input(i)) return;
+      const onnx_const_view c = n.constant(i);
+      if (c.size() != F && c.size() != 1)
+        n.fail(std::string(what) + " has " + std::to_string(c.size()) + " values, expected " + std::to_string(F));
+      for (std::size_t k = 0; k < F; ++k) into(k) = T(float(c.values[c.size() == 1 ? 0 : k]));
+    };
+    read(1, ln.gamma, "Scale");
+    read(2, ln.beta, "B");
     ln.eps = double(float(n.attr_f("epsilon", 1e-5)));
     if (!(ln.eps > 0)) n.fail("epsilon must be > 0");
     emit(std::move(ln));

@@ -7,9 +7,7 @@
 //   a node joining activations forked from one value: the composite whose header's
 //   onnx_join_rule<L> names its op type (Add -> DynamicResidual, Concat -> DynamicConcat)
 //   Conv -> Conv2D (graph rewriting here: pads, a pending Pad, bias folding in fuse.hpp)
-//   Reshape (to flatten) -> Flatten (or nothing when already flat)
-//   Transpose, Pad (constant zero) -> no layer (layout bookkeeping / padding folded into the next
-//   Conv or AveragePool)
+//   Reshape, Transpose, Pad: layout_nodes.hpp
 //   any other node with an activation input: the layer form whose header's onnx_import_rule<L>
 //   lists its op type (core/onnx_form.hpp) builds it, found by walking the variant of run-time
 //   layer forms at compile time (MaxPool, AveragePool, GlobalAveragePool, BatchNormalization, Relu,
@@ -39,6 +37,7 @@
 
 #include "nnlens/core/onnx_form.hpp"
 #include "nnlens/io/onnx/fuse.hpp"
+#include "nnlens/io/onnx/layout_nodes.hpp"
 #include "nnlens/io/onnx/proto.hpp"
 #include "nnlens/io/onnx/state.hpp"
 #include "nnlens/io/onnx/values.hpp"
@@ -46,9 +45,9 @@
 
 namespace nnlens::io::detail {
 
-class onnx_importer : onnx_graph_state {
+class onnx_importer : onnx_layout_nodes {
  public:
-  using onnx_graph_state::onnx_graph_state;
+  using onnx_layout_nodes::onnx_layout_nodes;
 
   DynamicNetwork run(onnx_info& info) {
     info.producer = m_.producer_name();
@@ -169,6 +168,7 @@ class onnx_importer : onnx_graph_state {
     std::vector<std::int64_t> input_dims() const override { return a_.logical; }
     bool plain_image() const override { return a_.plain_image(); }
     bool transposed() const override { return !a_.perm.empty(); }
+    bool channels_last() const override { return onnx_importer::channels_last(a_); }
     std::array<std::size_t, 4> pending_pad() const override { return a_.pad; }
     void absorb_pad() override { absorbed = true; }
     void set_output_dims(std::vector<std::int64_t> d) override { dims = std::move(d), has_dims = true; }
@@ -268,6 +268,7 @@ class onnx_importer : onnx_graph_state {
       if (B.dims.size() != 2) fail(n, "the constant operand must be a matrix");
       const std::size_t K = std::size_t(B.dims[0]), N = std::size_t(B.dims[1]);
       onnx_act a = take(n, 0);
+      if (channels_last(a)) return pointwise(n, std::move(a), B);
       dense(n, a, K, N, [&](std::size_t k, std::size_t o) { return B.values[k * N + o]; }, std::vector<double>(N, 0.0));
       return out(n, std::move(a));
     }
@@ -281,6 +282,42 @@ class onnx_importer : onnx_graph_state {
       return out(n, std::move(a));
     }
     fail(n, "only a product of the activation with a constant matrix is supported");
+  }
+
+  /// x @ B on the last axis of an image seen channels-last ([H,W,C] over storage [C,H,W]:
+  /// ConvNeXt's permute + Linear) is a 1x1 convolution of the stored image; the result is seen
+  /// channels-last too.
+  void pointwise(const onnx::NodeProto& n, onnx_act a, const onnx_tensor& B) {
+    const std::size_t K = std::size_t(B.dims[0]), N = std::size_t(B.dims[1]);
+    if (K != a.store[0]) fail(n, nnlens::detail::concat("the input has ", a.store[0], " channels, the weights expect ", K));
+    Conv2DG<dyn, conv_geometry_dyn, float> c;
+    c.geometry = conv_geometry{};
+    c.geometry.kh = c.geometry.kw = 1;
+    c.W = tensor<float, 4>::from_shape({N, K, 1, 1});
+    c.b = tensor<float, 1>::from_shape({N});
+    for (std::size_t o = 0; o < N; ++o) {
+      for (std::size_t k = 0; k < K; ++k) c.W(o, k, 0, 0) = float(B.values[k * N + o]);
+      c.b(o) = 0.0f;
+    }
+    emit(n, a, std::move(c));
+    a.logical = {std::int64_t(a.store[1]), std::int64_t(a.store[2]), std::int64_t(N)};
+    a.perm = a.store[1] * a.store[2] == 1 ? std::vector<std::size_t>{} : channels_last_perm(a.store);
+    out(n, std::move(a));
+  }
+  /// Whether a is a stored image [C,H,W] whose logical dims are [H,W,C] in that order.
+  static bool channels_last(const onnx_act& a) {
+    if (a.store.rank != 3 || a.logical.size() != 3) return false;
+    if (std::size_t(a.logical[2]) != a.store[0] || std::size_t(a.logical[0]) != a.store[1] ||
+        std::size_t(a.logical[1]) != a.store[2])
+      return false;
+    if (a.store[1] * a.store[2] == 1) return a.perm.empty();  // [1,1,C]: both orders are one
+    return a.perm == channels_last_perm(a.store);
+  }
+  static std::vector<std::size_t> channels_last_perm(shape s) {
+    const std::size_t C = s[0], P = s[1] * s[2];
+    std::vector<std::size_t> p(C * P);
+    for (std::size_t k = 0; k < p.size(); ++k) p[k] = (k % C) * P + k / C;
+    return p;
   }
 
   void arith(const onnx::NodeProto& n) {
@@ -486,105 +523,6 @@ class onnx_importer : onnx_graph_state {
     const auto p = onnx_window_pads(v, kh, kw, sh, sw, dh, dw);
     pt = p[0] + a.pad[0], pl = p[1] + a.pad[1], pb = p[2] + a.pad[2], pr = p[3] + a.pad[3];
     a.pad = {0, 0, 0, 0};
-  }
-
-  void to_flat(const onnx::NodeProto& n, onnx_act& a) {
-    if (a.has_pad()) fail(n, "follows a Pad node");
-    if (a.store.rank != 1) emit(n, a, Flatten{});
-    a.logical = {std::int64_t(onnx_prod(a.logical))};
-  }
-
-  void reshape(const onnx::NodeProto& n) {
-    onnx_act a = take(n, 0);
-    std::vector<std::int64_t> t;
-    if (n.input_size() > 1) {
-      for (double v : cst(n, 1).values) t.push_back(int_of(n, v));
-    } else {
-      t = onnx_attr_ints(n, "shape");
-    }
-    if (onnx_attr_i(n, "allowzero", 0) != 0) fail(n, "allowzero = 1 is not supported");
-    if (batch_) {
-      // the first extent is the batch: 0 (copy), -1, or the batch size the exporter traced
-      if (t.empty() || t[0] < -1) fail(n, "must keep the batch axis first");
-      t.erase(t.begin());
-    }
-    const std::size_t total = onnx_prod(a.logical);
-    std::int64_t known = 1, neg = -1;
-    for (std::size_t i = 0; i < t.size(); ++i) {
-      if (t[i] == 0) {
-        if (i >= a.logical.size()) fail(n, "a 0 extent beyond the input's rank");
-        t[i] = a.logical[i];
-      }
-      if (t[i] == -1) {
-        if (neg >= 0) fail(n, "two -1 extents");
-        neg = std::int64_t(i);
-      } else if (t[i] < 0) {
-        fail(n, "negative extent");
-      } else {
-        known *= t[i];
-      }
-    }
-    if (neg >= 0 && known > 0) t[std::size_t(neg)] = std::int64_t(total) / known;
-    if (onnx_count(t, where_n(n)) != total) fail(n, "the new shape has a different number of elements per sample");
-    if (t == a.logical) return out(n, std::move(a));
-    if (t.size() == 1) {
-      to_flat(n, a);
-      return out(n, std::move(a));
-    }
-    if (a.store.rank == 1 && a.perm.empty() && !a.has_pad()) {  // e.g. [784] <-> [784,1]: stays flat in storage
-      a.logical = t;
-      return out(n, std::move(a));
-    }
-    fail(n, "only reshapes that flatten a sample are supported (from " + dims_str(a.logical) + " to " + dims_str(t) + ")");
-  }
-
-  void transpose(const onnx::NodeProto& n) {
-    onnx_act a = take(n, 0);
-    if (a.has_pad()) fail(n, "follows a Pad node");
-    const std::size_t r = a.logical.size() + (batch_ ? 1 : 0);
-    std::vector<std::int64_t> p = onnx_attr_ints(n, "perm");
-    if (p.empty())
-      for (std::size_t i = r; i-- > 0;) p.push_back(std::int64_t(i));
-    if (p.size() != r) fail(n, "perm does not match the input's rank");
-    std::vector<std::size_t> q;
-    if (batch_) {
-      if (p[0] != 0) fail(n, "moves the batch axis");
-      for (std::size_t i = 1; i < r; ++i) q.push_back(std::size_t(p[i] - 1));
-    } else {
-      for (auto v : p) q.push_back(std::size_t(v));
-    }
-    std::vector<std::size_t> chk = q;
-    std::sort(chk.begin(), chk.end());
-    for (std::size_t i = 0; i < chk.size(); ++i)
-      if (chk[i] != i) fail(n, "perm is not a permutation");
-    onnx_transpose(a, q);
-    out(n, std::move(a));
-  }
-
-  void pad(const onnx::NodeProto& n) {
-    onnx_act a = take(n, 0);
-    const std::string mode = onnx_attr_s(n, "mode", "constant");
-    if (mode != "constant") fail(n, "only constant padding is supported");
-    std::vector<std::int64_t> p;
-    double value = 0;
-    if (opset_ < 11) {
-      p = onnx_attr_ints(n, opset_ < 2 ? "paddings" : "pads");
-      value = onnx_attr_f(n, "value", 0.0);
-    } else {
-      for (double v : cst(n, 1).values) p.push_back(int_of(n, v));
-      if (const auto* c = opt_cst(n, 2)) value = scalar_of(n, *c, 2);
-      if (n.input_size() > 3 && !n.input(3).empty()) fail(n, "the axes input is not supported");
-    }
-    if (value != 0) fail(n, "only zero padding is supported");
-    bool zero = true;
-    for (auto v : p) zero = zero && v == 0;
-    if (zero) return out(n, std::move(a));
-    if (!a.plain_image() || p.size() != 8 || p[0] || p[1] || p[4] || p[5])
-      fail(n, "only zero padding of the spatial axes of an NCHW image is supported");
-    for (auto v : p)
-      if (v < 0 || v > big) fail(n, "padding must be in [0, 2^20] (cropping is not supported)");
-    a.pad[0] += std::size_t(p[2]), a.pad[1] += std::size_t(p[3]), a.pad[2] += std::size_t(p[6]), a.pad[3] += std::size_t(p[7]);
-    out(n, std::move(a));
   }
 
 };

@@ -30,6 +30,7 @@
 
 #include "nnlens/core/onnx_form.hpp"
 #include "nnlens/io/layout.hpp"
+#include "nnlens/io/onnx/patterns.hpp"
 #include "nnlens/io/onnx/proto.hpp"
 #include "nnlens/io/onnx/types.hpp"
 #include "nnlens/io/onnx/values.hpp"
@@ -65,6 +66,7 @@ class onnx_graph_state {
  public:
   onnx_graph_state(const onnx::ModelProto& m, const std::string& path, const onnx_options& opt)
       : m_(m), g_(m.graph()), path_(path), opt_(opt), nodes_(g_.node().begin(), g_.node().end()) {
+    onnx_read_patterns(nodes_, g_);
     reuse_concat_prefixes(nodes_);
   }
 
