@@ -203,8 +203,8 @@ def diversify(model, x, k, per):
         if len(idx) < per:
             break
         xi = x[idx].clone()
-        step = 0.02 * float(xi.std())
-        for _ in range(200):
+        step = 0.05 * float(xi.std())
+        for _ in range(60):
             xi.requires_grad_(True)
             o = model(xi)
             other = o.clone()
@@ -243,7 +243,8 @@ def export(args):
     import torch
     import torchvision
     warnings.filterwarnings("ignore", category=UserWarning)  # PRESERVE's advice on constant folding
-    torch.set_num_threads(max(1, int(os.environ.get("ZOO_TORCH_THREADS", "1"))))
+    if os.environ.get("ZOO_TORCH_THREADS"):  # else torch's default: every core
+        torch.set_num_threads(max(1, int(os.environ["ZOO_TORCH_THREADS"])))
     size = args.size or default_size(args.model)
     args.data = args.data or default_data(size)
     args.segment = args.segment or default_segment(size)
