@@ -254,6 +254,11 @@ TEST_CASE("Product: codegen spells it; the int8 twin quantises the gate's convol
   const auto X = batch_of(30, {3, 5, 5}, r);
   const auto q = compress::quantize(net, X);
   CHECK(q.forward(X).shape() == std::vector<std::size_t>{30, 3});
+  // the Product (its gate inside) and the GlobalAvgPool have no int8 rule: float between a
+  // dequantise and a requantise; the convolution and the Dense are int8, ReLU and Flatten move codes
+  CHECK(q.float_layers() == std::vector<std::size_t>{2, 3});
+  CHECK(q.layer(2).name == "Product");
+  CHECK(q.layer(2).inner_quantized == 2);
   std::vector<std::size_t> lab(30);
   for (std::size_t i = 0; i < 30; ++i) lab[i] = i % 3;
   semslice_options so;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -53,6 +54,11 @@ int run_as(const compress_cmd_options& o) {
     twin = q->dequantized();
     what = o.q8 ? "q8 (weight-only int8, tensors >= 1024 elements)" : "int8";
     j["quantized_layers"] = q->quantized_layers();
+    if (o.int8) {  // the ops without an int8 rule: float between a dequantise and a requantise
+      json f = json::array();
+      for (std::size_t i : q->float_layers()) f.push_back({{"layer", i}, {"op", q->layer(i).name}});
+      j["float_ops"] = f;
+    }
   } else if (o.prune >= 0) {
     twin = compress::magnitude_prune(net, o.prune);
     what = concat("magnitude pruning ", o.prune);
@@ -99,6 +105,13 @@ int run_as(const compress_cmd_options& o) {
     std::printf("%s: %s (%s) -> %s; weight sparsity %.2f%%", o.model.c_str(), what.c_str(), precision_name(o.precision), o.output.c_str(),
                 100 * double(j["weight_sparsity"]));
     if (j.contains("quantized_layers")) std::printf(", %zu int8 weight tensors", std::size_t(j["quantized_layers"]));
+    if (j.contains("float_ops") && !j["float_ops"].empty()) {
+      std::map<std::string, std::size_t> ops;  // how many layers of each op type run in float
+      for (const auto& f : j["float_ops"]) ++ops[f["op"].get<std::string>()];
+      std::string list;
+      for (const auto& [op, k] : ops) list += (list.empty() ? "" : ", ") + op + (k > 1 ? " x" + std::to_string(k) : "");
+      std::printf("; %zu layers run in float between a dequantise and a requantise (%s)", j["float_ops"].size(), list.c_str());
+    }
     if (j.contains("accuracy"))
       std::printf("; accuracy %.2f%% -> %.2f%%", double(j["accuracy"]), double(j["twin_accuracy"]));
     std::printf("\n");

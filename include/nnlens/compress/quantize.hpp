@@ -134,6 +134,9 @@ struct quantized_layer {
   std::vector<std::int32_t> packed;   // Dense: kernels::pack_b_s8 of the weights (packed once)
   std::size_t inner_quantized = 0;    // Residual: inner Dense/Conv2D weight tensors quantised (kept
                                       // as dequantised floats: the block runs in float)
+  bool runs_in_float = false;         // int8 mode: the layer runs in float between a dequantise and
+                                      // a requantise (no int8 rule: neither int8 weights, nor an
+                                      // int8_forward on the codes, nor a reshape-only copy)
 
   /// Output channel of weight element e.
   std::size_t channel_of(std::size_t e, bool conv) const {
@@ -195,6 +198,15 @@ class quantized_network {
   const quant_params& activation(std::size_t i) const { return act_.at(i); }
   /// The float network with the quantised weights dequantised (the weight-only twin).
   const Net& dequantized() const { return net_; }
+  /// int8 mode: the top-level layers that run in float between a dequantise and a requantise, as a
+  /// TFLite graph's float fallback ops (empty in weight_only mode: everything is float there).
+  std::vector<std::size_t> float_layers() const {
+    std::vector<std::size_t> r;
+    if (opt_.mode == quant_mode::int8)
+      for (std::size_t i = 0; i < layers_.size(); ++i)
+        if (layers_[i].runs_in_float) r.push_back(i);
+    return r;
+  }
   /// Top-level Dense/Conv2D layers whose weights are int8.
   std::size_t quantized_layers() const {
     return std::size_t(std::count_if(layers_.begin(), layers_.end(), [](const auto& l) { return l.quantized; }));
@@ -323,6 +335,7 @@ void quantized_network<Net>::quantize_weights_() {
       detail::quantize_linear(l, idx, opt_, q);
     else
       q.inner_quantized = detail::quantize_inner(l, idx, opt_);
+    q.runs_in_float = !q.quantized && !detail::keeps_scale_v<L>;
   });
 }
 
