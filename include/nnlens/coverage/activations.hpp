@@ -49,8 +49,10 @@ struct coverage_layer {
   shape out;               // per-sample output shape
   std::size_t neurons = 0; // channels for a rank-3 output, elements otherwise
   bool weighted = false;   // the layer has parameters (Dense, Conv2D, BatchNorm, Residual...)
-  bool reshape_only = false;  // its output is its input's elements (Flatten, Dropout, Identity)
-  bool reshapes = false;      // ... and its shape differs from the input's (Flatten of a rank-3 input)
+  bool reshape_only = false;  // its output is its input's elements (Flatten, Dropout, Identity, and
+                              // a channel map: its input's channels permuted or sliced)
+  bool reshapes = false;      // ... and its neurons are not its input's, one for one: its shape
+                              // differs (Flatten of a rank-3 input) or it is a channel map
 };
 
 /// Neurons of an output of shape s: one per channel for rank 3, one per element otherwise.
@@ -64,8 +66,8 @@ std::vector<coverage_layer> all_layers(const Net& net) {
   for_each_layer(net, [&](const auto& l, auto idx, shape in, shape out) {
     using L = std::decay_t<decltype(l)>;
     coverage_layer c;
-    c.reshape_only = reshape_only_v<L>;
-    c.reshapes = c.reshape_only && in != out;
+    c.reshape_only = reshape_only_v<L> || ChannelMap<L>;
+    c.reshapes = c.reshape_only && (in != out || ChannelMap<L>);
     c.index = std::size_t(idx);
     c.type = layer_traits<L>::name;
     c.name = std::to_string(c.index) + " " + std::string(c.type);
@@ -82,7 +84,9 @@ using nnlens::all_layers;  // the name the library's own code used
 
 /// Every top-level layer except those that only reshape (Flatten): the criteria's "layers", pooling
 /// and the output included (docs/specs/deepimportance.md: "all except input and flatten").  Layers that
-/// are the identity at inference (Dropout, Identity) stay, as in the reference code.
+/// are the identity at inference (Dropout, Identity) stay, as in the reference code.  A channel map
+/// (a channel shuffle or slice: core/properties.hpp) is skipped like Flatten: its neurons are its
+/// input's, permuted or a subset, not a new layer of neurons.
 template <class Net>
 std::vector<coverage_layer> coverage_layers(const Net& net) {
   auto all = detail::all_layers(net);

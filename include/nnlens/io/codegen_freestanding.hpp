@@ -18,6 +18,8 @@
 //   WeightLayer, W of rank 2            fw::dense (W [I, O])
 //   PoolingWindow (max or mean)         fw::pool with pooling_windows(l, in)
 //   ElementwiseAffine                   fw::affine with elementwise_affine<T>(l, in)
+//   ChannelMap                          fw::gather_channels with the source channel of each output
+//                                       channel (a table of channel_map(l, in))
 //   ElementwiseMap / ParametricMap with pwl_rule knots
 //                                       fw::pwl_map: the slope and intercept of each piece,
 //                                       measured on the op's own scalar map (per parameter for a
@@ -26,7 +28,8 @@
 //                                       its knots is refused
 // Anything else (composites, a map over whole samples) is refused with a value_error that names
 // the layer; a trailing distribution (output_is_distribution) is refused with a hint: drop it, the
-// argmax of the logits is the same.
+// argmax of the logits is the same; a map over the channels at each position (PositionMap: a
+// normalisation) because it needs sqrt, which firmware without libm does not have.
 // requires: name a C++ identifier, ns empty or identifiers joined by "::"; finite parameters; a
 //           float or double network.
 // ensures:  forward(x, y) gives the host's forward within rounding (tests/firmware checks 1e-5 on
@@ -166,6 +169,17 @@ void freestanding_layer(const L& l, shape in, shape out, freestanding_context& c
     const std::string dst = c.other();
     c.body += "    nnlens::fw::pool(" + c.cur + ", " + dims + ", " + dst + ");  // " + c.where + "\n";
     c.cur = dst;
+  } else if constexpr (ChannelMap<L>) {
+    const auto f = layer_traits<L>::channel_map(l, in);
+    std::string table;
+    for (std::size_t k = 0; k < out[0]; ++k) table += (k % 16 == 0 ? "\n    " : " ") + std::to_string(std::size_t(f(k))) + ",";
+    const std::string id = "p" + std::to_string(c.next++);
+    c.arrays += "alignas(16) inline constexpr nnlens::fw::size_t " + id + "[" + std::to_string(std::max<std::size_t>(out[0], 1)) +
+                "] = {" + (out[0] ? table : std::string("0")) + "};  // source channels\n";
+    const std::string dst = c.other();
+    c.body += "    nnlens::fw::gather_channels(" + c.cur + ", " + std::to_string(out[0]) + ", " + std::to_string(channel_elements(in)) +
+              ", W::" + id + ", " + dst + ");  // " + c.where + "\n";
+    c.cur = dst;
   } else if constexpr (ElementwiseAffine<L>) {
     const affine_coefficients<T> k = layer_traits<L>::template elementwise_affine<T>(l, in);
     const std::string s = c.array(k.scale, "scale"), h = c.array(k.shift, "shift");
@@ -194,12 +208,15 @@ void freestanding_layer(const L& l, shape in, shape out, freestanding_context& c
     c.writable(n_in);
     c.body += "    nnlens::fw::pwl_map(" + c.cur + ", " + ni + ", " + std::to_string(groups) + ", " + kn + ", " +
               std::to_string(knots.size()) + ", " + s + ", " + ic + ");  // " + c.where + "\n";
+  } else if constexpr (PositionMap<L>) {
+    throw value_error(c.where + ": has no freestanding form (it normalises the channels at each position, which needs sqrt, "
+                                "and firmware links no libm)");
   } else if constexpr (output_is_distribution_v<L>) {
     throw value_error(c.where + ": has no freestanding form (its output is a distribution); generate the network "
                                 "without it: the argmax of the logits is the same");
   } else {
     throw value_error(c.where + ": has no freestanding form (supported: weight layers, pooling windows, element-wise "
-                                "affine ops, element-wise piecewise-linear maps, reshapes)");
+                                "affine ops, element-wise piecewise-linear maps, channel maps, reshapes)");
   }
   c.buffer = std::max(c.buffer, n_out);
 }

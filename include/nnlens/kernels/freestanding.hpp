@@ -10,6 +10,8 @@
 //                                                    * x + icept[...]
 //   nnlens::fw::affine(x, n, groups, center, scale, shift)   in place: (x - center) * scale + shift
 //                                                    per group (center may be null: x * scale + shift)
+//   nnlens::fw::gather_channels(x, channels, P, src, y)   y's channel k = x's channel src[k] (P
+//                                                    elements each): a channel permutation or slice
 //   nnlens::fw::all_finite(x, n)
 //
 // requires: nothing but <cstddef>, <cstring>, <type_traits> and nnlens/kernels/simd.hpp: no heap, no exceptions,
@@ -177,6 +179,16 @@ void affine(T* x, size_t n, size_t groups, std::type_identity_t<const T*> center
       for (size_t e = 0; e < per; ++e) x[e] = (x[e] - center[k]) * s + h;
     else
       for (size_t e = 0; e < per; ++e) x[e] = x[e] * s + h;
+  }
+}
+
+/// y[k, 0..P) = x[src[k], 0..P) for k < channels: a channel map (a permutation or a slice of
+/// the channels; src from the op's channel_map, one entry per output channel).
+template <class T>
+void gather_channels(const T* x, size_t channels, size_t P, const size_t* src, T* y) {
+  for (size_t k = 0; k < channels; ++k) {
+    const T* s = x + src[k] * P;
+    for (size_t p = 0; p < P; ++p) y[k * P + p] = s[p];
   }
 }
 
