@@ -23,6 +23,7 @@
 #pragma once
 
 #include <array>
+#include <charconv>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -193,6 +194,18 @@ class onnx_node_view {
  protected:
   ~onnx_node_view() = default;
 };
+
+/// The value an exporter most likely meant by float attribute f: the shortest decimal that rounds
+/// to f, read as a double (torch.onnx writes BatchNorm's eps = 1e-3 as the float 0.0010000000475;
+/// a double network then computes with 1e-3, as PyTorch does in double).  A float network sees the
+/// same float either way.
+inline double onnx_intended(double f) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, float(f));
+  double d = double(float(f));
+  if (r.ec == std::errc()) std::from_chars(buf, r.ptr, d);
+  return float(d) == float(f) ? d : double(float(f));
+}
 
 /// Cap of kernel, stride, pad and group attributes.
 inline constexpr std::int64_t onnx_max_window = std::int64_t(1) << 20;

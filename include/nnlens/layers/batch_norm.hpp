@@ -280,7 +280,7 @@ struct onnx_import_rule<BatchNorm<dyn, T>> {
       *dst[i] = tensor<T, 1>::from_shape({C});
       for (std::size_t c = 0; c < C; ++c) (*dst[i])(c) = T(float(t.values[c]));
     }
-    b.eps = double(float(n.attr_f("epsilon", 1e-5)));
+    b.eps = onnx_intended(n.attr_f("epsilon", 1e-5));  // 1e-3, not the float next to it
     emit(std::move(b));
   }
 };

@@ -311,7 +311,7 @@ struct onnx_import_rule<LayerNorm<dyn, T>> {
     };
     read(1, ln.gamma, "Scale");
     read(2, ln.beta, "B");
-    ln.eps = double(float(n.attr_f("epsilon", 1e-5)));
+    ln.eps = onnx_intended(n.attr_f("epsilon", 1e-5));
     if (!(ln.eps > 0)) n.fail("epsilon must be > 0");
     emit(std::move(ln));
   }
