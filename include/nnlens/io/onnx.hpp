@@ -26,8 +26,15 @@
 // Reshape (to a flat sample), Transpose (layout bookkeeping, see below), Pad (constant zero, folded
 // into the next Conv / AveragePool), Dropout/Identity (dropped), Softmax (over a sample's features),
 // Constant and initializers, and the constant shape arithmetic of PyTorch exports (Shape, Gather,
-// Unsqueeze, Concat, Cast, Reshape of constants).  Opsets up to 17 of the default domain (tested: 7
-// to 17, and opset-1 node tests).
+// Unsqueeze, Concat, Cast, Reshape, Add/Sub/Mul/Div of constants).  The ops of torchvision's CNNs:
+// Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu; Mul of two values forked from one (x * Sigmoid(x)
+// -> SiLU, x * HardSigmoid(x) -> HardSwish, any other -> DynamicProduct: squeeze-and-excitation);
+// Concat of N forked values (-> DynamicConcat: Inception, DenseNet); Slice of the channels (->
+// ChannelSlice); Reshape + Transpose + Reshape of channel_shuffle (-> ChannelShuffle); ReduceMean
+// over H, W (-> GlobalAvgPool); LayerNormalization and its opset-13 decomposition, and the Erf
+// GELU (io/onnx/patterns.hpp); MatMul on an image seen channels-last (ConvNeXt: a 1x1 Conv2D).
+// Each of the 18 CNN families of torchvision 0.14 loads at opsets 13 and 17 (docs/zoo.md).
+// Opsets up to 20 of the default domain (tested: 7 to 17, 20, and opset-1 node tests).
 //
 // Layouts.  The network's input is the file's input without its batch axis: [N,C,H,W] -> {C,H,W};
 // [N,F] -> {F}; [N,a,b] -> {a*b} (flat, row-major); an input without batch axis [F] -> {F}.  An
