@@ -72,6 +72,10 @@ struct layer_traits<Affine<N, T>> : layer_defaults {
     for (std::size_t b = 0; b < a.batch; ++b) {
       const Tx* x = a.x + b * E;
       Tx* y = a.y + b * E;
+      if (G == 1) {  // per element: one flat loop (an inner loop of one element per k ran at 12-26% of a copy)
+        for (std::size_t k = 0; k < n; ++k) y[k] = x[k] * s[k] + t[k];
+        continue;
+      }
       for (std::size_t k = 0; k < n; ++k) {
         const Tx sk = s[k], tk = t[k];
         for (std::size_t g = 0; g < G; ++g) y[k * G + g] = x[k * G + g] * sk + tk;

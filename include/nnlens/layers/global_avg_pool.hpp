@@ -47,7 +47,18 @@ struct layer_traits<GlobalAvgPool> : layer_defaults {
   static void forward(const GlobalAvgPool&, const forward_args<T>& a) {
     const std::size_t planes = a.batch * a.in[0], n = a.in[1] * a.in[2];
     const T area = T(n);
-    for (std::size_t p = 0; p < planes; ++p) {
+    // eight planes at a time, each summed in its own order (the same sums as one plane at a time):
+    // one plane's chain of dependent adds ran at 2.5 GB/s, a quarter of a copy beyond the caches
+    constexpr std::size_t K = 8;
+    std::size_t p0 = 0;
+    for (; p0 + K <= planes; p0 += K) {
+      T s[K] = {};
+      const T* x = a.x + p0 * n;
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t k = 0; k < K; ++k) s[k] += x[k * n + i];
+      for (std::size_t k = 0; k < K; ++k) a.y[p0 + k] = s[k] / area;
+    }
+    for (std::size_t p = p0; p < planes; ++p) {
       const T* x = a.x + p * n;
       T s = T(0);
       for (std::size_t i = 0; i < n; ++i) s += x[i];
