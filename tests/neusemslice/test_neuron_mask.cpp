@@ -164,3 +164,25 @@ TEST_CASE("mask files: round trip; another model's mask; malformed files") {
   std::istringstream t(g);
   CHECK_THROWS_WITH_AS(load_neuron_mask(t), doctest::Contains("line"), data_error);
 }
+
+TEST_CASE("masks across ShuffleNet's blocks: a composite or a channel shuffle between two units moves no reader weights") {
+  // conv0 (4 channels) -> [channels 0..1 | conv(2..3)] -> ChannelShuffle -> conv2: conv2 reads
+  // conv0's channels through the block and the shuffle, not one to one, so masking a conv0 neuron
+  // removes its own weights only, and semslice's accounting runs
+  using Shuffle = Sequential<Input<2, 4, 4>, Conv2D<4, 1>, ReLU,
+                             Concat<Block<ChannelSlice<0, 2>>, Block<ChannelSlice<2, 4>, Conv2D<2, 1>, ReLU>>, ChannelShuffle,
+                             Conv2D<4, 1>, ReLU, GlobalAvgPool, Flatten, Dense<3>>;
+  Shuffle net;
+  initialize(net, 3);
+  net.layer<3>() = ChannelShuffle{2};
+  const auto us = neuron_units(net);
+  REQUIRE(us.size() >= 2);
+  neuron_mask m = full_mask(net);
+  m.keep[0][1] = 0;
+  const auto r = parameter_accounting(net, m);
+  // conv0's neuron 1: its 2 input weights and its bias; nothing of conv2 (not a direct reader)
+  CHECK(r.removed == 3);
+  const Shuffle masked = apply_neuron_mask(net, m);
+  const auto y = forward(masked, xt::ones<float>({2, 2, 4, 4}));
+  CHECK(y.shape()[1] == 3);
+}

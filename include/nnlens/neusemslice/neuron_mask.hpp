@@ -33,7 +33,9 @@
 #include <string>
 #include <vector>
 
+#include "nnlens/core/composite.hpp"
 #include "nnlens/core/error.hpp"
+#include "nnlens/core/properties.hpp"
 #include "nnlens/network/parameters.hpp"
 #include "nnlens/network/fingerprint.hpp"
 #include "nnlens/network/units.hpp"
@@ -99,8 +101,17 @@ void for_each_unit_parameter(const Net& net, const neuron_unit& u, std::size_t n
 }
 
 /// f(tensor, element) for every parameter of the next unit's layer that reads neuron n of unit u.
+/// Nothing when the next unit does not read u's neurons one to one: a composite (its branches read
+/// them, ShuffleNet's and DenseNet's blocks), a channel map (ChannelShuffle moves them) or another
+/// channel count lies between.
 template <class Net, class F>
 void for_each_reader_parameter(const Net& net, const neuron_unit& u, const neuron_unit& next, std::size_t n, F&& f) {
+  bool direct = true;
+  for_each_layer(net, [&](const auto& l, auto idx, shape, shape) {
+    using L = std::decay_t<decltype(l)>;
+    if (std::size_t(idx) > u.layer && std::size_t(idx) < next.layer) direct = direct && !Composite<L> && !ChannelMap<L>;
+  });
+  if (!direct) return;
   std::size_t t0 = 0;
   for_each_layer(net, [&](const auto& l, auto idx, shape in, shape out) {
     using L = std::decay_t<decltype(l)>;
@@ -108,9 +119,10 @@ void for_each_reader_parameter(const Net& net, const neuron_unit& u, const neuro
       if (std::size_t(idx) == next.layer) {
         auto g = [&](std::size_t t, std::size_t e) { f(t0 + t, e); };
         if (in.rank == 3) {
-          if (in[0] != u.neurons) throw logic_error("neuron mask: a channel count changes between two units");
+          if (in[0] != u.neurons) return;  // the channels are not u's
           layer_traits<L>::for_each_input_parameter(l, in, out, n, g);
         } else {
+          if (in.size() % u.neurons) return;  // not u's neurons
           const std::size_t per = in.size() / u.neurons;  // after a Flatten: one channel's elements
           for (std::size_t e = n * per; e < (n + 1) * per; ++e) layer_traits<L>::for_each_input_parameter(l, in, out, e, g);
         }
