@@ -18,7 +18,8 @@
 // ensures:  backward is the full derivative (the statistics depend on x): with x^ = (x - mu) / s,
 //           g = gamma dy: dx = (g - mean_c(g) - x^ mean_c(g x^)) / s; dgamma += sum dy x^, dbeta +=
 //           sum dy over the batch and the positions.
-// Analyses (the property PositionMap, core/properties.hpp, carries forward and the thrust kernel):
+// Analyses (the property PositionMap, core/properties.hpp, carries the thrust kernel; the host
+// forward runs its operations with the positions side by side, the same values):
 //   ExactLine: not piecewise linear (no pwl_rule): refused, as for GELU, at compile time for a
 //     Sequential and before any work for a DynamicNetwork.
 //   NNSlicer: the local slope of y_n with respect to its own input with the statistics held
@@ -39,6 +40,7 @@
 // init (PyTorch's reset_parameters): gamma = 1, beta = 0.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -140,14 +142,42 @@ struct layer_traits<LayerNorm<C, T>> : layer_defaults {
   /// Scratch: the parameter block of position_map (forward), the per-channel sums (backward).
   static constexpr std::size_t scratch_size(const L*, shape in, shape, std::size_t) { return 2 * in[0]; }
 
+  /// Positions the host forward normalises side by side (their statistics on the stack).
+  static constexpr std::size_t position_block = 256;
+
+  /// The position map at every position, by the same operations in the same order as
+  /// normalise (layer_norm_stats, then the values), up to position_block positions side by side:
+  /// each pass reads runs of contiguous positions, channel after channel.  One position at a time
+  /// read its channels with stride P, three times over: 0.2 GB/s, 1-3% of a copy
+  /// (docs/benchmarks.md).
   template <class Tx>
   static void forward(const L& l, const forward_args<Tx>& a) {
+    using std::sqrt;
     const std::size_t Cn = a.in[0], P = a.in.size() / Cn;
     Tx* p = a.scratch;
     for (std::size_t c = 0; c < Cn; ++c) p[c] = Tx(l.gamma(c)), p[Cn + c] = Tx(l.beta(c));
-    const normalise f{l.eps};
+    Tx mu[position_block];   // the sums, then the means
+    Tx inv[position_block];  // the sums of squares, then 1 / sqrt(var + eps)
     for (std::size_t n = 0; n < a.batch; ++n)
-      for (std::size_t q = 0; q < P; ++q) f(a.x + n * Cn * P + q, a.y + n * Cn * P + q, Cn, P, p);
+      for (std::size_t q0 = 0; q0 < P; q0 += position_block) {
+        const std::size_t m = std::min(position_block, P - q0);
+        const Tx* x = a.x + n * Cn * P + q0;
+        Tx* y = a.y + n * Cn * P + q0;
+        for (std::size_t q = 0; q < m; ++q) mu[q] = Tx(0), inv[q] = Tx(0);
+        for (std::size_t c = 0; c < Cn; ++c)
+          for (std::size_t q = 0; q < m; ++q) mu[q] += x[c * P + q];
+        for (std::size_t q = 0; q < m; ++q) mu[q] = mu[q] / Tx(Cn);
+        for (std::size_t c = 0; c < Cn; ++c)
+          for (std::size_t q = 0; q < m; ++q) {
+            const Tx d = x[c * P + q] - mu[q];
+            inv[q] += d * d;
+          }
+        for (std::size_t q = 0; q < m; ++q) inv[q] = Tx(1) / sqrt(inv[q] / Tx(Cn) + Tx(l.eps));
+        for (std::size_t c = 0; c < Cn; ++c) {
+          const Tx g = p[c], b = p[Cn + c];
+          for (std::size_t q = 0; q < m; ++q) y[c * P + q] = (x[c * P + q] - mu[q]) * inv[q] * g + b;
+        }
+      }
   }
 
   template <class Tx>
