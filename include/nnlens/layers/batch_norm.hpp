@@ -91,6 +91,14 @@ struct layer_traits<BatchNorm<C, T>> : layer_defaults {
     factors(l, Cn, s);
     const Tx* m = l.running_mean.data();
     const Tx* b = l.beta.data();
+    if (P == 1) {  // features: one flat loop per sample (an inner loop of one element ran at 5-19% of a copy)
+      for (std::size_t n = 0; n < a.batch; ++n) {
+        const Tx* x = a.x + n * Cn;
+        Tx* y = a.y + n * Cn;
+        for (std::size_t c = 0; c < Cn; ++c) y[c] = (x[c] - m[c]) * s[c] + b[c];
+      }
+      return;
+    }
     for (std::size_t n = 0; n < a.batch; ++n)
       for (std::size_t c = 0; c < Cn; ++c) {
         const Tx* x = a.x + (n * Cn + c) * P;
