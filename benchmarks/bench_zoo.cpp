@@ -18,6 +18,9 @@
 //       on [64, 32, 32] images (the per-feature forms on the same 65,536 values as [65536]) at
 //       three batches: 1 (256 KiB: in L2), 24 (6 MiB: in L3) and 256 (64 MiB per tensor: beyond
 //       the caches), each with GB/s and its fraction of copy's.
+//   bench_zoo MODEL.onnx --run IN.f32 OUT.f32
+//       forward of the raw float32 samples in IN (NCHW, the batch from the file's size) into OUT:
+//       compare_zoo.py checks the outputs against PyTorch's before it times anything
 //   bench_zoo MODEL.onnx --serve
 //       reads lines "BATCH REPS" on stdin and answers each with one JSON line (REPS timed calls):
 //       benchmarks/compare_zoo.py interleaves these with PyTorch's in one loaded model.
@@ -54,6 +57,7 @@ struct options {
   std::size_t reps = 11, warmup = 3;
   bool layers = false, ops = false, serve = false, text = false;
   bool reps_given = false, batch_given = false;
+  std::string run_in, run_out;
 };
 
 struct stats {
@@ -471,6 +475,7 @@ int usage() {
   std::cerr << "usage: bench_zoo MODEL.onnx [--batch 1,16] [--reps N] [--warmup N]\n"
                "       bench_zoo MODEL.onnx --layers [--batch 16] [--reps N] [--text]\n"
                "       bench_zoo --ops [--reps N] [--text]\n"
+               "       bench_zoo MODEL.onnx --run IN.f32 OUT.f32\n"
                "       bench_zoo MODEL.onnx --serve   (stdin: lines 'BATCH REPS')\n";
   return 2;
 }
@@ -494,6 +499,7 @@ int main(int argc, char** argv) {
       else if (a == "--ops") opt.ops = true;
       else if (a == "--serve") opt.serve = true;
       else if (a == "--text") opt.text = true;
+      else if (a == "--run") opt.run_in = value(), opt.run_out = value();
       else if (a.size() > 1 && a[0] == '-') return usage();
       else opt.model = a;
     } catch (const std::exception& e) {
@@ -517,6 +523,25 @@ int main(int argc, char** argv) {
     return 1;
   }
   const double load_ms = std::chrono::duration<double, std::milli>(clk::now() - t0).count();
+  if (!opt.run_in.empty()) {
+    std::FILE* f = std::fopen(opt.run_in.c_str(), "rb");
+    if (!f) return std::cerr << "bench_zoo: cannot read " << opt.run_in << "\n", 1;
+    std::vector<float> v;
+    float buf[4096];
+    for (std::size_t k; (k = std::fread(buf, sizeof(float), 4096, f)) > 0;) v.insert(v.end(), buf, buf + k);
+    std::fclose(f);
+    const std::size_t per = net.input_shape().size(), batch = v.size() / per;
+    if (batch == 0 || batch * per != v.size())
+      return std::cerr << "bench_zoo: " << opt.run_in << " holds " << v.size() << " floats, not a multiple of " << per << "\n", 1;
+    xt::xarray<float> x = xt::xarray<float>::from_shape(net.input_shape().with_batch(batch));
+    std::copy(v.begin(), v.end(), x.data());
+    const auto y = forward(execution::seq, net, x);
+    std::FILE* o = std::fopen(opt.run_out.c_str(), "wb");
+    if (!o || std::fwrite(y.data(), sizeof(float), y.size(), o) != y.size())
+      return std::cerr << "bench_zoo: cannot write " << opt.run_out << "\n", 1;
+    std::fclose(o);
+    return 0;
+  }
   if (opt.serve) {
     std::cout << "{\"ready\":true,\"layers\":" << net.size() << ",\"load_ms\":" << num(load_ms) << "}" << std::endl;
     for (std::string line; std::getline(std::cin, line);) {

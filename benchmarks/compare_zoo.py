@@ -18,8 +18,9 @@ torch.jit.trace when script fails), each round a median of CALLS calls after one
 PyTorch runs on one thread (torch.set_num_threads(1), OMP_NUM_THREADS=1 for its OpenMP and oneDNN);
 its mode is the one with the smaller median over the rounds.  Reported per model and batch: nnlens
 ms (median of the round medians, min-max), PyTorch ms (the same, and the mode), and speed =
-PyTorch ms / nnlens ms (above 1: nnlens is faster).  A model nnlens cannot load yet prints the
-loader's error and the run goes on.  Exit 0, or 2 on bad usage.
+PyTorch ms / nnlens ms (above 1: nnlens is faster).  Before timing, nnlens' outputs on two images
+(bench_zoo --run) are checked against PyTorch's: max |diff| / max |y| is in the row.  A model nnlens
+cannot load yet prints the loader's error and the run goes on.  Exit 0, or 2 on bad usage.
 """
 import argparse
 import warnings
@@ -140,6 +141,19 @@ def compare(zoo, name, args):
     except Exception as e:
         row["error"] = "export: %s: %s" % (type(e).__name__, str(e).strip().splitlines()[0] if str(e).strip() else "")
         return row
+    # the same outputs first: nnlens on two images against PyTorch's float32 logits
+    with torch.no_grad():
+        xc = torch.randn(2, 3, size, size, generator=torch.Generator().manual_seed(7))
+        ref = model(xc).numpy()
+    fin, fout = os.path.join(os.path.dirname(path), "check_in.f32"), os.path.join(os.path.dirname(path), "check_out.f32")
+    xc.numpy().astype("float32").tofile(fin)
+    r = subprocess.run([args.bench, path, "--run", fin, fout], capture_output=True, text=True)
+    if r.returncode != 0:
+        row["error"] = "nnlens: " + ((r.stderr or r.stdout).strip().splitlines() or ["exit %d" % r.returncode])[0]
+        return row
+    import numpy as np
+    got = np.fromfile(fout, dtype=np.float32).reshape(ref.shape)
+    row["max_rel_diff"] = float(np.abs(got - ref).max() / max(1e-30, float(np.abs(ref).max())))
     nn = Nnlens(args.bench, path)
     if nn.error:
         row["error"] = "nnlens: " + nn.error.strip().splitlines()[0]
@@ -188,26 +202,27 @@ def text_table(rows, batches):
             continue
         for b in batches:
             c = r["b%d" % b]
-            lines.append("%-20s %3d  b%-3d nnlens %-26s pytorch %-26s %-12s speed %.2f" % (
-                r["model"], r["size"], b, fmt_ms(c["nnlens"]), fmt_ms(c["pytorch"]), c["mode"], c["speed"]))
+            lines.append("%-20s %3d  b%-3d nnlens %-26s pytorch %-26s %-12s speed %.2f  |diff| %.1e" % (
+                r["model"], r["size"], b, fmt_ms(c["nnlens"]), fmt_ms(c["pytorch"]), c["mode"], c["speed"],
+                r["max_rel_diff"]))
     return "\n".join(lines)
 
 
 def markdown(rows, batches):
-    head = "| model | input |" + "".join(" nnlens ms, batch %d | PyTorch ms, batch %d | speed |" % (b, b) for b in batches)
-    sep = "|---|---|" + "---|---|---|" * len(batches)
+    head = "| model | input | out Δ |" + "".join(" nnlens ms, batch %d | PyTorch ms, batch %d | speed |" % (b, b) for b in batches)
+    sep = "|---|---|---|" + "---|---|---|" * len(batches)
     out = [head, sep]
     for r in rows:
         if "error" in r:
             out.append("| %s | %d | %s |" % (r["model"], r["size"], r["error"].replace("|", "\\|")[:160]) +
-                       " |" * (3 * len(batches) - 1))
+                       " |" * (3 * len(batches)))
             continue
         cells = ""
         for b in batches:
             c = r["b%d" % b]
             mode = "e" if c["mode"] == "eager" else "ts"
             cells += " %s | %s %s | %.2f |" % (fmt_ms(c["nnlens"]), fmt_ms(c["pytorch"]), mode, c["speed"])
-        out.append("| %s | %d |%s" % (r["model"], r["size"], cells))
+        out.append("| %s | %d | %.0e |%s" % (r["model"], r["size"], r["max_rel_diff"], cells))
     return "\n".join(out)
 
 
