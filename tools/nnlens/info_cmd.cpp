@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <variant>
@@ -11,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <nnlens/compress/quantize.hpp>
 #include <nnlens/core/reflect.hpp>
 #include <nnlens/io/codegen.hpp>
 #include <nnlens/network/parameters.hpp>
@@ -59,6 +62,9 @@ nlohmann::ordered_json layer_fields(const DynamicNetwork::layer_type& v) {
       v);
   return f;
 }
+std::string_view int8_form(const DynamicNetwork::layer_type& v) {
+  return std::visit([](const auto& l) { return compress::int8_form_v<std::decay_t<decltype(l)>>; }, v);
+}
 std::string layer_spelling(const DynamicNetwork::layer_type& v) {
   codegen_context c("float");
   return codegen_layer_type(v, c);
@@ -86,6 +92,7 @@ int run_info(const info_options& o) {
       l["params"] = p;
       l["cpp_type"] = layer_spelling(net.layer(i));
       l["fields"] = layer_fields(net.layer(i));
+      l["int8"] = std::string(int8_form(net.layer(i)));
       j["layers"].push_back(std::move(l));
     }
     j["params"] = total;
@@ -104,6 +111,16 @@ int run_info(const info_options& o) {
     std::printf("  %-5zu %-14s %-14s %10zu\n", i, std::string(net.layer_name(i)).c_str(), net.shape_at(i + 1).str().c_str(), p);
   }
   std::cout << "  output " << net.output_shape().str() << ", " << total << " parameters\n";
+  std::map<std::string, std::size_t> fl;  // the op types an int8 twin runs in float, with counts
+  std::size_t nf = 0;
+  for (std::size_t i = 0; i < net.size(); ++i)
+    if (int8_form(net.layer(i)) == "float") ++fl[std::string(net.layer_name(i))], ++nf;
+  if (nf) {
+    std::string list;
+    for (const auto& [op, k] : fl) list += (list.empty() ? "" : ", ") + op + (k > 1 ? " x" + std::to_string(k) : "");
+    std::cout << "  int8 twin (compress --int8): " << nf << " layers run in float between a dequantise and a requantise ("
+              << list << ")\n";
+  }
   return 0;
 }
 
@@ -116,7 +133,8 @@ void register_info(CLI::App& app, command_list& cmds) {
   cmd.add_flag("--json", o.json,
                "One JSON object: input_shape (per sample, as the file declares it), input (\"[N,32,32,3] (nhwc)\"), "
                "layout (nchw, nhwc or none), network_input_shape (NCHW), output_shape, "
-               "layers[{type, output_shape, params}], params");
+               "layers[{type, output_shape, params, cpp_type, fields, int8: how an int8 twin runs it (int8 weights, "
+               "codes, or float between a dequantise and a requantise)}], params");
 }
 
 }  // namespace nnlens::tool

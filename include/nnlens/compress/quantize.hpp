@@ -162,6 +162,18 @@ inline constexpr bool int8_passthrough_v = reshape_only_v<L>;
 template <class L>
 inline constexpr bool keeps_scale_v = int8_passthrough_v<L> || Int8Op<L>;
 
+}  // namespace detail
+
+/// How a layer runs in an int8 twin (quantize_options::mode int8): "int8" (its weights are int8,
+/// a Dense or Conv2D), "codes" (it moves or maps the int8 codes and keeps their scale: ReLU,
+/// MaxPool2D, Flatten, ChannelShuffle...), or "float" (no int8 rule: float between a dequantise
+/// and a requantise, as a TFLite graph's float fallback op).  A weight tensor below
+/// quantize_options::min_elements stays float at run time (quantized_network::float_layers()).
+template <class L>
+inline constexpr std::string_view int8_form_v =
+    detail::is_linear_v<L> ? std::string_view("int8") : detail::keeps_scale_v<L> ? std::string_view("codes") : std::string_view("float");
+
+namespace detail {
 struct range {
   double lo = std::numeric_limits<double>::infinity(), hi = -std::numeric_limits<double>::infinity();
 };

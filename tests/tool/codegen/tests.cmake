@@ -48,6 +48,10 @@ set_tests_properties(tool_info PROPERTIES PASS_REGULAR_EXPRESSION "Conv2D.*Dense
 add_test(NAME tool_info_json COMMAND nnlens_tool info ${lenet} --json)
 set_tests_properties(tool_info_json PROPERTIES PASS_REGULAR_EXPRESSION
   "^{\"input_shape\":\\[1,28,28\\],\"input\":\"\\[N,1,28,28\\]\",\"layout\":\"none\",\"network_input_shape\":\\[1,28,28\\],\"output_shape\":\\[10\\],\"layers\":\\[{\"type\":\"Conv2D\",\"output_shape\":\\[6,28,28\\],\"params\":156,\"cpp_type\":\"nnlens::Conv2D<6, 5, 1, 2>\",\"fields\":{\"W\":{\"shape\":\\[6,1,5,5\\]}.*{\"type\":\"Dense\",\"output_shape\":\\[10\\],\"params\":850,\"cpp_type\":\"nnlens::Dense<10>\".*\\],\"params\":61706}")
+# how an int8 twin runs each layer: the convolutions' weights int8, ReLU on the codes
+add_test(NAME tool_info_int8 COMMAND nnlens_tool info ${lenet} --json)
+set_tests_properties(tool_info_int8 PROPERTIES PASS_REGULAR_EXPRESSION
+  "\"type\":\"Conv2D\".*\"int8\":\"int8\"}.*\"type\":\"ReLU\".*\"int8\":\"codes\"}")
 add_test(NAME tool_run COMMAND ${CMAKE_COMMAND} -DTOOL=$<TARGET_FILE:nnlens_tool> -DMODEL=${lenet}
          -DINPUT=${fx}/lenet5_input.csv -DOUTPUT=${CMAKE_CURRENT_BINARY_DIR}/run_out.csv -DROWS=5 -DOUT_COLS=10
          -P ${tsrc}/check_run.cmake)
