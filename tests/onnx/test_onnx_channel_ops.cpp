@@ -116,7 +116,7 @@ TEST_CASE("onnx LayerNorm: features as one LayerNormalization (opset 17) both wa
     initialize(net, 4);
     auto& ln = net.layer<1>();
     for (std::size_t c = 0; c < 5; ++c) ln.gamma(c) = 0.5f + 0.25f * float(c), ln.beta(c) = 0.125f * float(c) - 0.25f;
-    ln.eps = double(1e-5f);
+    ln.eps = 1e-5;  // written as the float 1e-5f, read back as the decimal it rounds from (onnx_intended)
     const onnx::ModelProto m = io::to_onnx(net);
     CHECK(m.opset_import(0).version() == 17);
     const auto ops = ops_of(m);
@@ -125,7 +125,7 @@ TEST_CASE("onnx LayerNorm: features as one LayerNormalization (opset 17) both wa
     const auto back = parse(m);
     REQUIRE(back.size() == net.size);
     CHECK(back.layer_name(1) == "LayerNorm");
-    CHECK(std::get<LayerNorm<>>(back.layer(1)).eps == double(1e-5f));
+    CHECK(std::get<LayerNorm<>>(back.layer(1)).eps == 1e-5);
     check_same_outputs(net, back, shape(6));
   }
   {
