@@ -2,8 +2,9 @@
 // layer form `nnlens codegen --freestanding` supports (strided, dilated, grouped and padded
 // convolutions, BatchNorm with real statistics, LeakyReLU, PReLU, HardTanh, Clamp, HardSigmoid, max
 // and average pooling with padding and ceil mode, global average pooling, a channel slice (ONNX
-// Slice), Flatten, Dense), random weights.  The smooth activations (Sigmoid, Tanh, HardSwish, SiLU,
-// GELU) and LayerNorm have no freestanding form.
+// Slice) and a channel shuffle (Reshape, Transpose, Reshape), Flatten, Dense), random weights.
+// The smooth activations (Sigmoid, Tanh, HardSwish, SiLU, GELU) and LayerNorm have no freestanding
+// form.
 //   every_op OUT.onnx
 #include <cstdio>
 #include <exception>
@@ -18,7 +19,7 @@ using EveryOp = Sequential<Input<2, 13, 12>,
                            Conv2DG<4, conv_geometry{3, 3, 1, 2, 1, 1, 1, 0, 2, 1, 2}>,  // strides 1/2, pads, dilation 2, groups 2
                            BatchNorm<4>, LeakyReLU,
                            MaxPool2DG<pool_geometry{3, 2, 2, 2, 1, 0, 1, 0, true, true}>,  // padded, ceil mode
-                           Conv2D<6, 3, 1, 1>, PReLU<6>, ChannelSlice<1, 5>,  // channels 1..4 of 6
+                           Conv2D<6, 3, 1, 1>, PReLU<6>, ChannelSlice<1, 5>, ChannelShuffle,  // channels 1..4 of 6, shuffled
                            AvgPool2DG<pool_geometry{2, 2, 1, 1, 0, 0, 1, 1, false, false}>,  // divisor: the input elements
                            HardTanh, Conv2D<8, 1>, GlobalAvgPool, Flatten, Dense<10>, Clamp, HardSigmoid>;
 
@@ -38,9 +39,10 @@ int main(int argc, char** argv) {
     std::get<2>(net.layers).alpha = 0.125;
     auto& pr = std::get<5>(net.layers);
     for (auto& a : pr.a) a = u(rng);
-    std::get<8>(net.layers) = HardTanh{-0.75, 0.5};
-    std::get<13>(net.layers) = Clamp{-1.0, 2.0};
-    std::get<14>(net.layers) = HardSigmoid{0.5, 0.5};  // knots -1, 1 inside the Clamp's [-1, 2]
+    std::get<7>(net.layers).groups = 2;
+    std::get<9>(net.layers) = HardTanh{-0.75, 0.5};
+    std::get<14>(net.layers) = Clamp{-1.0, 2.0};
+    std::get<15>(net.layers) = HardSigmoid{0.5, 0.5};  // knots -1, 1 inside the Clamp's [-1, 2]
     io::save_onnx(argv[1], net);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "every_op: %s\n", e.what());
