@@ -11,8 +11,10 @@
 //       a memcpy of as many bytes between the same buffers, timed alongside (copy_GBs): the memory
 //       speed at that size.  A composite's row also has its join timed alone on the branch outputs
 //       (Residual's in-place sum, Concat's row copies, Product's detail::gate_multiply) and the rest
-//       (the whole less its branches and its join).  Then a summary per op type (share: of the sum
-//       of the top-level layers' times).  --text: a table instead of JSON.
+//       (the whole less its branches and its join), and its inner layers run one after another
+//       outside it, timed as one (chain_ms: against the whole, what the composite itself adds).
+//       Then a summary per op type (share: of the sum of the top-level layers' times; "whole" and
+//       "in a row+join" rows for the top-level composites).  --text: a table instead of JSON.
 //   bench_zoo --ops [--reps 7] [--text]
 //       the memory reference (STREAM copy, scale, add, triad) and every element-wise op and join
 //       on [64, 32, 32] images (the per-feature forms on the same 65,536 values as [65536]) at
@@ -37,6 +39,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <random>
@@ -158,6 +161,7 @@ struct row {
   double ms = 0, bytes = 0, flops = 0, copy_ms = 0;
   bool composite = false;
   double join_ms = 0, join_bytes = 0, overhead_ms = 0;  // overhead: the whole less its branches and join
+  double chain_ms = 0;  // a composite's inner layers run one after another outside it
 };
 
 template <class L>
@@ -206,13 +210,30 @@ struct layer_timer {
       double inner = 0;
       std::size_t b = 0;
       std::vector<std::vector<float>> outs;
+      // the same layers run one after another (each into its own buffers), timed as one: what the
+      // branches cost together, with each other's data in the caches
+      std::vector<std::function<void()>> steps;
+      std::vector<std::vector<float>> bufs;
+      bufs.reserve(1024);
       layer_traits<L>::for_each_branch(l, in, [&](auto walk) {
         std::vector<float> cur(x, x + batch * in.size());
         const std::string bp = path + "/" + branch_name_of<L>(b);
+        const float* src = x;
         walk([&](const auto* il, auto idx, shape i, shape o) {
+          using IL = std::remove_cvref_t<decltype(*il)>;
           auto [next, ms] = run(*il, i, o, cur.data(), bp + "." + std::to_string(std::size_t(idx)), depth + 1);
           inner += ms;
           cur = std::move(next);
+          if (bufs.size() + 2 > bufs.capacity()) return;  // (pointers into bufs stay valid)
+          bufs.emplace_back(std::max<std::size_t>(1, batch * o.size()));
+          float* dst = bufs.back().data();
+          bufs.emplace_back(std::max<std::size_t>(1, layer_traits<IL>::scratch_size(il, i, o, batch)));
+          float* scr = bufs.back().data();
+          const std::size_t nb = batch;
+          steps.push_back([il, i, o, nb, src, dst, scr] {
+            layer_traits<IL>::forward(*il, forward_args<float>{i, o, nb, src, dst, nullptr, scr});
+          });
+          src = dst;
         });
         outs.push_back(std::move(cur));
         ++b;
@@ -252,6 +273,7 @@ struct layer_timer {
           break;
         }
       }
+      r.chain_ms = time_short([&] { for (auto& f : steps) f(); }, reps);
       r.overhead_ms = r.ms - inner - r.join_ms;
     } else {
       // memory speed at this size: a memcpy of as many bytes between the same buffers
@@ -292,6 +314,14 @@ std::string layers_report(const DynamicNetwork& net, std::size_t batch, std::siz
       agg& rest = by_op[r.op + " rest"];
       ++rest.count;
       rest.ms += r.overhead_ms;
+      if (r.depth == 0) {  // the top-level composites: the whole against its inner layers in a row + join
+        agg& w = by_op[r.op + " whole"];
+        ++w.count;
+        w.ms += r.ms;
+        agg& c = by_op[r.op + " in a row+join"];
+        ++c.count;
+        c.ms += r.chain_ms + r.join_ms;
+      }
     }
   }
   std::ostringstream o;
@@ -302,7 +332,9 @@ std::string layers_report(const DynamicNetwork& net, std::size_t batch, std::siz
       char b[512];
       const double ms = r.composite ? r.join_ms : r.ms, bytes = r.composite ? r.join_bytes : r.bytes;
       const std::string shapes = r.in.str() + " -> " + r.out.str();
-      const std::string whole = r.composite ? "  (whole " + num(r.ms, 4) + ", rest " + num(r.overhead_ms, 3) + ")" : "";
+      const std::string whole = r.composite ? "  (whole " + num(r.ms, 4) + ", rest " + num(r.overhead_ms, 3) +
+                                                  ", inner in a row " + num(r.chain_ms, 4) + ")"
+                                            : "";
       std::snprintf(b, sizeof b, "%-*s%-*s %-14s %-26s %8.4f %7.2f %7.2f %8s %8s%s\n", r.depth * 2, "", 28 - r.depth * 2,
                     r.path.c_str(), r.composite ? (r.op + "*").c_str() : r.op.c_str(), shapes.c_str(), ms, bytes / 1e6,
                     bytes / ms / 1e6, r.copy_ms > 0 ? num(bytes / r.copy_ms / 1e6, 4).c_str() : "",
@@ -310,7 +342,8 @@ std::string layers_report(const DynamicNetwork& net, std::size_t batch, std::siz
       o << b;
     }
     o << "(* a composite: its row is its join alone, on the branch outputs; whole: the composite's time, rest: the whole "
-         "less its branches and its join)\n\nper op: count, ms, share of the sum, GB/s, copy GB/s at the same sizes, "
+         "less its branches and its join, each timed alone; inner in a row: the branches' layers run one after another "
+         "outside the composite)\n\nper op: count, ms, share of the sum, GB/s, copy GB/s at the same sizes, "
          "GFLOP/s\n";
     for (const auto& [k, a] : by_op) {
       char b[256];
@@ -328,7 +361,7 @@ std::string layers_report(const DynamicNetwork& net, std::size_t batch, std::siz
       << ",\"in\":" << json_str(r.in.str()) << ",\"out\":" << json_str(r.out.str()) << ",\"ms\":" << num(r.ms);
     if (r.composite)
       o << ",\"join_ms\":" << num(r.join_ms) << ",\"join_bytes\":" << num(r.join_bytes, 10)
-        << ",\"overhead_ms\":" << num(r.overhead_ms)
+        << ",\"overhead_ms\":" << num(r.overhead_ms) << ",\"chain_ms\":" << num(r.chain_ms)
         << ",\"join_GBs\":" << num(r.join_bytes / r.join_ms / 1e6);
     else
       o << ",\"bytes\":" << num(r.bytes, 10) << ",\"GBs\":" << num(r.bytes / r.ms / 1e6)
