@@ -7,14 +7,20 @@
 //   add_init(g, "w", {3, 3}, values);             // a float initializer (float_data)
 //   auto* n = add_node(g, "Gemm", {"x", "w"}, "y");   // node named "<op>_<out>", one output
 //   add_ints(n, "perm", {0, 3, 1, 2});            // an INTS attribute
-// requires: the ONNX headers of nnlens::onnx (onnx/onnx_pb.h, namespace onnx).
+//   auto net = parse_model(m);                    // read by nnlens from memory (REQUIREs it serializes)
+//   std::string e = import_error(m);              // the importer's message ("" when it loads)
+//   ops_of(m)                                     // the nodes' op types, in order
+// requires: the ONNX headers of nnlens::onnx (onnx/onnx_pb.h, namespace onnx), doctest.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
+
+#include "nnlens/io/onnx.hpp"
 
 namespace onnx_builder {
 
@@ -55,6 +61,30 @@ inline void set_value(onnx::ValueInfoProto* v, const std::string& name, std::vec
   auto* tt = v->mutable_type()->mutable_tensor_type();
   tt->set_elem_type(onnx::TensorProto::FLOAT);
   for (auto d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+/// m as nnlens reads it (io::parse_onnx; `name` in its messages).
+inline nnlens::DynamicNetwork parse_model(const onnx::ModelProto& m, const std::string& name = "model.onnx") {
+  std::string bytes;
+  REQUIRE(m.SerializeToString(&bytes));
+  return nnlens::io::parse_onnx(bytes.data(), bytes.size(), name);
+}
+
+/// The importer's message on m ("ONNX: <name>: ..."), "" when m loads.
+inline std::string import_error(const onnx::ModelProto& m, const std::string& name = "model.onnx") {
+  try {
+    (void)parse_model(m, name);
+  } catch (const nnlens::io_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// The op types of m's nodes, in graph order.
+inline std::vector<std::string> ops_of(const onnx::ModelProto& m) {
+  std::vector<std::string> r;
+  for (const auto& n : m.graph().node()) r.push_back(n.op_type());
+  return r;
 }
 
 }  // namespace onnx_builder

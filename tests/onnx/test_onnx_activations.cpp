@@ -22,19 +22,9 @@ using namespace nnlens;
 using namespace onnx_builder;
 
 namespace {
-DynamicNetwork parse(const onnx::ModelProto& m) {
-  std::string bytes;
-  REQUIRE(m.SerializeToString(&bytes));
-  return io::parse_onnx(bytes.data(), bytes.size(), "activations.onnx");
-}
 std::int64_t opset_of(const onnx::ModelProto& m) {
   REQUIRE(m.opset_import_size() == 1);
   return m.opset_import(0).version();
-}
-std::vector<std::string> ops_of(const onnx::ModelProto& m) {
-  std::vector<std::string> r;
-  for (const auto& n : m.graph().node()) r.push_back(n.op_type());
-  return r;
 }
 template <class Net>
 void check_round_trip(const Net& net, const DynamicNetwork& back, std::size_t C) {
@@ -61,7 +51,7 @@ TEST_CASE("onnx Sigmoid, Tanh, HardSigmoid: opset 13 nodes, round trip bit for b
   CHECK(std::count(ops.begin(), ops.end(), "Sigmoid") == 1);
   CHECK(std::count(ops.begin(), ops.end(), "Tanh") == 1);
   CHECK(std::count(ops.begin(), ops.end(), "HardSigmoid") == 2);
-  const auto back = parse(m);
+  const auto back = parse_model(m);
   REQUIRE(back.size() == net.size);
   CHECK(back.layer_name(0) == "Sigmoid");
   CHECK(back.layer_name(3) == "Tanh");
@@ -82,7 +72,7 @@ TEST_CASE("onnx HardSwish (opset 14) and Gelu (opset 20): the model's opset is t
     initialize(net, 3);
     const onnx::ModelProto m = io::to_onnx(net);
     CHECK(opset_of(m) == 14);
-    const auto back = parse(m);
+    const auto back = parse_model(m);
     CHECK(back.layer_name(0) == "HardSwish");
     check_round_trip(net, back, 2);
   }
@@ -99,7 +89,7 @@ TEST_CASE("onnx HardSwish (opset 14) and Gelu (opset 20): the model's opset is t
         for (const auto& a : n.attribute())
           if (a.name() == "approximate") forms.push_back(a.s());
     CHECK(forms == std::vector<std::string>{"none", "tanh"});
-    const auto back = parse(m);
+    const auto back = parse_model(m);
     CHECK(std::get<GELU>(back.layer(0)).tanh_approximation == false);
     CHECK(std::get<GELU>(back.layer(3)).tanh_approximation == true);
     check_round_trip(net, back, 3);
@@ -114,7 +104,7 @@ TEST_CASE("onnx HardSwish (opset 14) and Gelu (opset 20): the model's opset is t
   a->set_name("approximate");
   a->set_type(onnx::AttributeProto::STRING);
   a->set_s("sigmoid");
-  CHECK_THROWS_WITH_AS(parse(m), doctest::Contains("Gelu"), io_error);
+  CHECK_THROWS_WITH_AS(parse_model(m), doctest::Contains("Gelu"), io_error);
 }
 
 TEST_CASE("onnx SiLU: written as x * Sigmoid(x), read back as one SiLU") {
@@ -126,7 +116,7 @@ TEST_CASE("onnx SiLU: written as x * Sigmoid(x), read back as one SiLU") {
   const auto ops = ops_of(m);
   CHECK(std::count(ops.begin(), ops.end(), "Sigmoid") == 2);
   CHECK(std::count(ops.begin(), ops.end(), "Mul") == 2);
-  const auto back = parse(m);
+  const auto back = parse_model(m);
   REQUIRE(back.size() == net.size);
   CHECK(back.layer_name(0) == "SiLU");
   CHECK(back.layer_name(3) == "SiLU");
@@ -139,7 +129,7 @@ TEST_CASE("onnx SiLU: written as x * Sigmoid(x), read back as one SiLU") {
   set_value(g.add_output(), "y", {1, 4});
   add_node(g, "Sigmoid", {"x"}, "s");
   add_node(g, "Mul", {"s", "x"}, "y");
-  const auto d = parse(t);
+  const auto d = parse_model(t);
   REQUIRE(d.size() == 1);
   CHECK(d.layer_name(0) == "SiLU");
 
@@ -150,7 +140,7 @@ TEST_CASE("onnx SiLU: written as x * Sigmoid(x), read back as one SiLU") {
   set_value(gb.add_output(), "y", {1, 4});
   add_node(gb, "Tanh", {"x"}, "s");
   add_node(gb, "Mul", {"x", "s"}, "y");
-  const auto p = parse(other);
+  const auto p = parse_model(other);
   REQUIRE(p.size() == 1);
   CHECK(p.layer_name(0) == "Product");
   const xt::xarray<float> x = {{-2.0f, -0.5f, 0.0f, 3.0f}};
@@ -164,7 +154,7 @@ TEST_CASE("onnx HardSigmoid without attributes: ONNX's defaults alpha = 0.2, bet
   set_value(g.add_input(), "x", {1, 5});
   set_value(g.add_output(), "y", {1, 5});
   add_node(g, "HardSigmoid", {"x"}, "y");
-  const auto d = parse(m);
+  const auto d = parse_model(m);
   REQUIRE(d.size() == 1);
   const auto& h = std::get<HardSigmoid>(d.layer(0));
   CHECK(h.alpha == double(0.2f));

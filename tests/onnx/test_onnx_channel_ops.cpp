@@ -25,16 +25,6 @@ using namespace nnlens;
 using namespace onnx_builder;
 
 namespace {
-DynamicNetwork parse(const onnx::ModelProto& m) {
-  std::string bytes;
-  REQUIRE(m.SerializeToString(&bytes));
-  return io::parse_onnx(bytes.data(), bytes.size(), "channel.onnx");
-}
-std::vector<std::string> ops_of(const onnx::ModelProto& m) {
-  std::vector<std::string> r;
-  for (const auto& n : m.graph().node()) r.push_back(n.op_type());
-  return r;
-}
 std::vector<std::int64_t> ints_of(const onnx::NodeProto& n, const std::string& name) {
   for (const auto& a : n.attribute())
     if (a.name() == name) return {a.ints().begin(), a.ints().end()};
@@ -82,7 +72,7 @@ TEST_CASE("onnx ChannelSlice: one Slice node (opset 13), read back as the same o
   CHECK(m.opset_import(0).version() == 13);
   const auto ops = ops_of(m);
   CHECK(std::count(ops.begin(), ops.end(), "Slice") == 2);
-  const auto back = parse(m);
+  const auto back = parse_model(m);
   REQUIRE(back.size() == net.size);
   CHECK(back.layer_name(0) == "ChannelSlice");
   CHECK(back.layer_name(4) == "ChannelSlice");
@@ -98,14 +88,14 @@ TEST_CASE("onnx Slice import: ONNX's clamping, a negative axis, no axes, and the
     return std::vector<std::size_t>{s.begin, s.end};
   };
   const std::int64_t big = std::numeric_limits<std::int64_t>::max();
-  CHECK(range(parse(slice_model({1, 8, 2, 2}, {{-3}, {big}, {-3}}, {1, 3, 2, 2}))) == std::vector<std::size_t>{5, 8});
-  CHECK(range(parse(slice_model({1, 8, 2, 2}, {{2}, {-2}, {1}, {1}}, {1, 4, 2, 2}))) == std::vector<std::size_t>{2, 6});
-  CHECK(range(parse(slice_model({2, 10}, {{0}, {4}, {-1}}, {2, 4}))) == std::vector<std::size_t>{0, 4});
-  CHECK(range(parse(slice_model({10}, {{3}, {20}}, {7}))) == std::vector<std::size_t>{3, 10});  // no batch axis, axes default 0
-  CHECK_THROWS_WITH_AS(parse(slice_model({1, 8, 2, 2}, {{0}, {1}, {2}}, {1, 8, 1, 2})), doctest::Contains("channel"), io_error);
-  CHECK_THROWS_WITH_AS(parse(slice_model({1, 8, 2, 2}, {{0}, {8}, {1}, {2}}, {1, 4, 2, 2})), doctest::Contains("step 1"), io_error);
-  CHECK_THROWS_WITH_AS(parse(slice_model({1, 8, 2, 2}, {{5}, {3}, {1}}, {1, 0, 2, 2})), doctest::Contains("empty"), io_error);
-  CHECK_THROWS_WITH_AS(parse(slice_model({1, 8, 2, 2}, {{0, 0}, {4, 1}, {1, 2}}, {1, 4, 1, 2})), doctest::Contains("one axis"),
+  CHECK(range(parse_model(slice_model({1, 8, 2, 2}, {{-3}, {big}, {-3}}, {1, 3, 2, 2}))) == std::vector<std::size_t>{5, 8});
+  CHECK(range(parse_model(slice_model({1, 8, 2, 2}, {{2}, {-2}, {1}, {1}}, {1, 4, 2, 2}))) == std::vector<std::size_t>{2, 6});
+  CHECK(range(parse_model(slice_model({2, 10}, {{0}, {4}, {-1}}, {2, 4}))) == std::vector<std::size_t>{0, 4});
+  CHECK(range(parse_model(slice_model({10}, {{3}, {20}}, {7}))) == std::vector<std::size_t>{3, 10});  // no batch axis, axes default 0
+  CHECK_THROWS_WITH_AS(parse_model(slice_model({1, 8, 2, 2}, {{0}, {1}, {2}}, {1, 8, 1, 2})), doctest::Contains("channel"), io_error);
+  CHECK_THROWS_WITH_AS(parse_model(slice_model({1, 8, 2, 2}, {{0}, {8}, {1}, {2}}, {1, 4, 2, 2})), doctest::Contains("step 1"), io_error);
+  CHECK_THROWS_WITH_AS(parse_model(slice_model({1, 8, 2, 2}, {{5}, {3}, {1}}, {1, 0, 2, 2})), doctest::Contains("empty"), io_error);
+  CHECK_THROWS_WITH_AS(parse_model(slice_model({1, 8, 2, 2}, {{0, 0}, {4, 1}, {1, 2}}, {1, 4, 1, 2})), doctest::Contains("one axis"),
                        io_error);
 }
 
@@ -122,7 +112,7 @@ TEST_CASE("onnx LayerNorm: features as one LayerNormalization (opset 17) both wa
     const auto ops = ops_of(m);
     CHECK(std::count(ops.begin(), ops.end(), "LayerNormalization") == 1);
     CHECK(std::count(ops.begin(), ops.end(), "Transpose") == 0);
-    const auto back = parse(m);
+    const auto back = parse_model(m);
     REQUIRE(back.size() == net.size);
     CHECK(back.layer_name(1) == "LayerNorm");
     CHECK(std::get<LayerNorm<>>(back.layer(1)).eps == 1e-5);
@@ -145,7 +135,7 @@ TEST_CASE("onnx LayerNorm: features as one LayerNormalization (opset 17) both wa
     CHECK(perms == std::vector<std::vector<std::int64_t>>{{0, 2, 3, 1}, {0, 3, 1, 2}});
     // the importer reads the three nodes back by its own patterns, when it has them: then the same outputs
     try {
-      const auto back = parse(m);
+      const auto back = parse_model(m);
       check_same_outputs(net, back, shape(4, 3, 3));
     } catch (const io_error& e) {
       MESSAGE("the image LayerNorm's three nodes are not read back yet: " << e.what());
@@ -158,7 +148,7 @@ TEST_CASE("onnx LayerNorm: features as one LayerNormalization (opset 17) both wa
   set_value(g.add_output(), "y", {1, 3, 2, 2});
   add_init(g, "s", {2}, {1.f, 1.f});
   add_node(g, "LayerNormalization", {"x", "s"}, "y");
-  CHECK_THROWS_WITH_AS(parse(m), doctest::Contains("LayerNormalization"), io_error);
+  CHECK_THROWS_WITH_AS(parse_model(m), doctest::Contains("LayerNormalization"), io_error);
 }
 
 TEST_CASE("onnx ChannelShuffle: Reshape [N, g, C/g, H, W] -> Transpose(0, 2, 1, 3, 4) -> Reshape [N, C, H, W]") {
@@ -178,7 +168,7 @@ TEST_CASE("onnx ChannelShuffle: Reshape [N, g, C/g, H, W] -> Transpose(0, 2, 1, 
   CHECK(seq == std::vector<std::string>{"Constant", "Reshape", "Transpose", "Constant", "Reshape"});
   CHECK(shapes == std::vector<std::vector<std::int64_t>>{{0, 3, 2, 2, 3}, {0, 6, 2, 3}});
   try {
-    const auto back = parse(m);
+    const auto back = parse_model(m);
     check_same_outputs(net, back, shape(6, 2, 3));
   } catch (const io_error& e) {
     MESSAGE("the channel shuffle's three nodes are not read back yet: " << e.what());

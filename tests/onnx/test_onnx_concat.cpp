@@ -50,16 +50,6 @@ xt::xarray<float> batch(const std::vector<float>& x, shape in) {
   return X;
 }
 
-std::string import_error(const onnx::ModelProto& m) {
-  std::string bytes;
-  REQUIRE(m.SerializeToString(&bytes));
-  try {
-    (void)io::parse_onnx(bytes.data(), bytes.size(), "concat.onnx");
-  } catch (const io_error& e) {
-    return e.what();
-  }
-  return "";
-}
 }  // namespace
 
 TEST_CASE("ONNX Concat: PyTorch-exported models import and reproduce PyTorch's outputs") {

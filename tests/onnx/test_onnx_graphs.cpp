@@ -47,26 +47,13 @@ std::vector<float> weights(std::size_t n, float seed) {
   for (std::size_t i = 0; i < n; ++i) w[i] = std::sin(seed + 0.7f * float(i));
   return w;
 }
-onnx::NodeProto* concat(onnx::GraphProto& g, std::vector<std::string> in, std::string out) {
+onnx::NodeProto* concat_node(onnx::GraphProto& g, std::vector<std::string> in, std::string out) {
   auto* c = add_node(g, "Concat", std::move(in), std::move(out));
   auto* a = c->add_attribute();
   a->set_name("axis");
   a->set_type(onnx::AttributeProto::INT);
   a->set_i(1);
   return c;
-}
-DynamicNetwork import(const onnx::ModelProto& m) {
-  std::string bytes;
-  REQUIRE(m.SerializeToString(&bytes));
-  return io::parse_onnx(bytes.data(), bytes.size(), "graph.onnx");
-}
-std::string import_error(const onnx::ModelProto& m) {
-  try {
-    (void)import(m);
-  } catch (const io_error& e) {
-    return e.what();
-  }
-  return "";
 }
 maps run(const DynamicNetwork& net, const maps& x) {
   xt::xarray<float> X = xt::xarray<float>::from_shape({1, x.size() / P, H, W});
@@ -91,14 +78,14 @@ TEST_CASE("ONNX graphs: DenseNet's block concatenates every earlier map at each 
   const auto w2 = weights(2 * 4, 1.0f), w3 = weights(2 * 6, 2.0f);
   add_init(g, "W2", {2, 4, 1, 1}, w2);
   add_init(g, "W3", {2, 6, 1, 1}, w3);
-  concat(g, {"x"}, "c1");
+  concat_node(g, {"x"}, "c1");
   add_node(g, "Relu", {"c1"}, "n1");
-  concat(g, {"x", "n1"}, "c2");
+  concat_node(g, {"x", "n1"}, "c2");
   add_node(g, "Conv", {"c2", "W2"}, "n2");
-  concat(g, {"x", "n1", "n2"}, "c3");
+  concat_node(g, {"x", "n1", "n2"}, "c3");
   add_node(g, "Conv", {"c3", "W3"}, "n3");
-  concat(g, {"x", "n1", "n2", "n3"}, "y");
-  const DynamicNetwork net = import(m);
+  concat_node(g, {"x", "n1", "n2", "n3"}, "y");
+  const DynamicNetwork net = parse_model(m);
   CHECK(net.output_shape() == shape(8, H, W));
 
   const maps n1 = relu(input);
@@ -127,10 +114,10 @@ TEST_CASE("ONNX graphs: Inception's Concat of operands that fork inside a branch
     add_node(g, "Relu", {"b"}, "b1");
     add_node(g, "Conv", {"b", "Wc"}, "b2");
     add_node(g, "Sigmoid", {"x"}, "d");
-    concat(g, std::move(order), "y");
+    concat_node(g, std::move(order), "y");
     return m;
   };
-  const DynamicNetwork net = import(make({"a", "b1", "b2", "d"}));
+  const DynamicNetwork net = parse_model(make({"a", "b1", "b2", "d"}));
   CHECK(net.output_shape() == shape(7, H, W));
   const maps a = relu(input), b = conv1x1(input, weights(4, 3.0f), 2), b1 = relu(b), b2 = conv1x1(b, weights(2, 4.0f), 1);
   maps d = input;

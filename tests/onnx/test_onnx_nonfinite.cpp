@@ -64,15 +64,6 @@ struct small_cnn {
   }
 };
 
-std::string import_error(const onnx::ModelProto& m, const std::string& name = "model.onnx") {
-  const std::string bytes = m.SerializeAsString();
-  try {
-    (void)io::parse_onnx(bytes.data(), bytes.size(), name);
-  } catch (const io_error& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 bool has(const std::string& s, const std::string& part) {
   if (s.find(part) != std::string::npos) return true;

@@ -20,19 +20,6 @@ using namespace nnlens;
 using namespace onnx_builder;
 
 namespace {
-DynamicNetwork import(const onnx::ModelProto& m) {
-  std::string bytes;
-  REQUIRE(m.SerializeToString(&bytes));
-  return io::parse_onnx(bytes.data(), bytes.size(), "graph.onnx");
-}
-std::string import_error(const onnx::ModelProto& m) {
-  try {
-    (void)import(m);
-  } catch (const io_error& e) {
-    return e.what();
-  }
-  return "";
-}
 std::vector<float> values(std::size_t n, float seed) {
   std::vector<float> w(n);
   for (std::size_t i = 0; i < n; ++i) w[i] = std::sin(seed + 0.7f * float(i));
@@ -79,7 +66,7 @@ TEST_CASE("ONNX patterns: squeeze-and-excitation is a Product; x * HardSigmoid(x
   auto* al = hs->add_attribute();
   al->set_name("alpha"), al->set_type(onnx::AttributeProto::FLOAT), al->set_f(1.0f / 6.0f);
   add_node(g, "Mul", {"s", "x"}, "y");  // the gate first, as torchvision's SqueezeExcitation writes it
-  const auto net = import(m);
+  const auto net = parse_model(m);
   REQUIRE(net.size() == 1);
   CHECK(net.layer_name(0) == "Product");
   // direct: y[c, p] = x[c, p] * hardsigmoid(w2 relu(w1 mean(x)))[c]
@@ -106,7 +93,7 @@ TEST_CASE("ONNX patterns: squeeze-and-excitation is a Product; x * HardSigmoid(x
   auto* a = n->add_attribute();
   a->set_name("alpha"), a->set_type(onnx::AttributeProto::FLOAT), a->set_f(1.0f / 6.0f);
   add_node(gh, "Mul", {"x", "s"}, "y");
-  const auto hn = import(h);
+  const auto hn = parse_model(h);
   REQUIRE(hn.size() == 1);
   CHECK(hn.layer_name(0) == "HardSwish");
 }
@@ -123,7 +110,7 @@ TEST_CASE("ONNX patterns: ReduceMean over H, W is GlobalAvgPool; other axes are 
   const auto w = values(C * 2, 3.0f);
   add_init(g, "w", {C, 2}, w);
   add_node(g, "MatMul", {"m", "w"}, "y");
-  const auto net = import(m);
+  const auto net = parse_model(m);
   CHECK(net.layer_name(0) == "GlobalAvgPool");
   std::vector<double> want(2);
   for (std::size_t o = 0; o < 2; ++o)
@@ -175,7 +162,7 @@ TEST_CASE("ONNX patterns: ConvNeXt's block: layer_norm decomposed channels-last,
   add_node(g, "MatMul", {"ge", "w2"}, "o");
   add_ints(add_node(g, "Transpose", {"o"}, "ob"), "perm", {0, 3, 1, 2});
   add_node(g, "Mul", {"ls", "ob"}, "y");
-  const auto net = import(m);
+  const auto net = parse_model(m);
   std::vector<std::string> names;
   for (std::size_t i = 0; i < net.size(); ++i) names.push_back(std::string(net.layer_name(i)));
   CAPTURE(names.size());
@@ -225,7 +212,7 @@ TEST_CASE("ONNX patterns: channel_shuffle is a ChannelShuffle; the channel split
   add_node(g, "Reshape", {"c", "s5"}, "r5");
   add_ints(add_node(g, "Transpose", {"r5"}, "t5"), "perm", {0, 2, 1, 3, 4});
   add_node(g, "Reshape", {"t5", "s4"}, "y");
-  const auto net = import(m);
+  const auto net = parse_model(m);
   REQUIRE(net.size() == 2);
   CHECK(net.layer_name(0) == "Concat");
   CHECK(net.layer_name(1) == "ChannelShuffle");

@@ -19,11 +19,6 @@ using namespace nnlens;
 using namespace onnx_builder;
 
 namespace {
-DynamicNetwork parse(const onnx::ModelProto& m) {
-  std::string bytes;
-  REQUIRE(m.SerializeToString(&bytes));
-  return io::parse_onnx(bytes.data(), bytes.size(), "prelu.onnx");
-}
 
 /// x [1, dims...] -> PRelu(x, slope) -> y.
 onnx::ModelProto prelu_model(std::vector<std::int64_t> xdims, std::vector<std::int64_t> sdims, const std::vector<float>& s) {
@@ -71,21 +66,21 @@ TEST_CASE("onnx PRelu import: [C,1,1], [1,C,1,1], [1] on an image; [F] on featur
   const auto x = random_values(C * H * W, r);
   const std::vector<float> s{0.1f, -0.7f, 1.3f};
   for (auto sd : {std::vector<std::int64_t>{3, 1, 1}, std::vector<std::int64_t>{1, 3, 1, 1}}) {
-    const auto net = parse(prelu_model({1, 3, 2, 4}, sd, s));
+    const auto net = parse_model(prelu_model({1, 3, 2, 4}, sd, s));
     REQUIRE(net.size() == 1);
     CHECK(net.layer_name(0) == "PReLU");
     check_forward(net, shape(C, H, W), 1, x, reference(x, s, H * W));
   }
-  const auto shared = parse(prelu_model({1, 3, 2, 4}, {1}, {0.2f}));
+  const auto shared = parse_model(prelu_model({1, 3, 2, 4}, {1}, {0.2f}));
   check_forward(shared, shape(C, H, W), 1, x, reference(x, {0.2f}, H * W));
   const std::vector<float> f{0.5f, -0.25f, 2.0f, 0.0f, 0.3f};
   const auto xf = random_values(5, r);
-  const auto feat = parse(prelu_model({1, 5}, {5}, f));
+  const auto feat = parse_model(prelu_model({1, 5}, {5}, f));
   check_forward(feat, shape(5), 1, xf, reference(xf, f, 1));
   // [C] on an image broadcasts along W, not C: refused, naming the node
-  CHECK_THROWS_WITH_AS(parse(prelu_model({1, 3, 2, 4}, {3}, s)), doctest::Contains("PRelu"), io_error);
-  CHECK_THROWS_AS(parse(prelu_model({1, 3, 2, 4}, {2, 1, 1}, {1, 2})), io_error);
-  CHECK_THROWS_AS(parse(prelu_model({1, 3, 2, 4}, {3, 1, 1}, {1, NAN, 2})), io_error);
+  CHECK_THROWS_WITH_AS(parse_model(prelu_model({1, 3, 2, 4}, {3}, s)), doctest::Contains("PRelu"), io_error);
+  CHECK_THROWS_AS(parse_model(prelu_model({1, 3, 2, 4}, {2, 1, 1}, {1, 2})), io_error);
+  CHECK_THROWS_AS(parse_model(prelu_model({1, 3, 2, 4}, {3, 1, 1}, {1, NAN, 2})), io_error);
 }
 
 TEST_CASE("onnx PRelu export: broadcasting initializers, re-import gives the same outputs") {
@@ -105,7 +100,7 @@ TEST_CASE("onnx PRelu export: broadcasting initializers, re-import gives the sam
   CHECK(slope_dims[0] == std::vector<std::int64_t>{2, 1, 1});
   CHECK(slope_dims[1] == std::vector<std::int64_t>{4});
   CHECK(slope_dims[2] == std::vector<std::int64_t>{1});
-  const auto back = parse(m);
+  const auto back = parse_model(m);
   std::mt19937 r(9);
   xt::xarray<float> X = xt::xarray<float>::from_shape({4, 2, 3, 3});
   for (auto& v : X) v = random_values(1, r)[0];
