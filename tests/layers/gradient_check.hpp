@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <random>
 #include <utility>
 #include <vector>
@@ -21,6 +22,23 @@ inline std::vector<double> randn(std::size_t n, std::mt19937_64& r, double scale
   std::vector<double> v(n);
   for (auto& x : v) x = d(r);
   return v;
+}
+
+/// n samples of per-sample shape s, standard normal: [n, s...].
+inline xt::xarray<double> batch_of(std::size_t n, std::vector<std::size_t> s, std::mt19937_64& r) {
+  s.insert(s.begin(), n);
+  xt::xarray<double> X = xt::xarray<double>::from_shape(s);
+  for (auto& v : X) v = randn(1, r)[0];
+  return X;
+}
+
+/// A layer initialised by its traits' init for input `in` (seeded).
+template <class L>
+L initialised(shape in, std::uint64_t seed) {
+  L l{};
+  std::mt19937_64 r(seed);
+  layer_traits<L>::init(l, in, r);
+  return l;
 }
 
 /// A random per-sample shape: rank 1 {2..5} or rank 3 {1..4, 1..4, 1..4}.

@@ -39,13 +39,6 @@ Dense<O, double> dense(const double (&w)[I][O], const double (&b)[O]) {
   return d;
 }
 
-xt::xarray<double> batch_of(std::size_t n, std::vector<std::size_t> s, std::mt19937_64& r) {
-  s.insert(s.begin(), n);
-  xt::xarray<double> X = xt::xarray<double>::from_shape(s);
-  for (auto& v : X) v = randn(1, r)[0];
-  return X;
-}
-
 using FeatNet = Sequential<Input<2>, Concat<Block<>, Block<Dense<2, double>, ReLU>, Block<Dense<1, double>>>, Dense<1, double>>;
 
 FeatNet feat_net() {

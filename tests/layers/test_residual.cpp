@@ -35,14 +35,6 @@ D make_dense(std::size_t in, std::size_t out, std::mt19937_64& r) {
   return l;
 }
 
-template <class L>
-L initialised(shape in, std::uint64_t seed) {
-  L l{};
-  std::mt19937_64 r(seed);
-  layer_traits<L>::init(l, in, r);
-  return l;
-}
-
 /// Random BatchNorm statistics everywhere inside a (possibly nested) layer, so BN is not ~identity.
 template <class L>
 void randomise(L& l, std::mt19937_64& r);
