@@ -15,6 +15,7 @@
 #include <nnlens/core/error.hpp>
 #include <nnlens/train/fit.hpp>
 
+#include "format.hpp"
 #include "maintenance_common.hpp"
 #include "model.hpp"
 
@@ -108,9 +109,8 @@ int run_as(const compress_cmd_options& o) {
     if (j.contains("float_ops") && !j["float_ops"].empty()) {
       std::map<std::string, std::size_t> ops;  // how many layers of each op type run in float
       for (const auto& f : j["float_ops"]) ++ops[f["op"].get<std::string>()];
-      std::string list;
-      for (const auto& [op, k] : ops) list += (list.empty() ? "" : ", ") + op + (k > 1 ? " x" + std::to_string(k) : "");
-      std::printf("; %zu layers run in float between a dequantise and a requantise (%s)", j["float_ops"].size(), list.c_str());
+      std::printf("; %zu layers run in float between a dequantise and a requantise (%s)", j["float_ops"].size(),
+                  counted_names(ops).c_str());
     }
     if (j.contains("accuracy"))
       std::printf("; accuracy %.2f%% -> %.2f%%", double(j["accuracy"]), double(j["twin_accuracy"]));

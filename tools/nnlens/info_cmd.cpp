@@ -18,6 +18,7 @@
 #include <nnlens/io/codegen.hpp>
 #include <nnlens/network/parameters.hpp>
 
+#include "format.hpp"
 #include "model.hpp"
 
 namespace nnlens::tool {
@@ -116,10 +117,8 @@ int run_info(const info_options& o) {
   for (std::size_t i = 0; i < net.size(); ++i)
     if (int8_form(net.layer(i)) == "float") ++fl[std::string(net.layer_name(i))], ++nf;
   if (nf) {
-    std::string list;
-    for (const auto& [op, k] : fl) list += (list.empty() ? "" : ", ") + op + (k > 1 ? " x" + std::to_string(k) : "");
     std::cout << "  int8 twin (compress --int8): " << nf << " layers run in float between a dequantise and a requantise ("
-              << list << ")\n";
+              << counted_names(fl) << ")\n";
   }
   return 0;
 }
