@@ -143,24 +143,12 @@ class lrp_engine {
       if (nd.out <= stop) return false;  // nodes are in topological order; all below `stop` is upstream
       const auto& R = r_[nd.out];
       if constexpr (is_join_node_v<L>) {
-        // a sum splits R in proportion to the summands (the ε-rule with unit weights); an output
-        // element fed by one operand only (a concat) is a copy: its R passes through unchanged; a
-        // product gives all of R to the signal and none to the gate (layers/product.hpp)
+        // the join's own rule (network/graph.hpp's join_operands::relevance_shares)
         const auto& ops = nd.operands;
-        if (ops.is_product()) {
-          auto& Rs = r_[ops.ins[0]];
-          for (std::size_t i = 0; i < R.size(); ++i) Rs[i] += R[i];
-          return true;
-        }
-        for (std::size_t i = 0; i < R.size(); ++i) {
-          if (R[i] == 0) continue;
-          double zs = 0;
-          std::size_t feeders = 0;
-          ops.feeding(i, [&](std::size_t q, std::size_t e) { zs += x_[ops.ins[q]][e], ++feeders; });
-          ops.feeding(i, [&](std::size_t q, std::size_t e) {
-            r_[ops.ins[q]][e] += detail::join_share(R[i], feeders, zs, x_[ops.ins[q]][e], eps);
-          });
-        }
+        for (std::size_t i = 0; i < R.size(); ++i)
+          ops.relevance_shares(
+              i, R[i], eps, [&](std::size_t t, std::size_t e) { return x_[t][e]; },
+              [&](std::size_t q, std::size_t e, double share) { r_[ops.ins[q]][e] += share; });
         return true;
       } else if constexpr (!RelevanceLayer<L>) {
         return false;  // not reached: the graph refuses a layer without a relevance rule

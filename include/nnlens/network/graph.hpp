@@ -25,6 +25,7 @@
 
 #include "nnlens/core/composite.hpp"
 #include "nnlens/core/error.hpp"
+#include "nnlens/core/relevance.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/network/dynamic_network.hpp"
 #include "nnlens/network/sequential.hpp"
@@ -136,6 +137,22 @@ struct join_operands {
   double slope(std::size_t q, std::size_t n, std::size_t unit, V&& value) const {
     if (!is_product()) return 1.0;
     return q == 0 ? double(value(ins[1], gate_neuron(n, unit))) : double(value(ins[0], n));
+  }
+  /// How many operands receive relevance (LRP): every one, or for a product only the signal (the
+  /// first), the rule of Arras et al. 2017 for multiplicative gates (layers/product.hpp).
+  std::size_t relevance_operands() const { return is_product() ? 1 : ins.size(); }
+  /// LRP at output element i holding relevance R: f(operand, element, share) for each operand
+  /// element that receives a share; value(tensor, element) is an operand's value.  A sum splits R
+  /// in proportion to the summands (the ε-rule with unit weights), an element fed by one operand
+  /// (a concat) passes it unchanged, a product gives it all to the signal.
+  template <class V, class F>
+  void relevance_shares(std::size_t i, double R, double eps, V&& value, F&& f) const {
+    if (R == 0) return;
+    if (is_product()) return f(std::size_t(0), i, R);
+    double zs = 0;
+    std::size_t feeders = 0;
+    feeding(i, [&](std::size_t q, std::size_t e) { zs += double(value(ins[q], e)), ++feeders; });
+    feeding(i, [&](std::size_t q, std::size_t e) { f(q, e, detail::join_share(R, feeders, zs, double(value(ins[q], e)), eps)); });
   }
   /// Operand k's first neuron in the output (neurons of `unit` elements).
   std::size_t offset(std::size_t k, std::size_t unit = 1) const { return offsets[k] / unit; }

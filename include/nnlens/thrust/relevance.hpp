@@ -259,8 +259,8 @@ class device_lrp {
         (void)l, (void)lin, (void)lout;
         const join_operands& j = nodes[k].operands;
         thrust_kernels::lrp_join_op<T> op;
-        // a product: all of R to the signal (one operand, a copy), none to the gate
-        const std::size_t K = j.is_product() ? 1 : j.ins.size();
+        // the operands that receive relevance (a product: the signal alone, as a copy), the others none
+        const std::size_t K = j.relevance_operands();
         op.R = R, op.out = acts[out].size(), op.K = K, op.eps = rule_.epsilon;
         for (std::size_t q = 0; q < j.ins.size(); ++q) {
           const std::size_t a = j.ins[q];
