@@ -9,10 +9,8 @@
 // runs only piecewise-linear maps), and NNSlicer uses the local slope (sign_slope_rule).
 #pragma once
 
-#include <cmath>
 #include <variant>
 #include <vector>
-
 
 #include "nnlens/core/codegen_form.hpp"
 #include "nnlens/core/onnx_form.hpp"
@@ -78,7 +76,7 @@ struct onnx_join_rule<HardSwish> {
     auto hs = [](const Branch& br) {
       if (br.layers.size() != 1 || !std::holds_alternative<HardSigmoid>(br.layers[0])) return false;
       const HardSigmoid& h = std::get<HardSigmoid>(br.layers[0]);
-      return std::abs(h.alpha - 1.0 / 6.0) < 1e-7 && h.beta == 0.5;
+      return h.alpha == 1.0 / 6.0 && h.beta == 0.5;  // the import reads float(1/6) as 1/6
     };
     return b.size() == 2 && ((b[0].layers.empty() && hs(b[1])) || (hs(b[0]) && b[1].layers.empty()));
   }
