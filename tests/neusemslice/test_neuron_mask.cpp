@@ -186,3 +186,21 @@ TEST_CASE("masks across ShuffleNet's blocks: a composite or a channel shuffle be
   const auto y = forward(masked, xt::ones<float>({2, 2, 4, 4}));
   CHECK(y.shape()[1] == 3);
 }
+
+TEST_CASE("units: a channel shuffle ends the unit before it, so a masked neuron's values are its own channel") {
+  // conv0 -> ReLU -> ChannelShuffle(2) -> conv1: channel 1 of the shuffle's output is conv0's channel 2
+  using Net = Sequential<Input<2, 4, 4>, Conv2D<4, 1>, ReLU, ChannelShuffle, Conv2D<4, 1>, ReLU, GlobalAvgPool, Flatten,
+                         Dense<3>>;
+  Net net;
+  initialize(net, 5);
+  net.layer<2>() = ChannelShuffle{2};
+  const auto us = neuron_units(net);
+  REQUIRE(us.size() == 3);
+  CHECK(us[0].layer == 0);
+  CHECK(us[0].feature == 1);  // the ReLU, not the shuffle
+  CHECK(us[1].layer == 3);
+  neuron_mask m = full_mask(net);
+  m.keep[0][1] = 0;
+  // conv0's neuron 1 (2 weights, a bias); conv1 reads it through the shuffle, not one to one
+  CHECK(parameter_accounting(net, m).removed == 3);
+}

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "nnlens/core/error.hpp"
+#include "nnlens/core/properties.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/network/graph.hpp"
 #include "nnlens/network/visit.hpp"
@@ -66,7 +67,10 @@ std::vector<neuron_unit> neuron_units(const Net& net) {
     i.in = in, i.out = out;
     if constexpr (SignLayer<L>) {
       if constexpr (detail::sign_has_synapses<L> && detail::has_neuron_parameters<L>) i.starts = true;
-      if constexpr (!detail::sign_has_synapses<L> && !detail::sign_is_composite<L>) i.passes = in == out;
+      // a channel map (ChannelShuffle) moves neurons to other channels: it ends the unit, whose
+      // neuron values are read before it, where channel n is still the layer's neuron n
+      if constexpr (!detail::sign_has_synapses<L> && !detail::sign_is_composite<L> && !ChannelMap<L>)
+        i.passes = in == out;
     }
     if constexpr (detail::has_neuron_parameters<L>) i.has_params = true;
     (void)l;
