@@ -8,7 +8,7 @@
 #   zoo_resnet18, zoo_mobilenet_v3_small   everyday: opset 13, the import, f32 / f64 logits against
 #                                          PyTorch's, and NNSlicer (profile + slice)
 #   zoo_<family>                           LABELS slow: one model of the family, the import and the
-#                                          logits, opset 13 (and 17 where its nodes differ)
+#                                          logits, opset 13 (and 17 for four families)
 if(NOT (NNLENS_BUILD_TOOLS AND TARGET nnlens::onnx))
   return()
 endif()
@@ -29,8 +29,8 @@ foreach(_mf resnet18:resnet mobilenet_v3_small:mobilenet_v3)
 endforeach()
 
 # Slow: one model per family (the families of scripts/zoo/export.py's FAMILIES): the import and the
-# f32 / f64 logits, at opset 13, and at 17 too where the exporter writes other nodes there
-# (HardSwish, LayerNormalization, ...).  The analyses of every model are scripts/zoo-check's
+# f32 / f64 logits, at opset 13, and at 17 too for mobilenet_v3 and convnext (HardSwish and
+# LayerNormalization nodes there) and for shufflenet and efficientnet (the same op types at 17).  The analyses of every model are scripts/zoo-check's
 # (docs/zoo.md): run by hand, they take hours on two cores, more than CI's 90 minutes.
 foreach(_fm alexnet:alexnet:13 vgg:vgg11_bn:13 resnet:resnet50:13 resnext:resnext50_32x4d:13
             wide_resnet:wide_resnet50_2:13 squeezenet:squeezenet1_1:13 densenet:densenet121:13
