@@ -8,11 +8,14 @@
 // read it; ONNX carries it as `approximate`).  backward follows PyTorch's gelu_backward for each form:
 //   exact: dy · (Φ(x) + x φ(x)),  φ(x) = e^{-x²/2} / √(2π)
 //   tanh:  dy · (½ (1 + t) + ½ x (1 - t²) √(2/π) (1 + 3·0.044715 x²)),  t = tanh(inner)
+// erf, tanh and exp are kernels/elementary.hpp's (no libm call: the loop vectorises, and the thrust
+// backend's device code rounds alike).
 // ensures:  finite for x = ±1e4 in float and double (erf and tanh saturate; e^{-x²/2} underflows to
 //           0; the tanh form's derivative drops the (1 - t²) term where it is 0, so x³ or x² going
 //           to infinity never makes 0 · inf).
 // The op is smooth and not monotone (minimum ≈ -0.17 at x ≈ -0.75): no pwl_rule (ExactLine refuses
-// it, naming it), no freestanding form (firmware links no libm), NNSlicer by the local slope.
+// it, naming it), no freestanding form (io/codegen_freestanding.hpp runs the piecewise-linear
+// maps only), NNSlicer by the local slope.
 // ONNX: Gelu (opset 20, attribute approximate "none" / "tanh") both ways; the export raises the
 // model's opset to 20.  The Erf pattern torch writes at lower opsets (Div, Erf, Add, Mul, Mul) is
 // not read back as one op.
@@ -27,6 +30,7 @@
 #include "nnlens/core/properties.hpp"
 #include "nnlens/core/reflect.hpp"
 #include "nnlens/core/traits.hpp"
+#include "nnlens/kernels/elementary.hpp"
 
 namespace nnlens {
 
@@ -47,31 +51,26 @@ struct layer_traits<GELU> : elementwise_map_defaults<GELU> {
     static constexpr double kappa = 0.044715;
     template <class T>
     NNLENS_HD T operator()(T x) const {
-      using std::erf;
-      using std::tanh;
       if (tanh_form) {
         const T inner = T(sqrt2_pi) * (x + T(kappa) * x * x * x);
-        return T(0.5) * x * (T(1) + tanh(inner));
+        return T(0.5) * x * (T(1) + kernels::tanh(inner));
       }
-      return x * T(0.5) * (T(1) + erf(x * T(sqrt1_2)));
+      return x * T(0.5) * (T(1) + kernels::erf(x * T(sqrt1_2)));
     }
     template <class T>
     NNLENS_HD T grad(T x, T dy) const {
-      using std::erf;
-      using std::exp;
-      using std::tanh;
       if (tanh_form) {
         const T x2 = x * x;
         const T inner = T(sqrt2_pi) * (x + T(kappa) * x2 * x);
-        const T t = tanh(inner);
+        const T t = kernels::tanh(inner);
         const T left_d = T(0.5) * (T(1) + t);
         const T td = T(1) - t * t;
         if (td == T(0)) return dy * left_d;
         const T right_d = T(0.5) * x * td * (T(sqrt2_pi) * (T(1) + T(3 * kappa) * x2));
         return dy * (left_d + right_d);
       }
-      const T cdf = T(0.5) * (T(1) + erf(x * T(sqrt1_2)));
-      const T pdf = exp(T(-0.5) * x * x) * T(rsqrt2pi);
+      const T cdf = T(0.5) * (T(1) + kernels::erf(x * T(sqrt1_2)));
+      const T pdf = kernels::exp(T(-0.5) * x * x) * T(rsqrt2pi);
       return dy * (cdf + x * pdf);
     }
   };

@@ -2,9 +2,11 @@
 //
 // ensures:  numerically stable for every finite x: e^-|x| is the only exponential taken, so
 //           x = ±1e4 gives 1 and 0 (no overflow, no NaN); y is in [0, 1].  backward:
-//           dy · y (1 - y), with y recomputed from x (no cache).
+//           dy · y (1 - y), with y recomputed from x (no cache).  The exponential is
+//           kernels/elementary.hpp's (<= 1 ulp, no libm call: the loop vectorises, and the thrust
+//           backend's device code rounds alike).
 // The op is monotone and smooth: it has no pwl_rule (ExactLine refuses it, naming it) and no
-// freestanding form (io/codegen_freestanding.hpp: firmware links no libm).
+// freestanding form (io/codegen_freestanding.hpp runs the piecewise-linear maps only).
 #pragma once
 
 #include <cmath>
@@ -14,6 +16,7 @@
 #include "nnlens/core/onnx_form.hpp"
 #include "nnlens/core/properties.hpp"
 #include "nnlens/core/traits.hpp"
+#include "nnlens/kernels/elementary.hpp"
 
 namespace nnlens {
 
@@ -21,12 +24,11 @@ struct Sigmoid {};
 
 namespace detail {
 /// The logistic function, stable for large |x| (host and device): e = e^-|x| in (0, 1], then
-/// 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0.
+/// 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0, as one division (no branch).
 template <class T>
 NNLENS_HD inline T stable_sigmoid(T x) {
-  using std::exp;
-  const T e = exp(x >= T(0) ? -x : x);
-  return x >= T(0) ? T(1) / (T(1) + e) : e / (T(1) + e);
+  const T e = kernels::exp(x >= T(0) ? -x : x);
+  return (x >= T(0) ? T(1) : e) / (T(1) + e);
 }
 }  // namespace detail
 

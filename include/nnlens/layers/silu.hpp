@@ -4,8 +4,8 @@
 //           1e4 and -0 (no overflow, no NaN); backward is PyTorch's silu_backward,
 //           dy · σ(x) (1 + x (1 - σ(x))).
 // The op is smooth and not monotone (minimum ≈ -0.278 at x ≈ -1.278): no pwl_rule (ExactLine
-// refuses it, naming it), no freestanding form (firmware links no libm), NNSlicer by the local
-// slope (sign_slope_rule).
+// refuses it, naming it), no freestanding form (io/codegen_freestanding.hpp runs the
+// piecewise-linear maps only), NNSlicer by the local slope (sign_slope_rule).
 // ONNX: no single default-domain node (torch.onnx writes x * Sigmoid(x)); the export writes that
 // pair, Sigmoid then Mul(x, ·), and the importer reads it back as SiLU (onnx_join_rule below: a Mul
 // joining the forked value with its Sigmoid).

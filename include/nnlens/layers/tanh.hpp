@@ -1,9 +1,11 @@
 // nnlens/layers/tanh.hpp -- Tanh: y = tanh(x); any shape.
 //
-// ensures:  std::tanh saturates to ±1 for large |x| (x = ±1e4 gives ±1, no NaN); backward:
-//           dy · (1 - y²), with y recomputed from x (PyTorch's tanh_backward).
+// ensures:  tanh is kernels/elementary.hpp's (<= 3 ulp, no libm call: the loop vectorises and the
+//           thrust backend's device code rounds alike); it saturates to ±1 for large |x| (x = ±1e4
+//           gives ±1, no NaN); backward: dy · (1 - y²), with y recomputed from x (PyTorch's
+//           tanh_backward).
 // The op is monotone and smooth: no pwl_rule (ExactLine refuses it, naming it) and no freestanding
-// form (io/codegen_freestanding.hpp: firmware links no libm).
+// form (io/codegen_freestanding.hpp runs the piecewise-linear maps only).
 #pragma once
 
 #include <cmath>
@@ -13,6 +15,7 @@
 #include "nnlens/core/onnx_form.hpp"
 #include "nnlens/core/properties.hpp"
 #include "nnlens/core/traits.hpp"
+#include "nnlens/kernels/elementary.hpp"
 
 namespace nnlens {
 
@@ -25,14 +28,10 @@ struct layer_traits<Tanh> : elementwise_map_defaults<Tanh> {
   /// The element-wise map (ElementwiseMap): tanh(x); d/dx = 1 - tanh²(x).
   struct scalar_map_fn {
     template <class T>
-    NNLENS_HD T operator()(T x) const {
-      using std::tanh;
-      return tanh(x);
-    }
+    NNLENS_HD T operator()(T x) const { return kernels::tanh(x); }
     template <class T>
     NNLENS_HD T grad(T x, T dy) const {
-      using std::tanh;
-      const T t = tanh(x);
+      const T t = kernels::tanh(x);
       return dy * (T(1) - t * t);
     }
   };
