@@ -277,7 +277,7 @@ TEST_CASE("Conv2D: forward matches the naive reference on many geometries") {
   }
 }
 
-TEST_CASE("Conv2D: both batch chunkings, the chunk remainder and the direct path") {
+TEST_CASE("Conv2D: both batch chunkings, the chunk remainder, the direct and the depthwise paths") {
   std::mt19937_64 r(11);
   // P = 16: forward 32 samples side by side, backward 128; 129 = 4 * 32 + 1 = 128 + 1
   const conv_case small{129, 3, 6, 6, 4, conv_geometry{.kh = 3, .pad_top = 0}};
@@ -308,7 +308,21 @@ TEST_CASE("Conv2D: both batch chunkings, the chunk remainder and the direct path
   CHECK(pd.direct_size() == 6 * 25 + 32 * 32);
   CHECK(!detail::make_conv_plan(conv_geometry{.kh = 5}, shape(6, 14, 14), shape(16, 10, 10), 4).direct);  // 10 wide
   const conv_case lenet1{5, 1, 28, 28, 6, conv_geometry{.kh = 5, .pad_top = 2}};
-  for (const auto& c : {small, big, pad1, wide, lenet1, conv_case{9, 4, 3, 3, 6, conv_geometry{.groups = 2}}}) {
+  // squeeze-excitation's 1x1 on [C, 1, 1]: all 40 samples in one GEMM's columns (a copy of x)
+  const conv_case se{40, 16, 1, 1, 4, conv_geometry{}};
+  const auto pse = detail::make_conv_plan(se.g, shape(16, 1, 1), shape(4, 1, 1), 40);
+  CHECK(pse.pointwise);
+  CHECK(pse.nb == 40);
+  CHECK(pse.scratch() == (16 + 4) * 40);
+  // a wide 1x1 plane (P = 1024 >= 512) stays one GEMM per sample on x itself, no scratch
+  CHECK(detail::make_conv_plan(conv_geometry{}, shape(8, 32, 32), shape(4, 32, 32), 8).scratch() == 0);
+  // depthwise, stride 2 (and a channel multiplier of 2): kernels::depthwise_conv on the planes
+  const conv_case dw{4, 8, 9, 9, 16, conv_geometry{.kh = 3, .stride_h = 2, .pad_top = 1, .groups = 8}};
+  const auto pdw = detail::make_conv_plan(dw.g, shape(8, 9, 9), shape(16, 5, 5), 4);
+  CHECK(pdw.depthwise);
+  CHECK(!pdw.direct);
+  CHECK(!detail::make_conv_plan(conv_geometry{.kh = 3}, shape(1, 9, 9), shape(4, 7, 7), 4).depthwise);  // groups 1
+  for (const auto& c : {small, big, pad1, wide, lenet1, se, dw, conv_case{9, 4, 3, 3, 6, conv_geometry{.groups = 2}}}) {
     CAPTURE(describe(c));
     const DConv l = make_conv(c, r);
     const auto x = randn(c.N * c.C * c.H * c.W, r);

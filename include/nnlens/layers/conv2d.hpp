@@ -15,9 +15,13 @@
 // requires: rank-3 input; C and Out divisible by groups; the dilated kernel fits the padded input
 //           (static messages from infer, shape_error naming what is wrong from output_shape).
 // ensures:  forward, by plan (detail::make_conv_plan, from the shapes and the batch only):
-//             - 1x1, stride 1, unpadded: kernels::gemm on x itself, no im2col;
+//             - 1x1, stride 1, unpadded: kernels::gemm on x itself, no im2col, when a plane is
+//               wide; narrow planes (e.g. squeeze-excitation's [C, 1, 1]) are copied side by side
+//               into the GEMM's columns, several samples in one GEMM;
 //             - stride 1 with <= 16 output channels per group and output rows >= 16 wide: a direct
 //               register-tiled kernel on zero-padded input planes (kernels::conv_direct);
+//             - otherwise depthwise (one input channel per group, groups > 1): kernels::depthwise_conv
+//               on the planes themselves;
 //             - otherwise im2col + kernels::gemm, W_g[Out/g, C/g*kh*kw] x col[C/g*kh*kw, columns],
 //               several samples side by side in `columns` when one output plane is small, so the
 //               GEMMs stay wide.
@@ -39,6 +43,7 @@
 #include "nnlens/core/traits.hpp"
 #include "nnlens/core/onnx_form.hpp"
 #include "nnlens/kernels/conv.hpp"
+#include "nnlens/kernels/depthwise.hpp"
 #include "nnlens/kernels/gemm.hpp"
 #include "nnlens/core/dynamic_form.hpp"
 
@@ -94,8 +99,9 @@ struct conv_plan {
   std::size_t G = 1, Cg = 0, Og = 0, Kc = 0, P = 0, nb = 1, nb_back = 1;
   bool pointwise = false;  // 1x1, stride 1, no padding: x is its own im2col
   bool direct = false;     // forward by kernels::conv_direct (stride 1, few channels, wide rows)
-  constexpr std::size_t nb_max() const { return std::max(direct ? 1 : nb, nb_back); }
-  constexpr std::size_t col_size() const { return pointwise ? 0 : Kc * nb_max() * P; }
+  bool depthwise = false;  // forward by kernels::depthwise_conv (one input channel per group)
+  constexpr std::size_t nb_max() const { return std::max(direct || depthwise ? 1 : nb, nb_back); }
+  constexpr std::size_t col_size() const { return pointwise && nb_max() == 1 ? 0 : Kc * nb_max() * P; }
   constexpr std::size_t tmp_size() const { return nb_max() > 1 ? Og * nb_max() * P : 0; }
   /// forward by conv_direct: transposed weights, then one group's padded input planes
   constexpr std::size_t direct_size() const { return direct ? O * Kc + Cg * Hp * Wp : 0; }
@@ -140,10 +146,11 @@ constexpr conv_plan make_conv_plan(const conv_geometry& g, shape in, shape out, 
                 g.pad_bottom == 0 && g.pad_right == 0;
   p.direct = !p.pointwise && g.stride_h == 1 && g.stride_w == 1 && p.OW >= conv_direct_min_width &&
              p.Og <= conv_direct_max_out;
-  if (!p.pointwise) {
-    p.nb = conv_chunk(conv_target_columns, p.P, p.Kc, batch);
-    p.nb_back = conv_chunk(conv_target_columns_back, p.P, p.Kc, batch);
-  }
+  p.depthwise = !p.pointwise && !p.direct && p.G > 1 && p.Cg == 1 && g.kw <= kernels::depthwise_max_kw;
+  // forward: samples side by side in the GEMM's columns (a pointwise convolution copies its
+  // channels there, cheaper than the GEMM's thin panels when a sample's plane is narrow)
+  p.nb = conv_chunk(conv_target_columns, p.P, p.Kc, batch);
+  if (!p.pointwise) p.nb_back = conv_chunk(conv_target_columns_back, p.P, p.Kc, batch);
   return p;
 }
 
@@ -235,7 +242,12 @@ struct layer_traits<Conv2DG<Out, G, T>> : layer_defaults {
         }
       return;
     }
-    if (p.pointwise) {
+    if (p.depthwise) {
+      for (std::size_t n = 0; n < a.batch; ++n)
+        kernels::depthwise_conv(a.x + n * in_n, p.C, p.H, p.W, g, p.Og, Wd, bd, p.OH, p.OW, a.y + n * out_n);
+      return;
+    }
+    if (p.pointwise && p.nb == 1) {
       for (std::size_t n = 0; n < a.batch; ++n)
         for (std::size_t gi = 0; gi < p.G; ++gi) {
           Tx* y = a.y + n * out_n + gi * p.Og * p.P;
@@ -251,7 +263,10 @@ struct layer_traits<Conv2DG<Out, G, T>> : layer_defaults {
       const std::size_t nbc = std::min(p.nb, a.batch - n0), ld = nbc * p.P;
       for (std::size_t gi = 0; gi < p.G; ++gi) {
         for (std::size_t s = 0; s < nbc; ++s)
-          kernels::im2col(a.x + (n0 + s) * in_n + gi * in_g, p.Cg, p.H, p.W, g, p.OH, p.OW, col + s * p.P, ld);
+          if (p.pointwise)  // col[c][s*P + q] = x[s][c][q]
+            kernels::detail::copy_block(col + s * p.P, ld, a.x + (n0 + s) * in_n + gi * in_g, p.P, p.Cg, p.P);
+          else
+            kernels::im2col(a.x + (n0 + s) * in_n + gi * in_g, p.Cg, p.H, p.W, g, p.OH, p.OW, col + s * p.P, ld);
         const Tx* Wg = Wd + gi * p.Og * p.Kc;
         const Tx* bg = bd + gi * p.Og;
         if (nbc == 1) {
