@@ -50,31 +50,54 @@ struct layer_traits<GELU> : elementwise_map_defaults<GELU> {
     static constexpr double rsqrt2pi = 0.39894228040143267794;    // 1/√(2π)
     static constexpr double kappa = 0.044715;
     template <class T>
-    NNLENS_HD T operator()(T x) const {
-      if (tanh_form) {
-        const T inner = T(sqrt2_pi) * (x + T(kappa) * x * x * x);
-        return T(0.5) * x * (T(1) + kernels::tanh(inner));
-      }
-      return x * T(0.5) * (T(1) + kernels::erf(x * T(sqrt1_2)));
+    NNLENS_HD T operator()(T x) const { return tanh_form ? tanh_value(x) : erf_value(x); }
+    template <class T>
+    NNLENS_HD T grad(T x, T dy) const { return tanh_form ? tanh_grad(x, dy) : erf_grad(x, dy); }
+    // each form alone, without a branch: what the host loops below run
+    template <class T>
+    static NNLENS_HD T erf_value(T x) { return x * T(0.5) * (T(1) + kernels::erf(x * T(sqrt1_2))); }
+    template <class T>
+    static NNLENS_HD T tanh_value(T x) {
+      const T inner = T(sqrt2_pi) * (x + T(kappa) * x * x * x);
+      return T(0.5) * x * (T(1) + kernels::tanh(inner));
     }
     template <class T>
-    NNLENS_HD T grad(T x, T dy) const {
-      if (tanh_form) {
-        const T x2 = x * x;
-        const T inner = T(sqrt2_pi) * (x + T(kappa) * x2 * x);
-        const T t = kernels::tanh(inner);
-        const T left_d = T(0.5) * (T(1) + t);
-        const T td = T(1) - t * t;
-        if (td == T(0)) return dy * left_d;
-        const T right_d = T(0.5) * x * td * (T(sqrt2_pi) * (T(1) + T(3 * kappa) * x2));
-        return dy * (left_d + right_d);
-      }
+    static NNLENS_HD T erf_grad(T x, T dy) {
       const T cdf = T(0.5) * (T(1) + kernels::erf(x * T(sqrt1_2)));
       const T pdf = kernels::exp(T(-0.5) * x * x) * T(rsqrt2pi);
       return dy * (cdf + x * pdf);
     }
+    template <class T>
+    static NNLENS_HD T tanh_grad(T x, T dy) {
+      const T x2 = x * x;
+      const T inner = T(sqrt2_pi) * (x + T(kappa) * x2 * x);
+      const T t = kernels::tanh(inner);
+      const T left_d = T(0.5) * (T(1) + t);
+      const T td = T(1) - t * t;
+      const T right_d = T(0.5) * x * td * (T(sqrt2_pi) * (T(1) + T(3 * kappa) * x2));
+      return dy * (td == T(0) ? left_d : left_d + right_d);  // saturated: no 0 · inf
+    }
   };
   static constexpr scalar_map_fn scalar_map(const GELU& l) { return {l.tanh_approximation}; }
+  /// The host loops, one per form (the form chosen once, so each loop vectorises); the same
+  /// functions as scalar_map's, so the thrust backend's results are these bit for bit.
+  template <class T>
+  static void forward(const GELU& l, const forward_args<T>& a) {
+    const std::size_t n = a.batch * a.in.size();
+    if (l.tanh_approximation)
+      for (std::size_t i = 0; i < n; ++i) a.y[i] = scalar_map_fn::tanh_value(a.x[i]);
+    else
+      for (std::size_t i = 0; i < n; ++i) a.y[i] = scalar_map_fn::erf_value(a.x[i]);
+  }
+  template <class T>
+  static void backward(const GELU& l, const backward_args<T>& a, GELU*) {
+    if (!a.dx) return;
+    const std::size_t n = a.batch * a.in.size();
+    if (l.tanh_approximation)
+      for (std::size_t i = 0; i < n; ++i) a.dx[i] = scalar_map_fn::tanh_grad(a.x[i], a.dy[i]);
+    else
+      for (std::size_t i = 0; i < n; ++i) a.dx[i] = scalar_map_fn::erf_grad(a.x[i], a.dy[i]);
+  }
 };
 
 /// NNSlicer: not monotone, so the sign of a contribution is the sign of the local slope times Δx:
