@@ -321,8 +321,14 @@ TEST_CASE("Conv2D: both batch chunkings, the chunk remainder, the direct and the
   const auto pdw = detail::make_conv_plan(dw.g, shape(8, 9, 9), shape(16, 5, 5), 4);
   CHECK(pdw.depthwise);
   CHECK(!pdw.direct);
+  CHECK(pdw.depthwise_size() == 0);  // m = 2: plane by plane, no copies
+  // one output channel per input channel: channels-last copies of x, y and w
+  const conv_case dw1{3, 8, 9, 9, 8, conv_geometry{.kh = 3, .stride_h = 2, .pad_top = 1, .groups = 8}};
+  const auto pdw1 = detail::make_conv_plan(dw1.g, shape(8, 9, 9), shape(8, 5, 5), 3);
+  CHECK(pdw1.depthwise);
+  CHECK(pdw1.depthwise_size() == 8 * (81 + 25 + 9));
   CHECK(!detail::make_conv_plan(conv_geometry{.kh = 3}, shape(1, 9, 9), shape(4, 7, 7), 4).depthwise);  // groups 1
-  for (const auto& c : {small, big, pad1, wide, lenet1, se, dw, conv_case{9, 4, 3, 3, 6, conv_geometry{.groups = 2}}}) {
+  for (const auto& c : {small, big, pad1, wide, lenet1, se, dw, dw1, conv_case{9, 4, 3, 3, 6, conv_geometry{.groups = 2}}}) {
     CAPTURE(describe(c));
     const DConv l = make_conv(c, r);
     const auto x = randn(c.N * c.C * c.H * c.W, r);

@@ -96,7 +96,7 @@ namespace detail {
 /// one im2col buffer.
 struct conv_plan {
   std::size_t C = 0, H = 0, W = 0, O = 0, OH = 0, OW = 0, Hp = 0, Wp = 0;  // Hp, Wp: padded input
-  std::size_t G = 1, Cg = 0, Og = 0, Kc = 0, P = 0, nb = 1, nb_back = 1;
+  std::size_t G = 1, Cg = 0, Og = 0, Kc = 0, P = 0, nb = 1, nb_back = 1, kh = 1, kw = 1;
   bool pointwise = false;  // 1x1, stride 1, no padding: x is its own im2col
   bool direct = false;     // forward by kernels::conv_direct (stride 1, few channels, wide rows)
   bool depthwise = false;  // forward by kernels::depthwise_conv (one input channel per group)
@@ -105,7 +105,10 @@ struct conv_plan {
   constexpr std::size_t tmp_size() const { return nb_max() > 1 ? Og * nb_max() * P : 0; }
   /// forward by conv_direct: transposed weights, then one group's padded input planes
   constexpr std::size_t direct_size() const { return direct ? O * Kc + Cg * Hp * Wp : 0; }
-  constexpr std::size_t scratch() const { return std::max(col_size() + tmp_size(), direct_size()); }
+  constexpr std::size_t depthwise_size() const {
+    return depthwise ? kernels::depthwise_scratch(C, H, W, kh, kw, Og, OH, OW) : 0;
+  }
+  constexpr std::size_t scratch() const { return std::max({col_size() + tmp_size(), direct_size(), depthwise_size()}); }
 };
 
 /// Aim for GEMMs at least this many columns wide (forward: a wider im2col buffer costs an extra
@@ -138,6 +141,8 @@ constexpr conv_plan make_conv_plan(const conv_geometry& g, shape in, shape out, 
   p.Hp = p.H + g.pad_top + g.pad_bottom;
   p.Wp = p.W + g.pad_left + g.pad_right;
   p.G = g.groups;
+  p.kh = g.kh;
+  p.kw = g.kw;
   p.Cg = p.C / p.G;
   p.Og = p.O / p.G;
   p.Kc = p.Cg * g.kh * g.kw;
@@ -244,7 +249,7 @@ struct layer_traits<Conv2DG<Out, G, T>> : layer_defaults {
     }
     if (p.depthwise) {
       for (std::size_t n = 0; n < a.batch; ++n)
-        kernels::depthwise_conv(a.x + n * in_n, p.C, p.H, p.W, g, p.Og, Wd, bd, p.OH, p.OW, a.y + n * out_n);
+        kernels::depthwise_conv(a.x + n * in_n, p.C, p.H, p.W, g, p.Og, Wd, bd, p.OH, p.OW, a.y + n * out_n, a.scratch);
       return;
     }
     if (p.pointwise && p.nb == 1) {
