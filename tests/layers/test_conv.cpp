@@ -326,9 +326,21 @@ TEST_CASE("Conv2D: both batch chunkings, the chunk remainder, the direct and the
   const conv_case dw1{3, 8, 9, 9, 8, conv_geometry{.kh = 3, .stride_h = 2, .pad_top = 1, .groups = 8}};
   const auto pdw1 = detail::make_conv_plan(dw1.g, shape(8, 9, 9), shape(8, 5, 5), 3);
   CHECK(pdw1.depthwise);
-  CHECK(pdw1.depthwise_size() == 8 * (81 + 25 + 9));
+  CHECK(pdw1.depthwise_size() == 8 * 9 + 8 * (81 + 25));  // packed weights, then x and y
   CHECK(!detail::make_conv_plan(conv_geometry{.kh = 3}, shape(1, 9, 9), shape(4, 7, 7), 4).depthwise);  // groups 1
-  for (const auto& c : {small, big, pad1, wide, lenet1, se, dw, dw1, conv_case{9, 4, 3, 3, 6, conv_geometry{.groups = 2}}}) {
+  // grouped with one or two vectors of float outputs per group (RegNet's 16): kernels::grouped_conv
+  const std::size_t vw = kernels::simd::width<float>;
+  const conv_case gr{5, 4 * 5, 5, 5, 5 * vw, conv_geometry{.kh = 3, .pad_top = 1, .groups = 5}};  // 4 + 1 groups
+  const auto pgr = detail::make_conv_plan(gr.g, shape(20, 5, 5), shape(5 * vw, 5, 5), 5);
+  CHECK(pgr.grouped);
+  CHECK(pgr.grouped_size() == 5 * vw * 4 * 9 + 20 * 25 + 5 * vw * 25);
+  const conv_case gr2{3, 8, 9, 7, 8 * vw, conv_geometry{.kh = 3, .kw = 2, .stride_h = 2, .pad_top = 1, .pad_left = 0,
+                                                        .pad_bottom = 0, .pad_right = 1, .groups = 4}};  // 2 vectors
+  CHECK(detail::make_conv_plan(gr2.g, shape(8, 9, 7), shape(8 * vw, 4, 4), 3).grouped);
+  CHECK(!detail::make_conv_plan(gr2.g, shape(8, 9, 7), shape(12, 4, 4), 3).grouped);  // 3 outputs per group: im2col
+  CHECK(!detail::make_conv_plan(conv_geometry{.kh = 3, .groups = 2}, shape(4, 9, 9), shape(2 * vw, 7, 7), 3)
+             .grouped);  // fewer than 4 groups: im2col's GEMMs are wider
+  for (const auto& c : {small, big, pad1, wide, lenet1, se, dw, dw1, gr, gr2, conv_case{9, 4, 3, 3, 6, conv_geometry{.groups = 2}}}) {
     CAPTURE(describe(c));
     const DConv l = make_conv(c, r);
     const auto x = randn(c.N * c.C * c.H * c.W, r);

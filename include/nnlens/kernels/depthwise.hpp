@@ -1,7 +1,8 @@
 // nnlens/kernels/depthwise.hpp -- a depthwise convolution (one input channel per group) of one
 // sample, directly on its planes: no im2col, no GEMM.
 //
-//   kernels::depthwise_conv(x, C, H, W, g, m, w, b, OH, OW, y, scratch)
+//   kernels::depthwise_pack(w, C, taps, wt)       the weights channels last, once per layer call
+//   kernels::depthwise_conv(x, C, H, W, g, m, w, wt, b, OH, OW, y, scratch)   one sample
 //       y[c*m + k][oh][ow] = b[c*m + k] + sum_{i,j} w[c*m + k][i][j] * x[c][oh*sh + i*dh - pt][ow*sw + j*dw - pl]
 //       for every input channel c < C and channel multiplier k < m (m = out / groups, the
 //       geometry's groups == C), taps outside the input skipped (zero padding)
@@ -15,7 +16,8 @@
 // Either way each output element is the bias plus the taps (i, j) in order: a fixed order for
 // given sizes, so the results do not depend on the batch or the thread that ran them.
 // requires: x holds C*H*W scalars (NCHW), w holds C*m*kh*kw (PyTorch's [out, 1, kh, kw]), b C*m,
-//           y C*m*OH*OW, scratch depthwise_scratch(...) scalars; OH, OW the geometry's out_h /
+//           y C*m*OH*OW, scratch depthwise_scratch(...) scalars, wt depthwise_pack's weights
+//           where that scratch is not empty (unused otherwise); OH, OW the geometry's out_h /
 //           out_w; g.groups == C.
 #pragma once
 
@@ -124,11 +126,22 @@ inline constexpr std::size_t depthwise_max_kw = 64;
 /// Channels last for kernels of at most this many taps (7 x 7 and smaller), plane by plane beyond.
 inline constexpr std::size_t depthwise_max_taps = 64;
 
-/// Scratch of depthwise_conv: the channels-last copies of x, y and w when there is one output
-/// channel per input channel (m == 1) and at most depthwise_max_taps taps, none otherwise.
+/// Whether depthwise_conv runs channels last: one output channel per input channel (m == 1) and at
+/// most depthwise_max_taps taps.
+constexpr bool depthwise_channels_last(std::size_t m, std::size_t kh, std::size_t kw) {
+  return m == 1 && kh * kw <= depthwise_max_taps;
+}
+
+/// One sample's scratch of depthwise_conv: the channels-last copies of x and y, none plane by plane.
 constexpr std::size_t depthwise_scratch(std::size_t C, std::size_t H, std::size_t W, std::size_t kh, std::size_t kw,
                                         std::size_t m, std::size_t OH, std::size_t OW) {
-  return m == 1 && kh * kw <= depthwise_max_taps ? C * (H * W + OH * OW + kh * kw) : 0;
+  return depthwise_channels_last(m, kh, kw) ? C * (H * W + OH * OW) : 0;
+}
+
+/// wt[taps][C] from w[C][taps] (m == 1).
+template <class T>
+void depthwise_pack(const T* w, std::size_t C, std::size_t taps, T* wt) {
+  detail::transpose(w, C, taps, wt);
 }
 
 /// One sample.  m == 1: channels last, every tap one vector loop over the channels (planes of a few
@@ -137,17 +150,14 @@ constexpr std::size_t depthwise_scratch(std::size_t C, std::size_t H, std::size_
 /// in order, those in the padding skipped.
 template <class T>
 void depthwise_conv(const T* x, std::size_t C, std::size_t H, std::size_t W, const conv_geometry& g, std::size_t m,
-                    const T* w, const T* b, std::size_t OH, std::size_t OW, T* y, T* scratch) {
+                    const T* w, const T* wt, const T* b, std::size_t OH, std::size_t OW, T* y, T* scratch) {
   output_range cols[depthwise_max_kw];
   for (std::size_t j = 0; j < g.kw; ++j) cols[j] = tap_cols(g, W, OW, j);
   const std::size_t taps = g.kh * g.kw, plane = OH * OW, HW = H * W;
-  if (m == 1 && taps <= depthwise_max_taps) {
-    T* xt = scratch;             // [H*W][C]
-    T* yt = xt + HW * C;         // [OH*OW][C]
-    T* wt = yt + plane * C;      // [kh*kw][C]
+  if (depthwise_channels_last(m, g.kh, g.kw)) {
+    T* xt = scratch;      // [H*W][C]
+    T* yt = xt + HW * C;  // [OH*OW][C]
     detail::transpose(x, C, HW, xt);
-    for (std::size_t t = 0; t < taps; ++t)
-      for (std::size_t c = 0; c < C; ++c) wt[t * C + c] = w[c * taps + t];
     std::size_t xo[depthwise_max_taps], wo[depthwise_max_taps];  // the pixel's taps inside the input
     for (std::size_t oh = 0; oh < OH; ++oh)
       for (std::size_t ow = 0; ow < OW; ++ow) {

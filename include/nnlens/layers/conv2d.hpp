@@ -22,6 +22,9 @@
 //               register-tiled kernel on zero-padded input planes (kernels::conv_direct);
 //             - otherwise depthwise (one input channel per group, groups > 1): kernels::depthwise_conv
 //               on the planes themselves;
+//             - otherwise grouped, at least 4 groups of one or two vectors of output channels
+//               (RegNet's 16): kernels::grouped_conv, channels last, four groups' accumulators at
+//               a time;
 //             - otherwise im2col + kernels::gemm, W_g[Out/g, C/g*kh*kw] x col[C/g*kh*kw, columns],
 //               several samples side by side in `columns` when one output plane is small, so the
 //               GEMMs stay wide.
@@ -45,6 +48,7 @@
 #include "nnlens/kernels/conv.hpp"
 #include "nnlens/kernels/depthwise.hpp"
 #include "nnlens/kernels/gemm.hpp"
+#include "nnlens/kernels/grouped_conv.hpp"
 #include "nnlens/core/dynamic_form.hpp"
 
 namespace nnlens {
@@ -100,15 +104,23 @@ struct conv_plan {
   bool pointwise = false;  // 1x1, stride 1, no padding: x is its own im2col
   bool direct = false;     // forward by kernels::conv_direct (stride 1, few channels, wide rows)
   bool depthwise = false;  // forward by kernels::depthwise_conv (one input channel per group)
-  constexpr std::size_t nb_max() const { return std::max(direct || depthwise ? 1 : nb, nb_back); }
+  bool grouped = false;    // forward by kernels::grouped_conv (a few channels per group)
+  constexpr std::size_t nb_max() const { return std::max(direct || depthwise || grouped ? 1 : nb, nb_back); }
   constexpr std::size_t col_size() const { return pointwise && nb_max() == 1 ? 0 : Kc * nb_max() * P; }
   constexpr std::size_t tmp_size() const { return nb_max() > 1 ? Og * nb_max() * P : 0; }
   /// forward by conv_direct: transposed weights, then one group's padded input planes
   constexpr std::size_t direct_size() const { return direct ? O * Kc + Cg * Hp * Wp : 0; }
+  /// depthwise / grouped: the packed weights, then one sample's channels-last copies
   constexpr std::size_t depthwise_size() const {
-    return depthwise ? kernels::depthwise_scratch(C, H, W, kh, kw, Og, OH, OW) : 0;
+    if (!depthwise || !kernels::depthwise_channels_last(Og, kh, kw)) return 0;
+    return O * kh * kw + kernels::depthwise_scratch(C, H, W, kh, kw, Og, OH, OW);
   }
-  constexpr std::size_t scratch() const { return std::max({col_size() + tmp_size(), direct_size(), depthwise_size()}); }
+  constexpr std::size_t grouped_size() const {
+    return grouped ? O * Kc + kernels::grouped_conv_scratch(C, H, W, O, OH, OW) : 0;
+  }
+  constexpr std::size_t scratch() const {
+    return std::max({col_size() + tmp_size(), direct_size(), depthwise_size(), grouped_size()});
+  }
 };
 
 /// Aim for GEMMs at least this many columns wide (forward: a wider im2col buffer costs an extra
@@ -152,6 +164,8 @@ constexpr conv_plan make_conv_plan(const conv_geometry& g, shape in, shape out, 
   p.direct = !p.pointwise && g.stride_h == 1 && g.stride_w == 1 && p.OW >= conv_direct_min_width &&
              p.Og <= conv_direct_max_out;
   p.depthwise = !p.pointwise && !p.direct && p.G > 1 && p.Cg == 1 && g.kw <= kernels::depthwise_max_kw;
+  p.grouped = !p.pointwise && !p.direct && !p.depthwise && p.G >= 4 && kernels::grouped_conv_takes(p.Og) &&
+              g.kh * g.kw <= kernels::grouped_max_taps && g.kw <= kernels::depthwise_max_kw;
   // forward: samples side by side in the GEMM's columns (a pointwise convolution copies its
   // channels there, cheaper than the GEMM's thin panels when a sample's plane is narrow)
   p.nb = conv_chunk(conv_target_columns, p.P, p.Kc, batch);
@@ -248,8 +262,20 @@ struct layer_traits<Conv2DG<Out, G, T>> : layer_defaults {
       return;
     }
     if (p.depthwise) {
+      Tx* wt = a.scratch;  // the packed weights, then one sample's copies
+      const bool packed = kernels::depthwise_channels_last(p.Og, p.kh, p.kw);
+      if (packed) kernels::depthwise_pack(Wd, p.C, p.Kc, wt);
+      Tx* rest = packed ? wt + p.O * p.Kc : a.scratch;
       for (std::size_t n = 0; n < a.batch; ++n)
-        kernels::depthwise_conv(a.x + n * in_n, p.C, p.H, p.W, g, p.Og, Wd, bd, p.OH, p.OW, a.y + n * out_n, a.scratch);
+        kernels::depthwise_conv(a.x + n * in_n, p.C, p.H, p.W, g, p.Og, Wd, wt, bd, p.OH, p.OW, a.y + n * out_n, rest);
+      return;
+    }
+    if (p.grouped) {
+      Tx* wt = a.scratch;
+      kernels::grouped_conv_pack(Wd, p.O, p.Cg, p.G, p.kh * p.kw, wt);
+      for (std::size_t n = 0; n < a.batch; ++n)
+        kernels::grouped_conv(a.x + n * in_n, p.C, p.H, p.W, g, p.O, wt, bd, p.OH, p.OW, a.y + n * out_n,
+                              wt + p.O * p.Kc);
       return;
     }
     if (p.pointwise && p.nb == 1) {
