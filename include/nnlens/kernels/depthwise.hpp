@@ -66,6 +66,24 @@ void transpose(const T* __restrict src, std::size_t rows, std::size_t cols, T* _
     for (std::size_t q = 0; q < cols; ++q) dst[q * rows + r] = src[r * cols + q];
 }
 
+/// The taps (i, j) of output pixel (oh, ow) that read inside the [H, W] input, in order: n of them,
+/// xo[t] = (input pixel) * xs, to[t] = (i * kw + j) * ts.  cols: tap_cols of each kernel column.
+inline std::size_t pixel_taps(const conv_geometry& g, std::size_t H, std::size_t W, const output_range* cols,
+                              std::size_t oh, std::size_t ow, std::size_t xs, std::size_t ts, std::size_t* xo,
+                              std::size_t* to) {
+  std::size_t nt = 0;
+  for (std::size_t i = 0; i < g.kh; ++i) {
+    const std::ptrdiff_t ih = std::ptrdiff_t(oh * g.stride_h + i * g.dilation_h) - std::ptrdiff_t(g.pad_top);
+    if (ih < 0 || ih >= std::ptrdiff_t(H)) continue;
+    for (std::size_t j = 0; j < g.kw; ++j) {
+      if (ow < cols[j].lo || ow >= cols[j].hi) continue;
+      xo[nt] = (std::size_t(ih) * W + cols[j].first + (ow - cols[j].lo) * g.stride_w) * xs;
+      to[nt++] = (i * g.kw + j) * ts;
+    }
+  }
+  return nt;
+}
+
 /// One output pixel, channels last: yp[c] = b[c] + sum_t wt[wo[t] + c] * xt[xo[t] + c], the taps t in
 /// order, four vectors of channels at a time in registers, then one vector, then one channel.
 template <class T>
@@ -161,17 +179,7 @@ void depthwise_conv(const T* x, std::size_t C, std::size_t H, std::size_t W, con
     std::size_t xo[depthwise_max_taps], wo[depthwise_max_taps];  // the pixel's taps inside the input
     for (std::size_t oh = 0; oh < OH; ++oh)
       for (std::size_t ow = 0; ow < OW; ++ow) {
-        std::size_t nt = 0;
-        for (std::size_t i = 0; i < g.kh; ++i) {
-          const std::ptrdiff_t ih = std::ptrdiff_t(oh * g.stride_h + i * g.dilation_h) - std::ptrdiff_t(g.pad_top);
-          if (ih < 0 || ih >= std::ptrdiff_t(H)) continue;
-          for (std::size_t j = 0; j < g.kw; ++j) {
-            if (ow < cols[j].lo || ow >= cols[j].hi) continue;
-            const std::size_t iw = cols[j].first + (ow - cols[j].lo) * g.stride_w;
-            xo[nt] = (std::size_t(ih) * W + iw) * C;
-            wo[nt++] = (i * g.kw + j) * C;
-          }
-        }
+        const std::size_t nt = detail::pixel_taps(g, H, W, cols, oh, ow, C, C, xo, wo);
         detail::depthwise_pixel(xt, wt, xo, wo, nt, b, C, yt + (oh * OW + ow) * C);
       }
     detail::transpose(yt, plane, C, y);

@@ -128,6 +128,15 @@ NNLENS_HD inline T half_of(T n) {
   using C = elementary_consts<T>;
   return T(n * T(0.5) + C::round) - C::round;
 }
+
+/// x = n ln2 + r (x clamped first): n, e^r - 1 and the two halves of 2^n, s1 s2 = 2^n.
+template <class T>
+NNLENS_HD inline void exp_parts(T x, T& n, T& p, T& s1, T& s2) {
+  exp_reduce(exp_clamp(x), n, p);
+  const T h = half_of(n);
+  s1 = pow2(h);
+  s2 = pow2(T(n - h));
+}
 }  // namespace detail
 
 /// e^x.
@@ -137,10 +146,9 @@ NNLENS_HD inline T exp(T x) {
     using std::exp;
     return exp(x);
   } else {
-    T n, p;
-    detail::exp_reduce(detail::exp_clamp(x), n, p);
-    const T h = detail::half_of(n);
-    return ((T(1) + p) * detail::pow2(h)) * detail::pow2(T(n - h));
+    T n, p, s1, s2;
+    detail::exp_parts(x, n, p, s1, s2);
+    return ((T(1) + p) * s1) * s2;
   }
 }
 
@@ -151,10 +159,8 @@ NNLENS_HD inline T expm1(T x) {
     using std::expm1;
     return expm1(x);
   } else {
-    T n, p;
-    detail::exp_reduce(detail::exp_clamp(x), n, p);
-    const T h = detail::half_of(n);
-    const T s1 = detail::pow2(h), s2 = detail::pow2(T(n - h));
+    T n, p, s1, s2;
+    detail::exp_parts(x, n, p, s1, s2);
     const T big = ((T(1) + p) * s1) * s2 - T(1);  // n > p + 1: the -1 is below the result's rounding
     const T s = s1 * s2;                           // finite for n <= p + 1
     const T near = s * p + (s - T(1));             // 2^n (e^r - 1) + (2^n - 1)

@@ -99,16 +99,7 @@ void grouped_conv(const T* x, std::size_t C, std::size_t H, std::size_t W, const
   std::size_t xo[grouped_max_taps], to[grouped_max_taps];  // a pixel's taps: input pixel, tap index
   for (std::size_t oh = 0; oh < OH; ++oh)
     for (std::size_t ow = 0; ow < OW; ++ow) {
-      std::size_t nt = 0;
-      for (std::size_t i = 0; i < g.kh; ++i) {
-        const std::ptrdiff_t ih = std::ptrdiff_t(oh * g.stride_h + i * g.dilation_h) - std::ptrdiff_t(g.pad_top);
-        if (ih < 0 || ih >= std::ptrdiff_t(H)) continue;
-        for (std::size_t j = 0; j < g.kw; ++j) {
-          if (ow < cols[j].lo || ow >= cols[j].hi) continue;
-          xo[nt] = (std::size_t(ih) * W + cols[j].first + (ow - cols[j].lo) * g.stride_w) * C;
-          to[nt++] = i * g.kw + j;
-        }
-      }
+      const std::size_t nt = detail::pixel_taps(g, H, W, cols, oh, ow, C, 1, xo, to);
       T* yp = yt + (oh * OW + ow) * O;
       if (Og == simd::width<T>)
         detail::grouped_pixel<1>(xt, wt, b, xo, to, nt, G, Cg, taps, yp);
