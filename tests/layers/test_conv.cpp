@@ -313,9 +313,18 @@ TEST_CASE("Conv2D: both batch chunkings, the chunk remainder, the direct and the
   const auto pse = detail::make_conv_plan(se.g, shape(16, 1, 1), shape(4, 1, 1), 40);
   CHECK(pse.pointwise);
   CHECK(pse.nb == 40);
-  CHECK(pse.scratch() == (16 + 4) * 40);
-  // a wide 1x1 plane (P = 1024 >= 512) stays one GEMM per sample on x itself, no scratch
-  CHECK(detail::make_conv_plan(conv_geometry{}, shape(8, 32, 32), shape(4, 32, 32), 8).scratch() == 0);
+  // forward needs no im2col buffer, only conv_gemm's panels (sized for float and for double)
+  const auto gemm_scratch = [](std::size_t ns, std::size_t P, std::size_t O, std::size_t K, std::size_t taps) {
+    return std::max(kernels::conv_gemm_scratch<float>(ns, P, O, K, taps),
+                    kernels::conv_gemm_scratch<double>(ns, P, O, K, taps));
+  };
+  CHECK(pse.scratch() == gemm_scratch(40, 1, 4, 16, 1));
+  // a wide 1x1 plane (P = 1024 >= 512): one sample per GEMM; pointwise backward needs nothing more
+  const auto pwide = detail::make_conv_plan(conv_geometry{}, shape(8, 32, 32), shape(4, 32, 32), 8);
+  CHECK(pwide.nb == 1);
+  CHECK(pwide.scratch() == gemm_scratch(1, 1024, 4, 8, 1));
+  // a 3x3: the larger of forward's panels and backward's im2col of nb_back samples and dy beside it
+  CHECK(ps.scratch() == std::max(gemm_scratch(32, 16, 4, 27, 9), std::size_t(27 * 128 * 16 + 4 * 128 * 16)));
   // depthwise, stride 2 (and a channel multiplier of 2): kernels::depthwise_conv on the planes
   const conv_case dw{4, 8, 9, 9, 16, conv_geometry{.kh = 3, .stride_h = 2, .pad_top = 1, .groups = 8}};
   const auto pdw = detail::make_conv_plan(dw.g, shape(8, 9, 9), shape(16, 5, 5), 4);

@@ -94,11 +94,13 @@ void pack_b(bool tb, const T* B, std::size_t ldb, std::size_t k0, std::size_t kc
 // C[0:mr, 0:nr] += a * Bp over kc steps, where a(i, k) = A[i * rs + k * cs]: a packed panel
 // (rs 1, cs MR) or op(A) read in place (rs lda, cs 1: a row-major A needs no packing, as in BLIS'
 // small-matrix kernels; its MR rows are MR sequential streams).  Rows i >= mr read row 0 and are
-// not stored.  Each C element is summed over k in order, whichever form A has.
+// not stored.  Each C element is summed over k in order, whichever form A has.  bias[j] (one per
+// column) or row_bias[i] (one per row: a convolution's output channels, kernels/conv_gemm.hpp) is
+// added after the sum.
 template <class T>
 inline void micro_kernel(std::size_t kc, const T* __restrict__ A, std::size_t rs, std::size_t cs,
                          const T* __restrict__ Bp, T* C, std::size_t ldc, std::size_t mr, std::size_t nr,
-                         bool first, const T* bias) {
+                         bool first, const T* bias, const T* row_bias = nullptr) {
   using V = simd::vec<T>;
   constexpr std::size_t W = simd::width<T>;
   const V z = simd::zero<T>();
@@ -132,6 +134,11 @@ inline void micro_kernel(std::size_t kc, const T* __restrict__ A, std::size_t rs
         r0 = r0 + simd::load(bias);
         r1 = r1 + simd::load(bias + W);
       }
+      if (row_bias) {
+        const V rb = simd::broadcast(row_bias[i]);
+        r0 = r0 + rb;
+        r1 = r1 + rb;
+      }
       simd::store(c, r0);
       simd::store(c + W, r1);
     }
@@ -144,6 +151,7 @@ inline void micro_kernel(std::size_t kc, const T* __restrict__ A, std::size_t rs
       for (std::size_t j = 0; j < nr; ++j) {
         T v = (first ? T(0) : c[j]) + tmp[j];
         if (bias) v = v + bias[j];
+        if (row_bias) v = v + row_bias[i];
         c[j] = v;
       }
     }

@@ -15,9 +15,6 @@
 // requires: rank-3 input; C and Out divisible by groups; the dilated kernel fits the padded input
 //           (static messages from infer, shape_error naming what is wrong from output_shape).
 // ensures:  forward, by plan (detail::make_conv_plan, from the shapes and the batch only):
-//             - 1x1, stride 1, unpadded: kernels::gemm on x itself, no im2col, when a plane is
-//               wide; narrow planes (e.g. squeeze-excitation's [C, 1, 1]) are copied side by side
-//               into the GEMM's columns, several samples in one GEMM;
 //             - stride 1 with <= 16 output channels per group and output rows >= 16 wide: a direct
 //               register-tiled kernel on zero-padded input planes (kernels::conv_direct);
 //             - otherwise depthwise (one input channel per group, groups > 1): kernels::depthwise_conv
@@ -25,13 +22,15 @@
 //             - otherwise grouped, at least 4 groups of one or two vectors of output channels
 //               (RegNet's 16): kernels::grouped_conv, channels last, four groups' accumulators at
 //               a time;
-//             - otherwise im2col + kernels::gemm, W_g[Out/g, C/g*kh*kw] x col[C/g*kh*kw, columns],
-//               several samples side by side in `columns` when one output plane is small, so the
-//               GEMMs stay wide.
+//             - otherwise kernels::conv_gemm, W_g[Out/g, C/g*kh*kw] x col[C/g*kh*kw, columns] with
+//               im2col inside the GEMM's packing (no im2col buffer; a 1x1 unpadded kernel of
+//               stride 1 copies its planes), the bias added as the tiles are stored; several
+//               samples side by side in `columns` when one output plane is small (squeeze-
+//               excitation's [C, 1, 1], late stages' 2x2), so the GEMMs stay wide.
 //           backward: dx = col2im(W_g^T dy_g); dW += dy_g col^T (kernels::gemm_nt: dot products
 //           along the long pixel axis); db += sum dy.  Scratch comes from scratch_size (a
-//           compile-time constant for a static layer); nothing is allocated except the GEMM's own
-//           packing buffers, which grow once.  Deterministic: the summation order depends only on
+//           compile-time constant for a static layer); nothing is allocated except the backward
+//           GEMM's own packing buffers, which grow once.  Deterministic: the summation order depends only on
 //           the shapes and the batch, so the static and the run-time forms agree bit for bit.
 #pragma once
 
@@ -47,6 +46,7 @@
 #include "nnlens/core/onnx_form.hpp"
 #include "nnlens/kernels/conv.hpp"
 #include "nnlens/kernels/depthwise.hpp"
+#include "nnlens/kernels/conv_gemm.hpp"
 #include "nnlens/kernels/gemm.hpp"
 #include "nnlens/kernels/grouped_conv.hpp"
 #include "nnlens/core/dynamic_form.hpp"
@@ -105,9 +105,15 @@ struct conv_plan {
   bool direct = false;     // forward by kernels::conv_direct (stride 1, few channels, wide rows)
   bool depthwise = false;  // forward by kernels::depthwise_conv (one input channel per group)
   bool grouped = false;    // forward by kernels::grouped_conv (a few channels per group)
-  constexpr std::size_t nb_max() const { return std::max(direct || depthwise || grouped ? 1 : nb, nb_back); }
-  constexpr std::size_t col_size() const { return pointwise && nb_max() == 1 ? 0 : Kc * nb_max() * P; }
-  constexpr std::size_t tmp_size() const { return nb_max() > 1 ? Og * nb_max() * P : 0; }
+  /// backward (not 1x1 unpadded of stride 1): im2col of nb_back samples, and dy gathered beside
+  constexpr std::size_t col_size() const { return pointwise ? 0 : Kc * nb_back * P; }
+  constexpr std::size_t tmp_size() const { return !pointwise && nb_back > 1 ? Og * nb_back * P : 0; }
+  /// forward by kernels::conv_gemm: its packed panels for nb samples (for float and for double)
+  constexpr std::size_t gemm_size() const {
+    if (direct || depthwise || grouped) return 0;
+    return std::max(kernels::conv_gemm_scratch<float>(nb, P, Og, Kc, kh * kw),
+                    kernels::conv_gemm_scratch<double>(nb, P, Og, Kc, kh * kw));
+  }
   /// forward by conv_direct: transposed weights, then one group's padded input planes
   constexpr std::size_t direct_size() const { return direct ? O * Kc + Cg * Hp * Wp : 0; }
   /// depthwise / grouped: the packed weights, then one sample's channels-last copies
@@ -119,15 +125,16 @@ struct conv_plan {
     return grouped ? O * Kc + kernels::grouped_conv_scratch(C, H, W, O, OH, OW) : 0;
   }
   constexpr std::size_t scratch() const {
-    return std::max({col_size() + tmp_size(), direct_size(), depthwise_size(), grouped_size()});
+    return std::max({col_size() + tmp_size(), direct_size(), depthwise_size(), grouped_size(), gemm_size()});
   }
 };
 
-/// Aim for GEMMs at least this many columns wide (forward: a wider im2col buffer costs an extra
-/// copy of the output; backward: the weight gradient's dot products get longer) ...
+/// Aim for GEMMs at least this many columns wide (forward: more samples per GEMM; backward: the
+/// weight gradient's dot products get longer) ...
 inline constexpr std::size_t conv_target_columns = 512;
 inline constexpr std::size_t conv_target_columns_back = 2048;
-/// ... with an im2col buffer of at most this many scalars (unless one sample needs more).
+/// ... with at most this many scalars in the chunk's im2col (a buffer backward; forward, the B
+/// matrix that conv_gemm packs panel by panel), unless one sample needs more.
 inline constexpr std::size_t conv_max_col_scalars = std::size_t(1) << 20;
 /// Forward without im2col (kernels::conv_direct) for stride-1 convolutions with at most this many
 /// output channels per group and output rows at least this wide (>= any vector width): there the
@@ -278,43 +285,13 @@ struct layer_traits<Conv2DG<Out, G, T>> : layer_defaults {
                               wt + p.O * p.Kc);
       return;
     }
-    if (p.pointwise && p.nb == 1) {
-      for (std::size_t n = 0; n < a.batch; ++n)
-        for (std::size_t gi = 0; gi < p.G; ++gi) {
-          Tx* y = a.y + n * out_n + gi * p.Og * p.P;
-          detail::fill_rows(y, p.Og, p.P, bd + gi * p.Og);
-          kernels::gemm<Tx>(false, false, p.Og, p.P, p.Cg, Wd + gi * p.Og * p.Kc, p.Kc, a.x + n * in_n + gi * in_g, p.P,
-                            Tx(1), y, p.P);
-        }
-      return;
-    }
-    Tx* col = a.scratch;
-    Tx* tmp = a.scratch + p.col_size();
+    // dense (and few-group) convolutions: one GEMM per group and chunk of nb samples, im2col inside
+    Tx* work = a.scratch;
     for (std::size_t n0 = 0; n0 < a.batch; n0 += p.nb) {
-      const std::size_t nbc = std::min(p.nb, a.batch - n0), ld = nbc * p.P;
-      for (std::size_t gi = 0; gi < p.G; ++gi) {
-        for (std::size_t s = 0; s < nbc; ++s)
-          if (p.pointwise)  // col[c][s*P + q] = x[s][c][q]
-            kernels::detail::copy_block(col + s * p.P, ld, a.x + (n0 + s) * in_n + gi * in_g, p.P, p.Cg, p.P);
-          else
-            kernels::im2col(a.x + (n0 + s) * in_n + gi * in_g, p.Cg, p.H, p.W, g, p.OH, p.OW, col + s * p.P, ld);
-        const Tx* Wg = Wd + gi * p.Og * p.Kc;
-        const Tx* bg = bd + gi * p.Og;
-        if (nbc == 1) {
-          Tx* y = a.y + n0 * out_n + gi * p.Og * p.P;
-          detail::fill_rows(y, p.Og, p.P, bg);
-          kernels::gemm<Tx>(false, false, p.Og, p.P, p.Kc, Wg, p.Kc, col, p.P, Tx(1), y, p.P);
-        } else {
-          kernels::gemm<Tx>(false, false, p.Og, ld, p.Kc, Wg, p.Kc, col, ld, Tx(0), tmp, ld);
-          for (std::size_t s = 0; s < nbc; ++s)
-            for (std::size_t o = 0; o < p.Og; ++o) {
-              const Tx* t = tmp + o * ld + s * p.P;
-              Tx* y = a.y + (n0 + s) * out_n + (gi * p.Og + o) * p.P;
-              const Tx bo = bg[o];
-              for (std::size_t q = 0; q < p.P; ++q) y[q] = t[q] + bo;
-            }
-        }
-      }
+      const std::size_t nbc = std::min(p.nb, a.batch - n0);
+      for (std::size_t gi = 0; gi < p.G; ++gi)
+        kernels::conv_gemm(a.x + n0 * in_n + gi * in_g, in_n, nbc, p.Cg, p.H, p.W, g, p.OH, p.OW,
+                           Wd + gi * p.Og * p.Kc, p.Og, bd + gi * p.Og, a.y + n0 * out_n + gi * p.Og * p.P, out_n, work);
     }
   }
 
