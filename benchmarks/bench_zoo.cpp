@@ -1,8 +1,9 @@
 // bench_zoo -- forward speed of an imported ONNX model (torchvision's CNNs) on one thread, and each
 // op's speed against this machine's memory bandwidth.
 //
-//   bench_zoo MODEL.onnx [--batch 1,16] [--reps 11] [--warmup 3]
-//       forward(execution::seq, net, x) at each batch, x seeded N(0, 1): the median, minimum and
+//   bench_zoo MODEL.onnx [--batch 1,16] [--reps 11] [--warmup 3] [--par]
+//       forward(execution::seq, net, x) at each batch, x seeded N(0, 1) (--par: execution::par,
+//       the pool's NNLENS_NUM_THREADS threads splitting the batch): the median, minimum and
 //       maximum of REPS calls after WARMUP calls, as JSON on stdout
 //   bench_zoo MODEL.onnx --layers [--batch 16] [--reps 7] [--text]
 //       every top-level layer, and every inner layer of a composite (Residual, Concat, Product),
@@ -29,6 +30,8 @@
 //
 // Threads: execution::seq runs every layer on the calling thread, and no kernel starts threads of
 // its own; NNLENS_NUM_THREADS is set to 1 unless given, so the (unused) pool is one thread too.
+// With --par, forward(execution::par, ...) splits the batch over NNLENS_NUM_THREADS threads (a
+// sample is not split: batch 1 runs on one thread).
 // Bytes are the minimal traffic: each input and output element once, weights once; STREAM's
 // convention (copy: 8 bytes per float element, add and triad 12).
 #include <nnlens/io/onnx.hpp>
@@ -58,7 +61,7 @@ struct options {
   std::string model;
   std::vector<std::size_t> batches{1, 16};
   std::size_t reps = 11, warmup = 3;
-  bool layers = false, ops = false, serve = false, text = false;
+  bool layers = false, ops = false, serve = false, text = false, par = false;
   bool reps_given = false, batch_given = false;
   std::string run_in, run_out;
 };
@@ -142,10 +145,12 @@ xt::xarray<float> input_batch(const DynamicNetwork& net, std::size_t batch) {
   return x;
 }
 
-std::string forward_json(const DynamicNetwork& net, std::size_t batch, std::size_t reps, std::size_t warmup) {
+std::string forward_json(const DynamicNetwork& net, std::size_t batch, std::size_t reps, std::size_t warmup,
+                         bool par) {
   const auto x = input_batch(net, batch);
   float sink = 0;
-  const stats s = time_calls([&] { sink += forward(execution::seq, net, x).data()[0]; }, reps, warmup);
+  const stats s = par ? time_calls([&] { sink += forward(execution::par, net, x).data()[0]; }, reps, warmup)
+                      : time_calls([&] { sink += forward(execution::seq, net, x).data()[0]; }, reps, warmup);
   std::string t = "[";
   for (std::size_t i = 0; i < s.all.size(); ++i) t += (i ? "," : "") + num(s.all[i]);
   return "{\"batch\":" + std::to_string(batch) + ",\"reps\":" + std::to_string(reps) + ",\"median_ms\":" + num(s.median) +
@@ -505,11 +510,11 @@ std::vector<std::size_t> parse_list(const std::string& s) {
 }
 
 int usage() {
-  std::cerr << "usage: bench_zoo MODEL.onnx [--batch 1,16] [--reps N] [--warmup N]\n"
+  std::cerr << "usage: bench_zoo MODEL.onnx [--batch 1,16] [--reps N] [--warmup N] [--par]\n"
                "       bench_zoo MODEL.onnx --layers [--batch 16] [--reps N] [--text]\n"
                "       bench_zoo --ops [--reps N] [--text]\n"
                "       bench_zoo MODEL.onnx --run IN.f32 OUT.f32\n"
-               "       bench_zoo MODEL.onnx --serve   (stdin: lines 'BATCH REPS')\n";
+               "       bench_zoo MODEL.onnx --serve [--par]   (stdin: lines 'BATCH REPS')\n";
   return 2;
 }
 
@@ -532,6 +537,7 @@ int main(int argc, char** argv) {
       else if (a == "--ops") opt.ops = true;
       else if (a == "--serve") opt.serve = true;
       else if (a == "--text") opt.text = true;
+      else if (a == "--par") opt.par = true;
       else if (a == "--run") opt.run_in = value(), opt.run_out = value();
       else if (a.size() > 1 && a[0] == '-') return usage();
       else opt.model = a;
@@ -584,7 +590,7 @@ int main(int argc, char** argv) {
         std::cout << "{\"error\":\"expected 'BATCH REPS'\"}" << std::endl;
         continue;
       }
-      std::cout << forward_json(net, batch, reps, 1) << std::endl;
+      std::cout << forward_json(net, batch, reps, 1, opt.par) << std::endl;
     }
     return 0;
   }
@@ -594,9 +600,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::cout << "{\"model\":" << json_str(opt.model) << ",\"layers\":" << net.size() << ",\"load_ms\":" << num(load_ms)
-            << ",\"threads\":1,\"runs\":[";
+            << ",\"threads\":" << (opt.par ? worker_threads() : 1) << ",\"runs\":[";
   for (std::size_t i = 0; i < opt.batches.size(); ++i)
-    std::cout << (i ? "," : "") << forward_json(net, opt.batches[i], opt.reps, opt.warmup);
+    std::cout << (i ? "," : "") << forward_json(net, opt.batches[i], opt.reps, opt.warmup, opt.par);
   std::cout << "]}\n";
   return 0;
 }
