@@ -58,6 +58,11 @@ struct conv_geometry {
   constexpr bool operator==(const conv_geometry&) const = default;
 
   constexpr bool is_dynamic() const { return kh == dyn; }
+  /// 1x1, stride 1, no padding: each input plane is its own im2col row.
+  constexpr bool is_pointwise() const {
+    return kh == 1 && kw == 1 && stride_h == 1 && stride_w == 1 && pad_top == 0 && pad_left == 0 && pad_bottom == 0 &&
+           pad_right == 0;
+  }
   /// Input rows (columns) the dilated kernel spans.
   constexpr std::size_t span_h() const { return dilation_h * (kh - 1) + 1; }
   constexpr std::size_t span_w() const { return dilation_w * (kw - 1) + 1; }

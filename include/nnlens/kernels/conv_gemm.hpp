@@ -14,10 +14,11 @@
 //           sizes).
 // Method: the GEMM's blocking and micro-kernel (kernels/gemm.hpp, M = O, N = ns*OH*OW, K =
 // C*kh*kw), but no im2col buffer: each KC x NC panel of B is built straight from the input planes,
-// one k row at a time into a row of the scratch (in L1), then cut into the micro-kernel's NR-wide
-// panels.  The micro-kernel stores its tile into the output planes, with the bias on the last k
-// block; a tile that straddles two samples' planes (planes narrower than NR columns) goes through
-// a copy of its own.  Against im2col + gemm + a pass for the bias, this saves writing and reading
+// one k row at a time: row copies into a row of the scratch (in L1) cut into the micro-kernel's
+// NR-wide panels, or, for output rows shorter than 4 vectors, a gather straight into the panels
+// through an offset table built once per column block.  The micro-kernel stores its tile into the
+// output planes, with the bias on the last k block; tiles that straddle two samples' planes (a
+// plane's size not a multiple of NR) are summed in a buffer of their own and copied out once.  Against im2col + gemm + a pass for the bias, this saves writing and reading
 // the K x N im2col matrix (L2 or L3 sized at a CNN's shapes) and a pass over the output.
 #pragma once
 
@@ -42,8 +43,8 @@ constexpr std::size_t conv_gemm_scratch(std::size_t ns, std::size_t P, std::size
   const std::size_t nc = (std::min(ns * P, blk::NC) + blk::NR - 1) / blk::NR * blk::NR;
   // B's panels, one k row, the straddling tiles' sums, the gather table (int32 per tap and
   // column), the alignment
-  return std::min(K, blk::KC) * nc + nc + (ns > 1 && P % blk::NR != 0 ? O * nc : 0) + (taps * nc * sizeof(std::int32_t) + sizeof(T) - 1) / sizeof(T) +
-         64 / sizeof(T);
+  return std::min(K, blk::KC) * nc + nc + (ns > 1 && P % blk::NR != 0 ? O * nc : 0) +
+         (taps * nc * sizeof(std::int32_t) + sizeof(T) - 1) / sizeof(T) + 64 / sizeof(T);
 }
 
 namespace conv_gemm_detail {
@@ -86,9 +87,7 @@ constexpr bool straddles(std::size_t ns, std::size_t P) {
 /// per column block).  Not for a 1x1 unpadded kernel of stride 1, whose rows are its input planes.
 template <class T>
 constexpr bool gathers(const conv_geometry& g, std::size_t OW, std::size_t ns, std::size_t in_n) {
-  const bool pointwise = g.kh == 1 && g.kw == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_top == 0 &&
-                         g.pad_left == 0 && g.pad_bottom == 0 && g.pad_right == 0;
-  return !pointwise && OW < 4 * simd::width<T> && ns * in_n < (std::size_t(1) << 31);
+  return !g.is_pointwise() && OW < 4 * simd::width<T> && ns * in_n < (std::size_t(1) << 31);
 }
 
 /// off[t * nc + (col - j0)]: where tap t of column col reads, from sample 0's channel 0, or -1 in
@@ -138,9 +137,7 @@ void pack_panels(const T* x, std::size_t in_n, std::size_t H, std::size_t W, con
       continue;
     }
     const output_range rh = tap_rows(g, H, OH, tap / g.kw), rw = tap_cols(g, W, OW, tap % g.kw);
-    // a tap that reads every input of a plane in order (a 1x1 unpadded kernel of stride 1): one copy
-    const bool plane = rh.lo == 0 && rh.hi == OH && rw.lo == 0 && rw.hi == OW && rh.first == 0 && rw.first == 0 &&
-                       OW == W && g.stride_w == 1 && (g.stride_h == 1 || OH == 1);
+    const bool plane = g.is_pointwise();  // the tap reads the whole plane in order: one copy
     for (std::size_t col = j0; col < j0 + nc;) {  // one sample's part of the columns at a time
       const std::size_t s = col / P, q = col % P, n = std::min(P - q, j0 + nc - col);
       const T* xc = x + s * in_n + c * H * W;

@@ -166,8 +166,7 @@ constexpr conv_plan make_conv_plan(const conv_geometry& g, shape in, shape out, 
   p.Og = p.O / p.G;
   p.Kc = p.Cg * g.kh * g.kw;
   p.P = p.OH * p.OW;
-  p.pointwise = g.kh == 1 && g.kw == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_top == 0 && g.pad_left == 0 &&
-                g.pad_bottom == 0 && g.pad_right == 0;
+  p.pointwise = g.is_pointwise();
   p.direct = !p.pointwise && g.stride_h == 1 && g.stride_w == 1 && p.OW >= conv_direct_min_width &&
              p.Og <= conv_direct_max_out;
   p.depthwise = !p.pointwise && !p.direct && p.G > 1 && p.Cg == 1 && g.kw <= kernels::depthwise_max_kw;
@@ -178,11 +177,6 @@ constexpr conv_plan make_conv_plan(const conv_geometry& g, shape in, shape out, 
   p.nb = conv_chunk(conv_target_columns, p.P, p.Kc, batch);
   if (!p.pointwise) p.nb_back = conv_chunk(conv_target_columns_back, p.P, p.Kc, batch);
   return p;
-}
-
-template <class T>
-void fill_rows(T* y, std::size_t rows, std::size_t n, const T* v) {
-  for (std::size_t r = 0; r < rows; ++r) std::fill(y + r * n, y + (r + 1) * n, v[r]);
 }
 
 }  // namespace detail
