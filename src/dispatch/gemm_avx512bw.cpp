@@ -1,8 +1,9 @@
-// nnlens::dispatch -- the float/double and int8 GEMMs compiled for AVX-512 (F, CD, DQ, BW, VL): flags in CMakeLists.txt.
+// nnlens::dispatch -- the float/double GEMM, conv_gemm and the int8 GEMM compiled for AVX-512 (F, CD, DQ, BW, VL): flags in CMakeLists.txt.
 // Its kernel lives in namespace nnlens::kernels::avx512bw (kernels/simd.hpp's NNLENS_SIMD_NS), so it
 // shares no symbol with the program's own copy or with the other targets' copies.
 #define NNLENS_SIMD_ARCH xsimd::avx512bw
 #define NNLENS_SIMD_NS avx512bw
+#include "nnlens/kernels/conv_gemm.hpp"
 #include "nnlens/kernels/gemm.hpp"
 #include "nnlens/kernels/int8.hpp"
 
@@ -13,4 +14,7 @@ extern const gemm_form<double> avx512bw_f64{&impl::gemm_workspace<double>, &impl
 namespace s8 = nnlens::kernels::avx512bw::s8_impl;
 extern const gemm_s8_form avx512bw_s8{&s8::packed_size, &s8::pack_b, &s8::workspace, &s8::gemm_on,
                                     &s8::quantize<float>, &s8::requantize, &s8::requantize_row};
+namespace cg = nnlens::kernels::avx512bw::conv_gemm_impl;
+extern const conv_gemm_form<float> avx512bw_conv_f32{&cg::scratch<float>, &cg::conv_gemm_on<float>};
+extern const conv_gemm_form<double> avx512bw_conv_f64{&cg::scratch<double>, &cg::conv_gemm_on<double>};
 }  // namespace nnlens::kernels::dispatch::targets

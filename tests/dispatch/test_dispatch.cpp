@@ -14,6 +14,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../kernels/gemm_reference.hpp"
@@ -195,4 +196,78 @@ TEST_CASE("the int8 quantisation loops of each target agree: AVX2 and AVX-512 ex
     per_target.push_back(q);
   }
   if (per_target.size() == 2) CHECK(per_target[0] == per_target[1]);
+}
+
+TEST_CASE_TEMPLATE("conv_gemm through the dispatcher, and each target's copy, match the naive convolution", T, float, double) {
+  using nnlens::conv_geometry;
+  struct conv_case {
+    std::size_t ns, C, H, W, O;
+    conv_geometry g;
+  };
+  // row copies, the gather table with tiles straddling samples, 1x1 planes, several k blocks
+  const std::array<conv_case, 4> cases{{{2, 5, 16, 16, 7, conv_geometry{.kh = 3, .pad_top = 1}},
+                                        {16, 8, 4, 4, 9, conv_geometry{.kh = 3, .stride_h = 2, .pad_top = 1}},
+                                        {3, 10, 20, 30, 12, conv_geometry{}},
+                                        {3, 40, 6, 6, 100, conv_geometry{.kh = 3, .pad_top = 1}}}};
+  const kd::conv_gemm_form<T>* chosen;
+  std::vector<std::pair<std::string, const kd::conv_gemm_form<T>*>> named;
+  if constexpr (std::is_same_v<T, float>) {
+    chosen = kd::conv_gemm_f32();
+    for (const char* t : {"avx2", "avx512bw"}) named.emplace_back(t, kd::conv_gemm_f32(t));
+  } else {
+    chosen = kd::conv_gemm_f64();
+    for (const char* t : {"avx2", "avx512bw"}) named.emplace_back(t, kd::conv_gemm_f64(t));
+  }
+  const std::string target = kd::target();
+  CHECK(chosen == (target == "avx2" ? named[0].second : target == "avx512bw" ? named[1].second : nullptr));
+  std::mt19937 r(21);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (const auto& c : cases) {
+    const auto& g = c.g;
+    const std::size_t OH = g.out_h(c.H), OW = g.out_w(c.W), P = OH * OW, K = c.C * g.kh * g.kw;
+    const std::size_t in_n = c.C * c.H * c.W, out_n = c.O * P;
+    std::vector<T> x(c.ns * in_n), w(c.O * K), b(c.O);
+    for (auto& v : x) v = T(u(r));
+    for (auto& v : w) v = T(u(r));
+    for (auto& v : b) v = T(u(r));
+    const auto worst_error = [&](const std::vector<T>& y) {
+      double worst = 0;
+      for (std::size_t s = 0; s < c.ns; ++s)
+        for (std::size_t o = 0; o < c.O; ++o)
+          for (std::size_t q = 0; q < P; ++q) {
+            const std::size_t oh = q / OW, ow = q % OW;
+            long double ref = b[o], mag = std::fabs(static_cast<long double>(b[o]));
+            for (std::size_t ch = 0; ch < c.C; ++ch)
+              for (std::size_t i = 0; i < g.kh; ++i)
+                for (std::size_t j = 0; j < g.kw; ++j) {
+                  const long ih = long(oh * g.stride_h + i) - long(g.pad_top), iw = long(ow * g.stride_w + j) - long(g.pad_left);
+                  if (ih < 0 || iw < 0 || ih >= long(c.H) || iw >= long(c.W)) continue;
+                  const long double p = static_cast<long double>(w[(o * c.C + ch) * g.kh * g.kw + i * g.kw + j]) *
+                                        x[s * in_n + (ch * c.H + std::size_t(ih)) * c.W + std::size_t(iw)];
+                  ref += p;
+                  mag += std::fabs(p);
+                }
+            worst = std::max(worst, double(std::fabs(static_cast<long double>(y[s * out_n + o * P + q]) - ref) / mag));
+          }
+      return worst;
+    };
+    const double tol = (std::is_same_v<T, float> ? 1e-6 : 1e-15) * std::sqrt(double(K) + 1);
+    // the dispatched entry point, on the scratch the plan would give it (sized for every target)
+    std::vector<T> y(c.ns * out_n), work(nnlens::kernels::conv_gemm_scratch<T>(c.ns, P, c.O, K, g.kh * g.kw));
+    nnlens::kernels::conv_gemm(x.data(), in_n, c.ns, c.C, c.H, c.W, g, OH, OW, w.data(), c.O, b.data(), y.data(), out_n,
+                               work.data());
+    CHECK_MESSAGE(worst_error(y) < tol, "dispatched, ns ", c.ns, " C ", c.C, " O ", c.O);
+    std::vector<std::vector<T>> per_target;
+    for (const auto& [name, f] : named) {
+      if (!f) continue;
+      std::vector<T> yt(c.ns * out_n), wt(f->scratch(c.ns, P, c.O, K, g.kh * g.kw));
+      CHECK(wt.size() <= work.size());  // the plan's scratch fits every target
+      f->run(x.data(), in_n, c.ns, c.C, c.H, c.W, g, OH, OW, w.data(), c.O, b.data(), yt.data(), out_n, wt.data());
+      CHECK_MESSAGE(worst_error(yt) < tol, name, ", ns ", c.ns, " C ", c.C, " O ", c.O);
+      if (f == chosen) CHECK(std::memcmp(yt.data(), y.data(), y.size() * sizeof(T)) == 0);
+      per_target.push_back(std::move(yt));
+    }
+    if (per_target.size() == 2)  // the same sums in the same order (k blocks of the same KC)
+      CHECK(std::memcmp(per_target[0].data(), per_target[1].data(), y.size() * sizeof(T)) == 0);
+  }
 }

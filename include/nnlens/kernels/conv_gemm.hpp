@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
+#include <type_traits>
 
 #include "nnlens/kernels/conv.hpp"
 #include "nnlens/kernels/gemm.hpp"
@@ -34,18 +35,27 @@
 namespace nnlens::kernels {
 inline namespace NNLENS_SIMD_NS {
 
-/// The scratch of conv_gemm for ns samples of OH*OW = P outputs, O channels, K = C*kh*kw and
-/// kh*kw = taps.
+namespace conv_gemm_impl {
+
+/// The scratch of conv_gemm_on for ns samples of OH*OW = P outputs, O channels, K = C*kh*kw and
+/// kh*kw = taps, with the GEMM blocking of vectors of `width` scalars of T.
 template <class T>
-constexpr std::size_t conv_gemm_scratch(std::size_t ns, std::size_t P, std::size_t O, std::size_t K,
-                                        std::size_t taps) {
+constexpr std::size_t scratch_for(std::size_t width, std::size_t ns, std::size_t P, std::size_t O, std::size_t K,
+                                  std::size_t taps) {
   using blk = gemm_impl::gemm_blocking<T>;
-  const std::size_t nc = (std::min(ns * P, blk::NC) + blk::NR - 1) / blk::NR * blk::NR;
+  const std::size_t NR = 2 * width, NC = NR * (blk::NC / blk::NR);  // gemm_blocking's shape at that width
+  const std::size_t nc = (std::min(ns * P, NC) + NR - 1) / NR * NR;
   // B's panels, one k row, the straddling tiles' sums, the gather table (int32 per tap and
   // column), the alignment
-  return std::min(K, blk::KC) * nc + nc + (ns > 1 && P % blk::NR != 0 ? O * nc : 0) +
+  return std::min(K, blk::KC) * nc + nc + (ns > 1 && P % NR != 0 ? O * nc : 0) +
          (taps * nc * sizeof(std::int32_t) + sizeof(T) - 1) / sizeof(T) + 64 / sizeof(T);
 }
+template <class T>
+constexpr std::size_t scratch(std::size_t ns, std::size_t P, std::size_t O, std::size_t K, std::size_t taps) {
+  return scratch_for<T>(gemm_impl::gemm_blocking<T>::W, ns, P, O, K, taps);
+}
+
+}  // namespace conv_gemm_impl
 
 namespace conv_gemm_detail {
 
@@ -160,10 +170,12 @@ void pack_panels(const T* x, std::size_t in_n, std::size_t H, std::size_t W, con
 
 }  // namespace conv_gemm_detail
 
+namespace conv_gemm_impl {
+/// The kernel of this SIMD target (kernels::conv_gemm below picks the target).
 template <class T>
-void conv_gemm(const T* x, std::size_t in_n, std::size_t ns, std::size_t C, std::size_t H, std::size_t W,
-               const conv_geometry& g, std::size_t OH, std::size_t OW, const T* Wg, std::size_t O, const T* b, T* y,
-               std::size_t out_n, T* work) {
+void conv_gemm_on(const T* x, std::size_t in_n, std::size_t ns, std::size_t C, std::size_t H, std::size_t W,
+                  const conv_geometry& g, std::size_t OH, std::size_t OW, const T* Wg, std::size_t O, const T* b, T* y,
+                  std::size_t out_n, T* work) {
   using blk = gemm_impl::gemm_blocking<T>;
   const std::size_t P = OH * OW, N = ns * P, K = C * g.kh * g.kw;
   if (N == 0 || O == 0) return;
@@ -220,5 +232,55 @@ void conv_gemm(const T* x, std::size_t in_n, std::size_t ns, std::size_t C, std:
   }
 }
 
+}  // namespace conv_gemm_impl
+
 }  // inline namespace NNLENS_SIMD_NS
+
+namespace dispatch {
+/// One SIMD target's conv_gemm (src/dispatch/: nnlens::dispatch, the run-time choice of target).
+template <class T>
+struct conv_gemm_form {
+  std::size_t (*scratch)(std::size_t, std::size_t, std::size_t, std::size_t, std::size_t);
+  void (*run)(const T*, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, const conv_geometry&,
+              std::size_t, std::size_t, const T*, std::size_t, const T*, T*, std::size_t, T*);
+};
+/// Defined in nnlens::dispatch (src/dispatch/dispatch.cpp), as gemm_f32()/gemm_f64(): the chosen
+/// target's conv_gemm, or nullptr (then the program's own copy runs); the named target's, or nullptr.
+const conv_gemm_form<float>* conv_gemm_f32() noexcept;
+const conv_gemm_form<double>* conv_gemm_f64() noexcept;
+const conv_gemm_form<float>* conv_gemm_f32(const char* target) noexcept;
+const conv_gemm_form<double>* conv_gemm_f64(const char* target) noexcept;
+}  // namespace dispatch
+
+/// The elements of `work` that conv_gemm needs for ns samples of OH*OW = P outputs, O channels,
+/// K = C*kh*kw and kh*kw = taps.  With NNLENS_RUNTIME_DISPATCH: enough for every target's blocking
+/// (the widest vectors, 64 bytes), so a plan sized at compile time fits the target chosen at run time.
+template <class T>
+constexpr std::size_t conv_gemm_scratch(std::size_t ns, std::size_t P, std::size_t O, std::size_t K, std::size_t taps) {
+#if defined(NNLENS_RUNTIME_DISPATCH)
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+    return std::max(conv_gemm_impl::scratch<T>(ns, P, O, K, taps),
+                    conv_gemm_impl::scratch_for<T>(64 / sizeof(T), ns, P, O, K, taps));
+#endif
+  return conv_gemm_impl::scratch<T>(ns, P, O, K, taps);
+}
+
+/// See the header comment.  With NNLENS_RUNTIME_DISPATCH (link nnlens::dispatch), float and
+/// double run the best target's copy for this CPU.
+template <class T>
+void conv_gemm(const T* x, std::size_t in_n, std::size_t ns, std::size_t C, std::size_t H, std::size_t W,
+               const conv_geometry& g, std::size_t OH, std::size_t OW, const T* Wg, std::size_t O, const T* b, T* y,
+               std::size_t out_n, T* work) {
+#if defined(NNLENS_RUNTIME_DISPATCH)
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    static const dispatch::conv_gemm_form<T>* const form = [] {
+      if constexpr (std::is_same_v<T, float>) return dispatch::conv_gemm_f32();
+      else return dispatch::conv_gemm_f64();
+    }();
+    if (form) return form->run(x, in_n, ns, C, H, W, g, OH, OW, Wg, O, b, y, out_n, work);
+  }
+#endif
+  conv_gemm_impl::conv_gemm_on<T>(x, in_n, ns, C, H, W, g, OH, OW, Wg, O, b, y, out_n, work);
+}
+
 }  // namespace nnlens::kernels
