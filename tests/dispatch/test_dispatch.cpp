@@ -262,7 +262,7 @@ TEST_CASE_TEMPLATE("conv_gemm through the dispatcher, and each target's copy, ma
       if (!f) continue;
       std::vector<T> yt(c.ns * out_n), wt(f->scratch(c.ns, P, c.O, K, g.kh * g.kw));
       CHECK(wt.size() <= work.size());  // the plan's scratch fits every target
-      f->run(x.data(), in_n, c.ns, c.C, c.H, c.W, g, OH, OW, w.data(), c.O, b.data(), yt.data(), out_n, wt.data());
+      f->run(x.data(), in_n, c.ns, c.C, c.H, c.W, g, OH, OW, w.data(), c.O, b.data(), yt.data(), out_n, wt.data(), 0, std::size_t(-1));
       CHECK_MESSAGE(worst_error(yt) < tol, name, ", ns ", c.ns, " C ", c.C, " O ", c.O);
       if (f == chosen) CHECK(std::memcmp(yt.data(), y.data(), y.size() * sizeof(T)) == 0);
       per_target.push_back(std::move(yt));

@@ -7,6 +7,7 @@
 #include <nnlens/kernels/conv_gemm.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -127,5 +128,55 @@ TEST_CASE("conv_gemm: every output written once per k block, the same bits for o
   for (std::size_t s = 0; s < ns; ++s) {
     conv_gemm(x.data() + s * in_n, in_n, 1, C, H, W, g, H, W, w.data(), O, b.data(), one.data(), out_n, work.data());
     for (std::size_t e = 0; e < out_n; ++e) REQUIRE(one[e] == all[s * out_n + e]);
+  }
+}
+
+TEST_CASE_TEMPLATE("conv_gemm: column ranges of whole tiles give the whole call's bits and nothing outside them", T, float, double) {
+  using nnlens::conv_geometry;
+  using nnlens::kernels::conv_gemm;
+  using nnlens::kernels::conv_gemm_scratch;
+  // threads share one convolution by column ranges: ranges starting at multiples of the tile
+  // width, over planes whose size is not one (tiles straddle samples) and several column blocks
+  const std::size_t align = nnlens::kernels::conv_gemm_column_align<T>();
+  std::mt19937 r(11);
+  std::uniform_real_distribution<double> u(-1, 1);
+  struct range_case {
+    std::size_t ns, C, H, W, O;
+    conv_geometry g;
+  };
+  for (const auto& c : {range_case{1, 7, 30, 30, 13, conv_geometry{.kh = 3, .pad_top = 1}},
+                        range_case{6, 20, 5, 5, 9, conv_geometry{.kh = 3, .pad_top = 1}},
+                        range_case{3, 16, 20, 21, 5, conv_geometry{}},
+                        range_case{4, 3, 22, 22, 4, conv_geometry{.kh = 3, .pad_top = 2, .dilation_h = 2}}}) {
+    const auto& g = c.g;
+    const std::size_t OH = g.out_h(c.H), OW = g.out_w(c.W), P = OH * OW, K = c.C * g.kh * g.kw, N = c.ns * P;
+    const std::size_t in_n = c.C * c.H * c.W, out_n = c.O * P;
+    std::vector<T> x(c.ns * in_n), w(c.O * K), b(c.O);
+    for (auto& v : x) v = T(u(r));
+    for (auto& v : w) v = T(u(r));
+    for (auto& v : b) v = T(u(r));
+    std::vector<T> whole(c.ns * out_n), work(conv_gemm_scratch<T>(c.ns, P, c.O, K, g.kh * g.kw));
+    conv_gemm(x.data(), in_n, c.ns, c.C, c.H, c.W, g, OH, OW, w.data(), c.O, b.data(), whole.data(), out_n, work.data());
+    for (std::size_t parts : {2, 3, 5}) {
+      CAPTURE(parts);
+      const T guard = std::numeric_limits<T>::quiet_NaN();
+      std::vector<T> split(c.ns * out_n, guard);
+      for (std::size_t k = 0; k < parts; ++k) {
+        const std::size_t lo = N * k / parts / align * align, hi = k + 1 == parts ? N : N * (k + 1) / parts / align * align;
+        std::vector<T> before = split;
+        conv_gemm(x.data(), in_n, c.ns, c.C, c.H, c.W, g, OH, OW, w.data(), c.O, b.data(), split.data(), out_n,
+                  work.data(), lo, hi);
+        // nothing outside [lo, hi) changed
+        bool outside = true;
+        for (std::size_t s = 0; s < c.ns; ++s)
+          for (std::size_t o = 0; o < c.O; ++o)
+            for (std::size_t q = 0; q < P; ++q) {
+              const std::size_t col = s * P + q, e = s * out_n + o * P + q;
+              if (col < lo || col >= hi) outside = outside && (std::isnan(before[e]) ? std::isnan(split[e]) : before[e] == split[e]);
+            }
+        CHECK(outside);
+      }
+      CHECK(std::memcmp(split.data(), whole.data(), whole.size() * sizeof(T)) == 0);
+    }
   }
 }

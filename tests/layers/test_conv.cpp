@@ -660,3 +660,60 @@ TEST_CASE("Conv2D: PyTorch default initialisation") {
   CHECK(md <= 1.0 / 3.0);
   CHECK(md > 0.5 / 3.0);
 }
+
+TEST_CASE_TEMPLATE("Conv2D: columns or output channels split over threads within one call give the serial bits", T, float, double) {
+  // Within-layer threads (detail::intra_op_pool(), set by forward(execution::par) at a batch below
+  // its threads): a GEMM-form convolution splits its columns, or its output channels, over the pool.
+  using Net = Sequential<Input<16, 12, 12>, Conv2DG<60, conv_geometry{.kh = 3, .pad_top = 1}, T>, ReLU,
+                         Conv2DG<100, conv_geometry{.kh = 3, .stride_h = 2, .pad_top = 1}, T>, ReLU,
+                         Conv2DG<52, conv_geometry{}, T>>;
+  Net net;
+  initialize(net, 23);
+  const std::size_t align = kernels::conv_gemm_column_align<T>();
+  const detail::conv_plan p1 = detail::make_conv_plan(conv_geometry{.kh = 3, .pad_top = 1}, shape{16, 12, 12}, shape{60, 12, 12}, 1);
+  const detail::conv_plan p2 =
+      detail::make_conv_plan(conv_geometry{.kh = 3, .stride_h = 2, .pad_top = 1}, shape{60, 12, 12}, shape{100, 6, 6}, 1);
+  // 144 columns: by columns on 2 threads where 144 >= 8 tiles; the 36 columns of the second: by channels
+  CHECK(detail::conv_intra_parts(p1, 1, 2, align).parts == 2);
+  CHECK(detail::conv_intra_parts(p1, 1, 2, align).by_columns == (144 >= 8 * align));
+  CHECK(detail::conv_intra_parts(p2, 1, 3, align).parts == 3);
+  CHECK(!detail::conv_intra_parts(p2, 1, 3, align).by_columns);
+  CHECK(detail::conv_intra_parts(p1, 1, 1, align).parts == 1);
+  // parts: whole units, covering [0, n) in order
+  for (std::size_t n : {24, 48, 60, 100, 144, 512})
+    for (std::size_t parts : {2, 3, 4})
+      for (std::size_t unit : {std::size_t(6), align}) {
+        CHECK(detail::conv_intra_start(n, 0, parts, unit) == 0);
+        CHECK(detail::conv_intra_start(n, parts, parts, unit) == n);
+        for (std::size_t c = 1; c < parts; ++c) {
+          CHECK(detail::conv_intra_start(n, c, parts, unit) % unit == 0);
+          CHECK(detail::conv_intra_start(n, c, parts, unit) >= detail::conv_intra_start(n, c - 1, parts, unit));
+        }
+      }
+  auto dnet = to_dynamic(net);
+  for (std::size_t batch : {1, 2}) {
+    auto x = random_images<T>({batch, 16, 12, 12}, 31);
+    const auto serial = forward(execution::seq, net, x);
+    detail::thread_pool pool(3);
+    xt::xarray<T> split = xt::zeros_like(serial), split_dyn = xt::zeros_like(serial);
+    {
+      detail::intra_op_scope scope(&pool);
+      std::vector<T> ws(inference_workspace_size(net, batch));
+      forward_into(net, batch, x.data(), split.data(), std::span<T>(ws));
+      std::vector<T> wd(inference_workspace_size(dnet, batch));
+      forward_into(dnet, batch, x.data(), split_dyn.data(), std::span<T>(wd));
+    }
+    CHECK(detail::intra_op_pool() == nullptr);  // the scope restored it
+    bool same = true, same_dyn = true;
+    for (std::size_t i = 0; i < serial.size(); ++i) {
+      same = same && serial.data()[i] == split.data()[i];
+      same_dyn = same_dyn && serial.data()[i] == split_dyn.data()[i];
+    }
+    CHECK_MESSAGE(same, "batch ", batch);
+    CHECK_MESSAGE(same_dyn, "batch ", batch);
+  }
+  // forward(execution::par) at batch 1 takes that path (the default pool's threads)
+  auto x1 = random_images<T>({1, 16, 12, 12}, 37);
+  const auto a = forward(execution::seq, net, x1), b = forward(execution::par, net, x1);
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(a.data()[i] == b.data()[i]);
+}

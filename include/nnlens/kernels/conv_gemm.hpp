@@ -175,7 +175,7 @@ namespace conv_gemm_impl {
 template <class T>
 void conv_gemm_on(const T* x, std::size_t in_n, std::size_t ns, std::size_t C, std::size_t H, std::size_t W,
                   const conv_geometry& g, std::size_t OH, std::size_t OW, const T* Wg, std::size_t O, const T* b, T* y,
-                  std::size_t out_n, T* work) {
+                  std::size_t out_n, T* work, std::size_t col_lo, std::size_t col_hi) {
   using blk = gemm_impl::gemm_blocking<T>;
   const std::size_t P = OH * OW, N = ns * P, K = C * g.kh * g.kw;
   if (N == 0 || O == 0) return;
@@ -194,8 +194,9 @@ void conv_gemm_on(const T* x, std::size_t in_n, std::size_t ns, std::size_t C, s
   std::int32_t* off = conv_gemm_detail::gathers<T>(g, OW, ns, in_n)
                           ? ::new (static_cast<void*>(end)) std::int32_t[g.kh * g.kw * ncr]
                           : nullptr;
-  for (std::size_t j0 = 0; j0 < N; j0 += blk::NC) {
-    const std::size_t nc = std::min(blk::NC, N - j0);
+  const std::size_t j_end = std::min(N, col_hi);
+  for (std::size_t j0 = col_lo; j0 < j_end; j0 += blk::NC) {
+    const std::size_t nc = std::min(blk::NC, j_end - j0);
     if (off) conv_gemm_detail::gather_table(in_n, H, W, g, OH, OW, j0, nc, off);
     for (std::size_t k0 = 0; k0 < K; k0 += blk::KC) {
       const std::size_t kc = std::min(blk::KC, K - k0);
@@ -242,7 +243,7 @@ template <class T>
 struct conv_gemm_form {
   std::size_t (*scratch)(std::size_t, std::size_t, std::size_t, std::size_t, std::size_t);
   void (*run)(const T*, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, const conv_geometry&,
-              std::size_t, std::size_t, const T*, std::size_t, const T*, T*, std::size_t, T*);
+              std::size_t, std::size_t, const T*, std::size_t, const T*, T*, std::size_t, T*, std::size_t, std::size_t);
 };
 /// Defined in nnlens::dispatch (src/dispatch/dispatch.cpp), as gemm_f32()/gemm_f64(): the chosen
 /// target's conv_gemm, or nullptr (then the program's own copy runs); the named target's, or nullptr.
@@ -265,22 +266,34 @@ constexpr std::size_t conv_gemm_scratch(std::size_t ns, std::size_t P, std::size
   return conv_gemm_impl::scratch<T>(ns, P, O, K, taps);
 }
 
-/// See the header comment.  With NNLENS_RUNTIME_DISPATCH (link nnlens::dispatch), float and
-/// double run the best target's copy for this CPU.
+/// The tile width of conv_gemm's columns: a column range that starts at a multiple of it gives
+/// each output the same sum as the whole call (conv_gemm's col_lo).
+template <class T>
+constexpr std::size_t conv_gemm_column_align() {
+#if defined(NNLENS_RUNTIME_DISPATCH)
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) return 2 * 64 / sizeof(T);  // every target's NR divides it
+#endif
+  return gemm_impl::gemm_blocking<T>::NR;
+}
+
+/// See the header comment.  [col_lo, col_hi): only the output columns (sample-major positions
+/// s*OH*OW + q) in that range, col_lo a multiple of conv_gemm_column_align<T>(): each the same sum
+/// as in the whole call, so that threads can share one convolution.  With NNLENS_RUNTIME_DISPATCH
+/// (link nnlens::dispatch), float and double run the best target's copy for this CPU.
 template <class T>
 void conv_gemm(const T* x, std::size_t in_n, std::size_t ns, std::size_t C, std::size_t H, std::size_t W,
                const conv_geometry& g, std::size_t OH, std::size_t OW, const T* Wg, std::size_t O, const T* b, T* y,
-               std::size_t out_n, T* work) {
+               std::size_t out_n, T* work, std::size_t col_lo = 0, std::size_t col_hi = std::size_t(-1)) {
 #if defined(NNLENS_RUNTIME_DISPATCH)
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     static const dispatch::conv_gemm_form<T>* const form = [] {
       if constexpr (std::is_same_v<T, float>) return dispatch::conv_gemm_f32();
       else return dispatch::conv_gemm_f64();
     }();
-    if (form) return form->run(x, in_n, ns, C, H, W, g, OH, OW, Wg, O, b, y, out_n, work);
+    if (form) return form->run(x, in_n, ns, C, H, W, g, OH, OW, Wg, O, b, y, out_n, work, col_lo, col_hi);
   }
 #endif
-  conv_gemm_impl::conv_gemm_on<T>(x, in_n, ns, C, H, W, g, OH, OW, Wg, O, b, y, out_n, work);
+  conv_gemm_impl::conv_gemm_on<T>(x, in_n, ns, C, H, W, g, OH, OW, Wg, O, b, y, out_n, work, col_lo, col_hi);
 }
 
 }  // namespace nnlens::kernels

@@ -26,7 +26,10 @@
 //               im2col inside the GEMM's packing (no im2col buffer; a 1x1 unpadded kernel of
 //               stride 1 copies its planes), the bias added as the tiles are stored; several
 //               samples side by side in `columns` when one output plane is small (squeeze-
-//               excitation's [C, 1, 1], late stages' 2x2), so the GEMMs stay wide.
+//               excitation's [C, 1, 1], late stages' 2x2), so the GEMMs stay wide; with
+//               detail::intra_op_pool() (forward(execution::par) at a batch below its threads)
+//               its columns (or, when they are few, its output channels) split over the threads,
+//               with the same bits.
 //           backward: dx = col2im(W_g^T dy_g); dW += dy_g col^T (kernels::gemm_nt: dot products
 //           along the long pixel axis); db += sum dy.  Scratch comes from scratch_size (a
 //           compile-time constant for a static layer); nothing is allocated except the backward
@@ -42,6 +45,7 @@
 
 #include "nnlens/core/tensor.hpp"
 #include "nnlens/core/codegen_form.hpp"
+#include "nnlens/core/thread_pool.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/core/onnx_form.hpp"
 #include "nnlens/kernels/conv.hpp"
@@ -141,6 +145,27 @@ inline constexpr std::size_t conv_max_col_scalars = std::size_t(1) << 20;
 /// GEMM is too thin to pay for the im2col copies.
 inline constexpr std::size_t conv_direct_max_out = 16;
 inline constexpr std::size_t conv_direct_min_width = 16;
+
+/// Within-layer threads (detail::intra_op_pool(), a batch smaller than the pool): how a GEMM-form
+/// convolution of nb samples splits over `threads` threads.  By columns (output positions, in
+/// ranges of whole tiles: nothing packed twice) where each thread gets at least 4 tiles of `align`
+/// columns, else by output channels (whole micro-kernel rows, at least 4 of 6 per slice).  One part
+/// below conv_intra_min_macs multiply-adds (a thread's wake-up costs some microseconds).
+inline constexpr std::size_t conv_intra_min_macs = std::size_t(1) << 20;
+struct conv_intra_split {
+  std::size_t parts = 1;
+  bool by_columns = false;
+};
+constexpr conv_intra_split conv_intra_parts(const conv_plan& p, std::size_t nb, std::size_t threads, std::size_t align) {
+  if (threads < 2 || p.Og * nb * p.P * p.Kc < conv_intra_min_macs) return {};
+  if (nb * p.P >= 4 * align * threads) return {threads, true};
+  return {std::max<std::size_t>(1, std::min(threads, p.Og / 24)), false};
+}
+/// The start of part c of `parts` over [0, n) in multiples of `unit` (part `parts` ends at n).
+constexpr std::size_t conv_intra_start(std::size_t n, std::size_t c, std::size_t parts, std::size_t unit) {
+  if (c >= parts) return n;
+  return std::min(n, (n * c / parts + unit / 2) / unit * unit);
+}
 
 constexpr std::size_t conv_chunk(std::size_t target, std::size_t P, std::size_t Kc, std::size_t batch) {
   if (P == 0 || P >= target || batch <= 1) return 1;
@@ -281,11 +306,39 @@ struct layer_traits<Conv2DG<Out, G, T>> : layer_defaults {
     }
     // dense (and few-group) convolutions: one GEMM per group and chunk of nb samples, im2col inside
     Tx* work = a.scratch;
+    detail::thread_pool* pool = detail::intra_op_pool();
     for (std::size_t n0 = 0; n0 < a.batch; n0 += p.nb) {
       const std::size_t nbc = std::min(p.nb, a.batch - n0);
-      for (std::size_t gi = 0; gi < p.G; ++gi)
-        kernels::conv_gemm(a.x + n0 * in_n + gi * in_g, in_n, nbc, p.Cg, p.H, p.W, g, p.OH, p.OW,
-                           Wd + gi * p.Og * p.Kc, p.Og, bd + gi * p.Og, a.y + n0 * out_n + gi * p.Og * p.P, out_n, work);
+      const std::size_t N = nbc * p.P, align = kernels::conv_gemm_column_align<Tx>();
+      const detail::conv_intra_split split = pool ? detail::conv_intra_parts(p, nbc, pool->size(), align) : detail::conv_intra_split{};
+      const std::size_t parts = split.parts;
+      for (std::size_t gi = 0; gi < p.G; ++gi) {
+        const Tx* x0 = a.x + n0 * in_n + gi * in_g;
+        const Tx* w0 = Wd + gi * p.Og * p.Kc;
+        const Tx* b0 = bd + gi * p.Og;
+        Tx* y0 = a.y + n0 * out_n + gi * p.Og * p.P;
+        if (parts == 1) {
+          kernels::conv_gemm(x0, in_n, nbc, p.Cg, p.H, p.W, g, p.OH, p.OW, w0, p.Og, b0, y0, out_n, work);
+          continue;
+        }
+        // one part per thread: a range of whole column tiles, or a slice of whole micro-kernel rows
+        // of output channels; either way each output is the same sum as on one thread
+        pool->parallel_for(parts, [&](std::size_t c) {
+          const std::size_t n = split.by_columns ? N : p.Og, unit = split.by_columns ? align : 6;
+          const std::size_t lo = detail::conv_intra_start(n, c, parts, unit), hi = detail::conv_intra_start(n, c + 1, parts, unit);
+          if (lo == hi) return;
+          const std::size_t o0 = split.by_columns ? 0 : lo, o1 = split.by_columns ? p.Og : hi;
+          Tx* wk = work;  // part 0: the layer's scratch; the others: their thread's own
+          if (c != 0) {
+            thread_local std::vector<Tx> own;
+            const std::size_t need = kernels::conv_gemm_scratch<Tx>(nbc, p.P, o1 - o0, p.Kc, p.kh * p.kw);
+            if (own.size() < need) own.resize(need);
+            wk = own.data();
+          }
+          kernels::conv_gemm(x0, in_n, nbc, p.Cg, p.H, p.W, g, p.OH, p.OW, w0 + o0 * p.Kc, o1 - o0, b0 + o0, y0 + o0 * p.P,
+                             out_n, wk, split.by_columns ? lo : 0, split.by_columns ? hi : N);
+        });
+      }
     }
   }
 

@@ -1,7 +1,9 @@
 // nnlens/network/forward.hpp -- batched inference on any network form.
 //
 //   forward(net, x)                   x: [batch, in...] container -> [batch, out...] (checks shape,
-//   forward(execution::par, net, x)      NaN/Inf; allocates the result)
+//   forward(execution::par, net, x)      NaN/Inf; allocates the result; par splits the batch over
+//                                      the pool's threads, or, at a batch smaller than the pool,
+//                                      lets layers split their own work: detail::intra_op_pool())
 //   forward_into(net, batch, x, y, ws) raw pointers + a caller-owned workspace: no allocation at
 //                                      all, no checks (the embedded path)
 //   inference_workspace_size(net, batch)   scalars forward_into needs; for a Sequential also a
@@ -195,7 +197,15 @@ xt::xarray<network_scalar_t<Net>> forward_rows(const Policy& policy, const Net& 
   xt::xarray<T> y = xt::xarray<T>::from_shape(out.with_batch(batch));
   if (batch == 0) return y;
   if constexpr (execution::is_host_parallel_policy_v<Policy>) {
-    forward_chunks(policy, net, batch, x.data(), y.data());
+    if (batch < default_pool().size()) {  // too few samples to split: the layers may split instead
+      intra_op_scope scope(&default_pool());
+      auto& ws = thread_workspace<T>();
+      const std::size_t need = inference_workspace_size(net, batch);
+      if (ws.size() < need) ws.resize(need);
+      forward_into(net, batch, x.data(), y.data(), std::span<T>(ws));
+    } else {
+      forward_chunks(policy, net, batch, x.data(), y.data());
+    }
   } else {
     auto& ws = thread_workspace<T>();
     const std::size_t need = inference_workspace_size(net, batch);
