@@ -285,6 +285,7 @@ TEST_CASE("errors: degenerate and non-finite segments, wrong sizes, caps, non-PW
   cap.max_pieces = full.pieces();
   CHECK(exact_line(net, A, B, cap).t == full.t);
   line_options bytes;
+  bytes.max_memory = 0;  // unbounded: max_bytes caps a layer instead
   bytes.max_bytes = 64;
   CHECK_THROWS_AS(exact_line(net, A, B, bytes), limit_error);
   try {

@@ -197,6 +197,7 @@ int run_as(const exact_line_options& o) {
   line_options lo;
   lo.merge_tol = o.merge_tol;
   lo.max_pieces = o.max_pieces;
+  lo.max_memory = o.max_memory_mib << 20;
   lo.validate = o.validate;
   if (!(o.validate_tol >= 0 && o.validate_tol < 1))
     throw value_error(concat("--validate-tol: expected a relative tolerance in [0, 1), got ", fmt(o.validate_tol, "%.6g")));
@@ -351,6 +352,10 @@ void register_exact_line(CLI::App& app, command_list& cmds) {
   cmd.add_option("--max-pieces", o.max_pieces, "Fail a segment with more pieces than this")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd.add_option("--max-memory", o.max_memory_mib,
+                 "MiB of values in flight (the segments running at once share it): a layer that would pass it runs on "
+                 "sub-segments one after the other, with the same pieces; 0: no bound")
+      ->capture_default_str();
   cmd.add_flag("--validate", o.validate,
                "Check every piece at 1/4, 1/2, 3/4 of its length against the network (tolerance 1e-9 in f64, 1e-3 "
                "in f32); a violation fails the command (exit 1)");

@@ -36,6 +36,7 @@ struct exact_line_options : model_args {  // --precision's default: f64
   class_rule classes = class_rule::argmax;  // or argmin (ACAS Xu: the advisory is the minimal score)
   double merge_tol = 0;
   std::size_t max_pieces = std::size_t(1) << 24;
+  std::size_t max_memory_mib = 1024;  // values in flight, all segments together; 0: unbounded
   bool validate = false;
   double validate_tol = 0;  // 0: the precision's default (f64 1e-9, f32 1e-3)
   std::string svg;  // "": no chart

@@ -2,7 +2,7 @@
 // engine (the host's line.hpp, plane.hpp, the thrust backend).
 //
 //   line_options     merge_tol, reanchor, validate, fuse_max_pool, the caps max_pieces / max_bytes,
-//                    keep_going
+//                    the budget max_memory, keep_going
 //   line_result<S, R> r   r.t (0 = t_0 < ... < t_k = 1), r.output(j), r.eval(t), r.point(t),
 //                    r.piece_of(t), r.length(), r.stats (line_stats), r.error (keep_going)
 //   detail::check_line_caps<S>(points, d, opt, where)   limit_error past max_pieces or max_bytes
@@ -31,7 +31,9 @@ struct line_options {
   double validate_tol = 1e-9;     // |f(x) - interpolation| <= tol * (1 + |f(x)|) counts as affine
   bool fuse_max_pool = true;      // ReLU / max(x, c) next to a MaxPool: one fused rule
   std::size_t max_pieces = std::size_t(1) << 24;  // limit_error beyond
-  std::size_t max_bytes = std::size_t(4) << 30;   // values kept for one layer; limit_error beyond
+  std::size_t max_bytes = std::size_t(4) << 30;   // max_memory = 0: values kept for one layer; limit_error beyond
+  std::size_t max_memory = std::size_t(1) << 30;  // bytes of values in flight (host engine); a layer that
+                                                  // would pass it runs on sub-segments; 0: unbounded
   bool keep_going = false;        // exact_lines: record a segment's error in its result, go on
 };
 
@@ -41,6 +43,9 @@ struct line_stats {
   std::size_t violations = 0;         // validate: pieces on which the network is not affine
   double max_deviation = 0;           // validate: the largest relative deviation seen
   std::vector<std::size_t> points;    // number of points after each top-level layer
+  std::size_t sub_segments = 0;       // max_memory: steps split into sub-segments
+  std::size_t cuts = 0;               // max_memory: points made to cut a single piece
+  std::size_t cuts_merged = 0;        // max_memory: of those, dropped again (the network is affine across)
 };
 
 template <class S = double, class R = double>

@@ -1,9 +1,12 @@
 // nnlens/exactline/walk.hpp -- the walk every ExactLine engine shares: a network's layers by
 // their pwl_rule forms (core/traits.hpp).
 //
-//   line_walk(e, net, fuse)           the top-level layers in order; with fuse, a ReLU / max(x, c)
-//                                     next to a max window is one rule: the breaks of the
-//                                     composition (the window's envelope with c as a candidate)
+//   line_walk(e, net, fuse, first)    the top-level layers in order (from `first` on); with fuse, a
+//                                     ReLU / max(x, c) next to a max window is one rule: the breaks
+//                                     of the composition (the window's envelope with c as a
+//                                     candidate).  An engine with step_begin(i) / step_end() hears
+//                                     where each top-level step (one layer, or a fused pair) starts
+//                                     and ends (exactline/bounded.hpp's transactions).
 //   line_step(e, l, in, out, at)      one layer: refine at its breaks, then its forward pass; a
 //                                     composite by the engine; a layer that is not piecewise-linear
 //                                     is logic_error naming it and its place (line_walk checks
@@ -144,8 +147,14 @@ inline constexpr bool is_pwl_precheck_v = false;
 template <class E>
 inline constexpr bool is_pwl_precheck_v<pwl_precheck<E>> = true;
 
+template <class E>
+concept line_stepped = requires(E& e) {
+  e.step_begin(std::size_t{});
+  e.step_end();
+};
+
 template <class E, class Net>
-void line_walk(E& e, const Net& net, bool fuse) {
+void line_walk(E& e, const Net& net, bool fuse, std::size_t first = 0) {
   if constexpr (!is_pwl_precheck_v<E> && !is_sequential_v<std::remove_cvref_t<Net>>) {
     pwl_precheck<E> pre;  // a DynamicNetwork's non-piecewise-linear layer, before any work (a
                           // Sequential's is a compile error: require_pwl_network)
@@ -153,7 +162,9 @@ void line_walk(E& e, const Net& net, bool fuse) {
   }
   for_each_layer_ahead(net, [&](const auto& l, auto i, shape in, shape out, auto&& next) {
     using L = std::remove_cvref_t<decltype(l)>;
+    if (std::size_t(i) < first) return false;  // a bounded run's sub-segment resumes at `first`
     const layer_site at{std::size_t(i), nullptr, 0, {}};
+    if constexpr (line_stepped<E>) e.step_begin(std::size_t(i));
     bool fused = false;
     if constexpr (pwl_has_floor<L> || pwl_has_window<L>) {
       if (fuse)
@@ -179,6 +190,7 @@ void line_walk(E& e, const Net& net, bool fuse) {
     }
     if (!fused) line_step(e, l, in, out, at);
     e.layer_done();
+    if constexpr (line_stepped<E>) e.step_end();
     return fused;
   });
 }
