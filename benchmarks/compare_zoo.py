@@ -4,7 +4,7 @@
 
     /usr/bin/python3 benchmarks/compare_zoo.py [MODEL ...] [--cnn] [--bench PATH] [--peak PATH]
         [--pairs 3] [--calls 5] [--batches 1,16] [--sizes S,...] [--threads 1[,2]] [--dir DIR]
-        [--opset 17] [--json FILE] [--markdown FILE] [--export-only]
+        [--opset 17] [--json FILE] [--markdown FILE] [--export-only] [--render JSON]
 
 --cnn: the ten CNNs of the headline table (CNN_TABLE below) at batches 1, 16, 64, inputs 64 and 224,
 one and two threads (models, --batches, --sizes and --threads given beside it still apply).
@@ -32,7 +32,9 @@ table: the mean of the two), PyTorch's best ms and its mode, and speed = PyTorch
 (above 1: nnlens is faster).  With T = 2, "PyTorch's best" is the faster of its one- and two-thread
 runs of the same batch.  Before timing, nnlens' outputs on two images (bench_zoo --run) are checked
 against PyTorch's: max |diff| / max |y| is in the row.  A model nnlens cannot load yet prints the
-loader's error and the run goes on.  Exit 0, or 2 on bad usage.
+loader's error and the run goes on.  --markdown: a row per model, input and batch, the thread
+counts side by side (mode: e eager, ts TorchScript, and PyTorch's threads); --render FILE prints that
+table again from a --json FILE.  Exit 0, or 2 on bad usage.
 """
 import argparse
 import warnings
@@ -317,20 +319,32 @@ def text_table(rows):
 
 
 def markdown(rows):
-    out = ["| model | input | GFLOP/image | batch | threads | nnlens ms | GFLOP/s | of peak | PyTorch ms | PyTorch mode | speed |",
-           "|---|---:|---:|---:|---:|---|---:|---:|---|---|---:|"]
+    """One row per model, input and batch: one thread against one, then two against PyTorch's best
+    on at most two."""
+    threads = sorted({t for r in rows if "error" not in r for _, t in cells(r)})
+    head = "| model | input | GFLOP/img | batch |"
+    sep = "|---|---:|---:|---:|"
+    for t in threads:
+        head += " nnlens ms, %d thr | GFLOP/s (of peak) | PyTorch ms | speed |" % t
+        sep += "---|---|---|---:|"
+    out = [head, sep]
     for r in rows:
         if "error" in r:
-            out.append("| %s | %d | | | | %s | | | | | |" % (r["model"], r["size"], r["error"].replace("|", "\\|")[:160]))
+            out.append("| %s | %d | | | %s |" % (r["model"], r["size"], r["error"].replace("|", "\\|")[:160]) + " |" * (4 * len(threads) - 1))
             continue
-        for b, t in cells(r):
-            c = r["b%d_t%d" % (b, t)]
-            mode = ("eager" if c["mode"] == "eager" else "TorchScript") + ", %d thread%s" % (
-                c["pytorch_threads"], "" if c["pytorch_threads"] == 1 else "s")
-            out.append("| %s | %d | %s | %d | %d | %s | %s | %s | %s | %s | %.2f |" % (
-                r["model"], r["size"], "%.2f" % r["gflop"] if r.get("gflop") else "", b, t, fmt_ms(c["nnlens"]),
-                "%.0f" % c["gflops"] if "gflops" in c else "", "%.0f%%" % (100 * c["peak_fraction"]) if "peak_fraction" in c else "",
-                fmt_ms(c["pytorch"]), mode, c["speed"]))
+        for b in sorted({b for b, _ in cells(r)}):
+            line = "| %s | %d | %s | %d |" % (r["model"], r["size"], "%.2f" % r["gflop"] if r.get("gflop") else "", b)
+            for t in threads:
+                c = r.get("b%d_t%d" % (b, t))
+                if not c:
+                    line += " | | | |"
+                    continue
+                perf = "%.0f" % c["gflops"] if "gflops" in c else ""
+                if "peak_fraction" in c:
+                    perf += " (%.0f%%)" % (100 * c["peak_fraction"])
+                mode = ("e" if c["mode"] == "eager" else "ts") + str(c["pytorch_threads"])
+                line += " %s | %s | %s %s | %.2f |" % (fmt_ms(c["nnlens"]), perf, fmt_ms(c["pytorch"]), mode, c["speed"])
+            out.append(line)
     return "\n".join(out)
 
 
@@ -367,7 +381,12 @@ def main():
     ap.add_argument("--json", default="")
     ap.add_argument("--markdown", default="")
     ap.add_argument("--export-only", action="store_true", help="export the models to DIR, print their paths, time nothing")
+    ap.add_argument("--render", default="", help="print the markdown table of a --json FILE written before; time nothing")
     args = ap.parse_args()
+    if args.render:
+        with open(args.render) as f:
+            print(markdown(json.load(f)["rows"]))
+        return 0
     ints = lambda v: [int(b) for b in v.split(",") if b]
     args.batches = ints(args.batches or ("1,16,64" if args.cnn else "1,16"))
     args.sizes = ints(args.sizes or ("64,224" if args.cnn else ""))

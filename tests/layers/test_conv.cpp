@@ -664,21 +664,25 @@ TEST_CASE("Conv2D: PyTorch default initialisation") {
 TEST_CASE_TEMPLATE("Conv2D: columns or output channels split over threads within one call give the serial bits", T, float, double) {
   // Within-layer threads (detail::intra_op_pool(), set by forward(execution::par) at a batch below
   // its threads): a GEMM-form convolution splits its columns, or its output channels, over the pool.
-  using Net = Sequential<Input<16, 12, 12>, Conv2DG<60, conv_geometry{.kh = 3, .pad_top = 1}, T>, ReLU,
+  using Net = Sequential<Input<16, 24, 24>, Conv2DG<60, conv_geometry{.kh = 3, .pad_top = 1}, T>, ReLU,
                          Conv2DG<100, conv_geometry{.kh = 3, .stride_h = 2, .pad_top = 1}, T>, ReLU,
                          Conv2DG<52, conv_geometry{}, T>>;
   Net net;
   initialize(net, 23);
   const std::size_t align = kernels::conv_gemm_column_align<T>();
-  const detail::conv_plan p1 = detail::make_conv_plan(conv_geometry{.kh = 3, .pad_top = 1}, shape{16, 12, 12}, shape{60, 12, 12}, 1);
+  const detail::conv_plan p1 = detail::make_conv_plan(conv_geometry{.kh = 3, .pad_top = 1}, shape{16, 24, 24}, shape{60, 24, 24}, 1);
   const detail::conv_plan p2 =
-      detail::make_conv_plan(conv_geometry{.kh = 3, .stride_h = 2, .pad_top = 1}, shape{60, 12, 12}, shape{100, 6, 6}, 1);
-  // 144 columns: by columns on 2 threads where 144 >= 8 tiles; the 36 columns of the second: by channels
+      detail::make_conv_plan(conv_geometry{.kh = 3, .stride_h = 2, .pad_top = 1}, shape{60, 24, 24}, shape{100, 12, 12}, 1);
+  const detail::conv_plan small =
+      detail::make_conv_plan(conv_geometry{.kh = 3, .pad_top = 1}, shape{16, 8, 8}, shape{60, 8, 8}, 1);
+  // 576 columns: by columns on 2 threads (>= 8 tiles); the second's 144: by columns on 3 threads
+  // where that is 12 tiles, else by channels (100 of them: 3 slices of >= 24)
   CHECK(detail::conv_intra_parts(p1, 1, 2, align).parts == 2);
-  CHECK(detail::conv_intra_parts(p1, 1, 2, align).by_columns == (144 >= 8 * align));
+  CHECK(detail::conv_intra_parts(p1, 1, 2, align).by_columns);
   CHECK(detail::conv_intra_parts(p2, 1, 3, align).parts == 3);
-  CHECK(!detail::conv_intra_parts(p2, 1, 3, align).by_columns);
+  CHECK(detail::conv_intra_parts(p2, 1, 3, align).by_columns == (144 >= 12 * align));
   CHECK(detail::conv_intra_parts(p1, 1, 1, align).parts == 1);
+  CHECK(detail::conv_intra_parts(small, 1, 2, align).parts == 1);  // below conv_intra_min_macs
   // parts: whole units, covering [0, n) in order
   for (std::size_t n : {24, 48, 60, 100, 144, 512})
     for (std::size_t parts : {2, 3, 4})
@@ -692,7 +696,7 @@ TEST_CASE_TEMPLATE("Conv2D: columns or output channels split over threads within
       }
   auto dnet = to_dynamic(net);
   for (std::size_t batch : {1, 2}) {
-    auto x = random_images<T>({batch, 16, 12, 12}, 31);
+    auto x = random_images<T>({batch, 16, 24, 24}, 31);
     const auto serial = forward(execution::seq, net, x);
     detail::thread_pool pool(3);
     xt::xarray<T> split = xt::zeros_like(serial), split_dyn = xt::zeros_like(serial);
@@ -713,7 +717,7 @@ TEST_CASE_TEMPLATE("Conv2D: columns or output channels split over threads within
     CHECK_MESSAGE(same_dyn, "batch ", batch);
   }
   // forward(execution::par) at batch 1 takes that path (the default pool's threads)
-  auto x1 = random_images<T>({1, 16, 12, 12}, 37);
+  auto x1 = random_images<T>({1, 16, 24, 24}, 37);
   const auto a = forward(execution::seq, net, x1), b = forward(execution::par, net, x1);
   for (std::size_t i = 0; i < a.size(); ++i) CHECK(a.data()[i] == b.data()[i]);
 }

@@ -151,7 +151,7 @@ inline constexpr std::size_t conv_direct_min_width = 16;
 /// ranges of whole tiles: nothing packed twice) where each thread gets at least 4 tiles of `align`
 /// columns, else by output channels (whole micro-kernel rows, at least 4 of 6 per slice).  One part
 /// below conv_intra_min_macs multiply-adds (a thread's wake-up costs some microseconds).
-inline constexpr std::size_t conv_intra_min_macs = std::size_t(1) << 20;
+inline constexpr std::size_t conv_intra_min_macs = std::size_t(1) << 22;
 struct conv_intra_split {
   std::size_t parts = 1;
   bool by_columns = false;
