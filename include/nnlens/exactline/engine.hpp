@@ -243,10 +243,12 @@ class line_engine {
       }
     }
     const std::size_t m = tn.size();
-    if (allowance_)
+    if (allowance_) {
+      check_line_pieces(m, opt_, [&] { return at.str(); });  // a part's own pieces (the whole: bounded.hpp)
       room(m * d);
-    else
+    } else {
       check_caps(m, d, at);
+    }
     // 3. values at the new points: interpolated (exact) or recomputed from the input
     auto& bufs = buffer_pool<S>::local();
     value_buffer<S> v = bufs.take(m * d);
@@ -333,9 +335,10 @@ class line_engine {
       tu = std::move(m);
     }
     const std::size_t dout = out.size();
-    if (allowance_)
+    if (allowance_) {
+      check_line_pieces(tu.size(), opt_, [&] { return at.str(); });
       room(tu.size() * dout);
-    else
+    } else
       check_caps(tu.size(), std::max(in.size(), dout), at);
     // the join (core/composite.hpp): branch b's values land at offs[b] of each output row
     std::vector<std::size_t> dims;

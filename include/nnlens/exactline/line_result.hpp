@@ -6,6 +6,7 @@
 //   line_result<S, R> r   r.t (0 = t_0 < ... < t_k = 1), r.output(j), r.eval(t), r.point(t),
 //                    r.piece_of(t), r.length(), r.stats (line_stats), r.error (keep_going)
 //   detail::check_line_caps<S>(points, d, opt, where)   limit_error past max_pieces or max_bytes
+//   detail::check_line_pieces(points, opt, where)        past max_pieces only (a bounded run's part)
 //
 // requires: eval / piece_of: a result of at least one piece, t in [0, 1].
 // ensures:  eval interpolates inside the piece of t (exact up to rounding: the network is affine
@@ -99,11 +100,15 @@ namespace detail {
 
 /// The caps of line_options (every policy): limit_error when `points` points of width d pass
 /// max_pieces or max_bytes; where() names the layer ("layer 3").
-template <class S, class Where>
-void check_line_caps(std::size_t points, std::size_t d, const line_options& opt, Where&& where) {
+template <class Where>
+void check_line_pieces(std::size_t points, const line_options& opt, Where&& where) {
   if (points - 1 > opt.max_pieces)
     throw limit_error(concat("exact_line: ", where(), " splits the segment into ", points - 1, " pieces, more than max_pieces = ",
                              opt.max_pieces));
+}
+template <class S, class Where>
+void check_line_caps(std::size_t points, std::size_t d, const line_options& opt, Where&& where) {
+  check_line_pieces(points, opt, where);
   const double bytes = double(points) * double(d) * double(sizeof(S)) * 2;
   if (bytes > double(opt.max_bytes))
     throw limit_error(concat("exact_line: ", where(), " needs ", bytes / (1 << 20), " MiB for ", points, " points of width ", d,
