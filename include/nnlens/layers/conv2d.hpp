@@ -324,7 +324,8 @@ struct layer_traits<Conv2DG<Out, G, T>> : layer_defaults {
         // one part per thread: a range of whole column tiles, or a slice of whole micro-kernel rows
         // of output channels; either way each output is the same sum as on one thread
         pool->parallel_for(parts, [&](std::size_t c) {
-          const std::size_t n = split.by_columns ? N : p.Og, unit = split.by_columns ? align : 6;
+          const std::size_t n = split.by_columns ? N : p.Og;
+          const std::size_t unit = split.by_columns ? align : kernels::gemm_impl::gemm_blocking<Tx>::MR;
           const std::size_t lo = detail::conv_intra_start(n, c, parts, unit), hi = detail::conv_intra_start(n, c + 1, parts, unit);
           if (lo == hi) return;
           const std::size_t o0 = split.by_columns ? 0 : lo, o1 = split.by_columns ? p.Og : hi;
