@@ -92,34 +92,43 @@ std::vector<line_result<S, R>> lines_impl(const Net& net, const std::vector<std:
   return res;
 }
 
-/// One line on a network already in scalar S, whose endpoints passed check_segment (exact_line
-/// checks its segment, lines_impl each of exact_lines').
-template <class S, class R, class Net>
-line_result<S, R> line_impl(const Net& net, std::vector<S> P, std::vector<S> Q, const line_options& opt, bool parallel) {
-  const shape in = input_shape_of(net), out = output_shape_of(net);
-  line_result<S, R> r;
-  r.input_shape = in;
-  r.output_shape = out;
+/// The rows of the line P -> Q on a network already in scalar S whose endpoints passed
+/// check_segment: emit(t, y, width) for every row, in order of t, each once.  With max_memory the
+/// bounded driver holds about that much whatever the number of pieces; without, the rows come
+/// after the whole line is in memory.
+template <class S, class R, class Net, class Emit>
+void line_rows(const Net& net, std::span<const S> P, std::span<const S> Q, const line_options& opt, bool parallel,
+               line_stats& st, Emit&& emit) {
   polyline<S, R> pl;
   pl.t = {R(0), R(1)};
   pl.v.assign(P.begin(), P.end());
   pl.v.insert(pl.v.end(), Q.begin(), Q.end());
   pl.dim = P.size();
-  r.from = std::move(P);
-  r.to = std::move(Q);
   if (opt.max_memory > 0) {  // bounded: sub-segments depth first (exactline/bounded.hpp)
-    bounded_line<S, R, Net> b(net, opt, parallel, r.from, r.to, r.stats, [&](const R& t, const S* y, std::size_t d) {
-      r.t.push_back(t);
-      r.values.insert(r.values.end(), y, y + d);
-    });
+    bounded_line<S, R, Net> b(net, opt, parallel, P, Q, st, std::forward<Emit>(emit));
     b.run(pl);
   } else {
-    line_engine<S, R> eng(opt, parallel, r.from, r.to, r.stats);
+    line_engine<S, R> eng(opt, parallel, P, Q, st);
     eng.run(net, pl);
-    r.t = std::move(pl.t);
-    r.values.assign(pl.v.begin(), pl.v.end());
+    for (std::size_t i = 0; i < pl.t.size(); ++i) emit(pl.t[i], pl.v.data() + i * pl.dim, pl.dim);
     buffer_pool<S>::local().give(std::move(pl.v));
   }
+}
+
+/// One line on a network already in scalar S, whose endpoints passed check_segment (exact_line
+/// checks its segment, lines_impl each of exact_lines').
+template <class S, class R, class Net>
+line_result<S, R> line_impl(const Net& net, std::vector<S> P, std::vector<S> Q, const line_options& opt, bool parallel) {
+  line_result<S, R> r;
+  r.input_shape = input_shape_of(net);
+  r.output_shape = output_shape_of(net);
+  r.from = std::move(P);
+  r.to = std::move(Q);
+  line_rows<S, R>(net, std::span<const S>(r.from), std::span<const S>(r.to), opt, parallel, r.stats,
+                  [&](const R& t, const S* y, std::size_t d) {
+                    r.t.push_back(t);
+                    r.values.insert(r.values.end(), y, y + d);
+                  });
   if (opt.validate) validate_line(net, r, opt);
   return r;
 }

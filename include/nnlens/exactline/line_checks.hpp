@@ -2,6 +2,8 @@
 // the validation of a result (exactline/line.hpp, plane.hpp, ig.hpp, the thrust backend).
 //
 //   detail::check_segment(P, Q, in)        shape_error / value_error for a bad segment
+//   detail::line_validator<S, R, Net> v(net, P, Q, out, opt, stats)   the same on rows as they come:
+//                                          v.row(t, y) ... v.finish()
 //   detail::validate_line(net, r, opt)     every piece checked at 1/4, 1/2, 3/4 against the network
 //                                          (batched: 3 points per piece, 1024 pieces per pass)
 //   detail::settle_segments(res, eps, opt) exact_lines' errors after every segment ran
@@ -13,6 +15,7 @@
 #include <cmath>
 #include <cstddef>
 #include <exception>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -59,50 +62,88 @@ decltype(auto) as_scalar(const Net& net) {
     return network_cast<S>(net);
 }
 
+/// --validate on rows as they come (in order of t, each once): every piece between two rows is
+/// checked at 1/4, 1/2 and 3/4 of its length against the network, in passes of up to 1024 pieces
+/// (fewer where their points and the forward pass's workspace would pass max_memory: a CNN's
+/// activations at 3 points per piece).  Holds the rows of one pass, never the whole line.
 template <class S, class R, class Net>
-void validate_line(const Net& net, line_result<S, R>& r, const line_options& opt) {
-  const std::size_t k = r.pieces(), di = r.from.size(), dout = r.out_size();
-  // 1024 pieces per pass, fewer where their points and the forward pass's workspace would pass
-  // max_memory (a CNN's activations at 3 points per piece)
-  std::size_t chunk = 1024;
-  if (opt.max_memory > 0) {
-    const std::size_t per_piece = 3 * (di + dout) + inference_workspace_size(net, 3);
-    chunk = std::clamp<std::size_t>(opt.max_memory / sizeof(S) / std::max<std::size_t>(per_piece, 1), 1, 1024);
+class line_validator {
+ public:
+  line_validator(const Net& net, std::span<const S> P, std::span<const S> Q, std::size_t out, const line_options& opt,
+                 line_stats& st)
+      : net_(net), P_(P), Q_(Q), dout_(out), opt_(opt), st_(st) {
+    const std::size_t di = P.size();
+    if (opt.max_memory > 0) {
+      const std::size_t per_piece = 3 * (di + dout_) + dout_ + inference_workspace_size(net, 3);
+      chunk_ = std::clamp<std::size_t>(opt.max_memory / sizeof(S) / std::max<std::size_t>(per_piece, 1), 1, 1024);
+    }
   }
-  const R alphas[3] = {R(1) / R(4), R(1) / R(2), R(3) / R(4)};
-  std::vector<S> x, y, ws;
-  for (std::size_t j0 = 0; j0 < k; j0 += chunk) {
-    const std::size_t j1 = std::min(k, j0 + chunk), nb = 3 * (j1 - j0);
-    x.resize(nb * di);
-    y.resize(nb * dout);
-    for (std::size_t j = j0; j < j1; ++j)
+  /// The output y (dout values) at ratio t: closes the piece from the row before.
+  void row(const R& t, const S* y) {
+    t_.push_back(t);
+    y_.insert(y_.end(), y, y + dout_);
+    if (t_.size() > chunk_) pass();
+  }
+  /// The pieces still held (call once, after the last row).
+  void finish() {
+    if (t_.size() > 1) pass();
+  }
+
+ private:
+  void pass() {
+    const std::size_t k = t_.size() - 1, di = P_.size(), nb = 3 * k;
+    const R alphas[3] = {R(1) / R(4), R(1) / R(2), R(3) / R(4)};
+    x_.resize(nb * di);
+    f_.resize(nb * dout_);
+    for (std::size_t j = 0; j < k; ++j)
       for (std::size_t q = 0; q < 3; ++q) {
-        const R tt = r.t[j] + alphas[q] * (r.t[j + 1] - r.t[j]);
-        auto p = r.point(tt);
-        std::copy(p.begin(), p.end(), x.begin() + std::ptrdiff_t((3 * (j - j0) + q) * di));
+        const S tt = S(t_[j] + alphas[q] * (t_[j + 1] - t_[j]));
+        S* x = x_.data() + (3 * j + q) * di;
+        for (std::size_t i = 0; i < di; ++i) x[i] = P_[i] + tt * (Q_[i] - P_[i]);
       }
-    const std::size_t need = inference_workspace_size(net, nb);
-    if (ws.size() < need) ws.resize(need);
-    forward_into(net, nb, x.data(), y.data(), std::span<S>(ws));
-    for (std::size_t j = j0; j < j1; ++j) {
+    const std::size_t need = inference_workspace_size(net_, nb);
+    if (ws_.size() < need) ws_.resize(need);
+    forward_into(net_, nb, x_.data(), f_.data(), std::span<S>(ws_));
+    for (std::size_t j = 0; j < k; ++j) {
       bool bad = false;
+      const S* y0 = y_.data() + j * dout_;
+      const S* y1 = y0 + dout_;
       for (std::size_t q = 0; q < 3; ++q) {
         const S a = S(alphas[q]);
-        auto y0 = r.output(j), y1 = r.output(j + 1);
-        const S* f = y.data() + (3 * (j - j0) + q) * dout;
-        for (std::size_t o = 0; o < dout; ++o) {
+        const S* f = f_.data() + (3 * j + q) * dout_;
+        for (std::size_t o = 0; o < dout_; ++o) {
           const S interp = y0[o] + a * (y1[o] - y0[o]);
           const S diff = f[o] > interp ? f[o] - interp : interp - f[o];
           const S mag = f[o] > S(0) ? f[o] : S(0) - f[o];
           const double dev = double(diff / (S(1) + mag));
-          r.stats.max_deviation = std::max(r.stats.max_deviation, dev);
-          if (dev > opt.validate_tol) bad = true;
+          st_.max_deviation = std::max(st_.max_deviation, dev);
+          if (dev > opt_.validate_tol) bad = true;
         }
       }
-      ++r.stats.validated_pieces;
-      if (bad) ++r.stats.violations;
+      ++st_.validated_pieces;
+      if (bad) ++st_.violations;
     }
+    // the last row starts the next pass's first piece
+    t_.erase(t_.begin(), t_.end() - 1);
+    y_.erase(y_.begin(), y_.end() - std::ptrdiff_t(dout_));
   }
+
+  const Net& net_;
+  std::span<const S> P_, Q_;
+  std::size_t dout_;
+  const line_options& opt_;
+  line_stats& st_;
+  std::size_t chunk_ = 1024;
+  std::vector<R> t_;
+  std::vector<S> y_, x_, f_, ws_;
+};
+
+/// Every piece of r checked against the network (line_validator over its rows).
+template <class S, class R, class Net>
+void validate_line(const Net& net, line_result<S, R>& r, const line_options& opt) {
+  line_validator<S, R, Net> v(net, r.from, r.to, r.out_size(), opt, r.stats);
+  for (std::size_t j = 0; j < r.t.size(); ++j) v.row(r.t[j], r.output(j).data());
+  v.finish();
 }
 
 /// exact_lines' errors (every policy), after every segment ran: without keep_going the lowest-

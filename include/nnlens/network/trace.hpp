@@ -33,6 +33,8 @@ class trace {
     return {buf_.data() + act_off_.at(i), batch_ * shapes_[i].size()};
   }
   std::span<const T> output() const { return activation(layers()); }
+  /// Elements held (activations, caches, scratch and gradient buffers of the last prepare()).
+  std::size_t elements() const { return buf_.size(); }
   /// Activation i as an xtensor container [batch, shape...] (a copy).
   xt::xarray<T> activation_array(std::size_t i) const {
     auto a = activation(i);
