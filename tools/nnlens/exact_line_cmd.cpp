@@ -10,7 +10,10 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <mutex>
+#include <optional>
 #include <set>
+#include <span>
 #include <sstream>
 #include <string_view>
 #include <type_traits>
@@ -20,7 +23,9 @@
 
 #include <nnlens/core/error.hpp>
 #include <nnlens/exactline/classify.hpp>
+#include <nnlens/core/progress.hpp>
 #include <nnlens/exactline/line.hpp>
+#include <nnlens/exactline/stream.hpp>
 
 #include "exactline_common.hpp"
 #include "format.hpp"
@@ -33,6 +38,57 @@ const enum_names<class_rule>& class_rule_names() {
   static const enum_names<class_rule> names{{"argmax", class_rule::argmax}, {"argmin", class_rule::argmin}};
   return names;
 }
+
+/// --pieces FILE: every row as it is completed, one line each, segments numbered from 1 as the text
+/// output names them.  FILE.csv: a header `segment,t,class,y0,...`, then rows; any other name: JSON
+/// lines {"segment", "t", "class", "outputs"}.  Segments run at once, so their rows interleave (each
+/// segment's in order of t).  The class is the winner of the outputs at t (ties:
+/// the lowest index).  Values at full precision (%.17g, float: %.9g).
+template <class T>
+class pieces_writer {
+ public:
+  pieces_writer(const std::string& path, std::size_t outputs, class_rule rule)
+      : path_(path), f_(path, std::ios::trunc), d_(outputs), rule_(rule),
+        csv_(std::filesystem::path(path).extension() == ".csv") {
+    if (!f_) throw io_error(path + ": cannot open for writing (--pieces)");
+    if (csv_) {
+      f_ << "segment,t,class";
+      for (std::size_t k = 0; k < d_; ++k) f_ << ",y" << k;
+      f_ << "\n";
+    }
+  }
+  void row(std::size_t segment, double t, std::span<const T> y) {
+    std::size_t best = 0;
+    for (std::size_t k = 1; k < y.size(); ++k)
+      if (rule_ == class_rule::argmax ? y[k] > y[best] : y[k] < y[best]) best = k;
+    const char* num = std::is_same_v<T, float> ? "%.9g" : "%.17g";
+    line_.clear();
+    if (csv_) {
+      line_ += concat(segment + 1, ",", fmt(t, "%.17g"), ",", best);
+      for (const T v : y) line_ += "," + fmt(double(v), num);
+      line_ += "\n";
+    } else {
+      line_ += concat("{\"segment\":", segment + 1, ",\"t\":", fmt(t, "%.17g"), ",\"class\":", best, ",\"outputs\":[");
+      for (std::size_t k = 0; k < y.size(); ++k) line_ += (k ? "," : "") + fmt(double(y[k]), num);
+      line_ += "]}\n";
+    }
+    f_ << line_;
+    if (!f_) throw io_error(path_ + ": write error (--pieces)");
+  }
+  void close() {
+    f_.flush();
+    if (!f_) throw io_error(path_ + ": write error (--pieces)");
+    f_.close();
+  }
+
+ private:
+  std::string path_;
+  std::ofstream f_;
+  std::size_t d_;
+  class_rule rule_;
+  bool csv_;
+  std::string line_;
+};
 
 namespace {
 
@@ -205,9 +261,20 @@ int run_as(const exact_line_options& o) {
   lo.validate_tol = vtol;
   lo.keep_going = true;
   const auto t0 = std::chrono::steady_clock::now();
+  // --pieces: every row written as it is completed, the values not kept
+  std::optional<pieces_writer<T>> writer;
+  if (!o.pieces.empty()) writer.emplace(o.pieces, m.net.output_shape().size(), rule);
+  const bool keep = !writer;
+  std::vector<line_result<T>> res(n);
+  std::vector<intervals> cls(n);
+  std::vector<std::optional<class_tracker<T>>> trackers(n);
+  std::vector<double> covered(n, 0.0);
+  std::size_t rows_so_far = 0;
+  std::optional<progress_bar> bar;
+  if (o.progress) bar.emplace("exact-line", 1000 * n);
+  std::mutex mu;  // segments run at once: the writer, the bar
   // the segments that pass the checks: inside the declared range (validated with --validate), and
   // outside it (always validated: a violation fails the segment)
-  std::vector<line_result<T>> res(n);
   std::vector<bool> checked(n, o.validate);
   for (const bool outside : {false, true}) {
     std::vector<std::vector<T>> As, Bs;
@@ -218,12 +285,39 @@ int run_as(const exact_line_options& o) {
     if (idx.empty()) continue;
     line_options l = lo;
     l.validate = lo.validate || outside;
-    auto ran = exact_lines<T>(execution::par, m.net, As, Bs, l);
+    for (std::size_t k = 0; k < idx.size(); ++k) trackers[idx[k]].emplace(m.net.output_shape().size(), rule);
+    auto ran = exact_lines_stream<T>(
+        execution::par, m.net, As, Bs,
+        [&](std::size_t k, double t, std::span<const T> y) {
+          const std::size_t i = idx[k];
+          auto& r = res[i];
+          r.t.push_back(t);
+          if (keep) r.values.insert(r.values.end(), y.begin(), y.end());
+          trackers[i]->row(t, y.data());
+          std::lock_guard<std::mutex> lock(mu);
+          if (writer) writer->row(i, t, y);
+          ++rows_so_far;
+          if (bar) {
+            covered[i] = t;
+            double sum = 0;
+            for (double c : covered) sum += c;
+            bar->update(std::size_t(1000 * sum), [&] { return concat(rows_so_far, " rows"); });
+          }
+        },
+        l);
     for (std::size_t k = 0; k < idx.size(); ++k) {
-      res[idx[k]] = std::move(ran[k]);
+      auto& r = res[idx[k]];
+      r.stats = std::move(ran[k].stats);
+      r.error = std::move(ran[k].error);
+      r.input_shape = ran[k].input_shape;
+      r.output_shape = ran[k].output_shape;
+      r.from = As[k];
+      r.to = Bs[k];
       checked[idx[k]] = l.validate;
     }
   }
+  if (bar && bar->redraws() > 0) bar->finish(concat(rows_so_far, " rows"));
+  if (writer) writer->close();
   for (std::size_t i = 0; i < n; ++i) {
     if (!pre_errors[i].empty()) {
       res[i].error = pre_errors[i];
@@ -234,13 +328,14 @@ int run_as(const exact_line_options& o) {
                             fmt(st.max_deviation, "%.3g"), " (tolerance ", fmt(vtol, "%g"),
                             "): the endpoints leave the declared input range further than ", precision_name(prec),
                             " resolves", prec == precision::f32 ? "; use --precision f64 or shorter segments" : "; use shorter segments");
+    }
+    if (!res[i].error.empty()) {
       res[i].t.clear();
       res[i].values.clear();
+    } else if (trackers[i]) {
+      cls[i] = trackers[i]->intervals();
     }
   }
-  std::vector<intervals> cls(n);
-  for (std::size_t i = 0; i < n; ++i)
-    if (res[i].error.empty()) cls[i] = classify_line(res[i], rule);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   std::vector<std::string> names(n), raw_errors(n);
@@ -267,11 +362,13 @@ int run_as(const exact_line_options& o) {
     for (std::size_t i = 0; i < n; ++i) {
       const auto& r = res[i];
       json l;
-      l["t"] = r.t;
-      l["outputs"] = json::array();
-      for (std::size_t p = 0; p < r.t.size(); ++p) {
-        const auto y = r.output(p);
-        l["outputs"].push_back(std::vector<double>(y.begin(), y.end()));
+      if (keep) {
+        l["t"] = r.t;
+        l["outputs"] = json::array();
+        for (std::size_t p = 0; p < r.t.size(); ++p) {
+          const auto y = r.output(p);
+          l["outputs"].push_back(std::vector<double>(y.begin(), y.end()));
+        }
       }
       l["pieces"] = r.pieces();
       l["classes"] = json::array();
@@ -287,11 +384,13 @@ int run_as(const exact_line_options& o) {
       j["lines"].push_back(std::move(l));
     }
     if (o.validate) j["valid"] = invalid == 0 && failed == 0;
+    if (writer) j["pieces_file"] = o.pieces;
     j["seconds"] = seconds;
     std::cout << j.dump() << "\n";
   } else {
     std::cout << o.model << ": " << n << " segment" << (n == 1 ? "" : "s") << ", classes by " << enum_word(class_rule_names(), o.classes) << ", "
               << precision_name(prec) << ", " << fmt(seconds, "%.3g") << " s\n";
+    if (writer) std::cout << "rows written to " << o.pieces << " as they were completed\n";
     for (std::size_t i = 0; i < n; ++i) {
       const auto& r = res[i];
       std::cout << names[i] << ": ";
@@ -363,6 +462,10 @@ void register_exact_line(CLI::App& app, command_list& cmds) {
                  "Relative tolerance of --validate: |f(x) - interpolation| <= tol (1 + |f(x)|) (default: 1e-9 in "
                  "f64, 1e-3 in f32)");
   cmd.add_option("--svg", o.svg, "Write an SVG strip chart (a band per class interval, a tick per break)");
+  cmd.add_option("--pieces", o.pieces,
+                 "Write every row (t, class, outputs) to FILE as it is completed, and keep no values: FILE.csv as "
+                 "CSV (segment,t,class,y0,...), any other name as JSON lines; --json then leaves out t and outputs");
+  add_no_progress(cmd, o.progress);
   add_model_options(cmd, o, precision::f64);
   add_header_options(cmd, o.header);
 }

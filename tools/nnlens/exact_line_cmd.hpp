@@ -2,7 +2,8 @@
 // a network on segments (docs/exactline-tool.md).
 //
 //   nnlens exact-line MODEL --from A.csv --to B.csv [--json] [--classes argmax|argmin] [--threads N]
-//                     [--merge-tol X] [--max-pieces N] [--validate] [--validate-tol X] [--svg FILE]
+//                     [--merge-tol X] [--max-pieces N] [--max-memory MIB] [--validate] [--validate-tol X]
+//                     [--svg FILE] [--pieces FILE] [--no-progress]
 //                     [--precision f32|f64] [--layout nchw|nhwc] [--header | --no-header]
 //       line i of A -> line i of B is segment i (rows in the model's declared layout, as `nnlens run`
 //       reads them); exact_lines over the segments in parallel at the precision (default f64: the
@@ -40,6 +41,8 @@ struct exact_line_options : model_args {  // --precision's default: f64
   bool validate = false;
   double validate_tol = 0;  // 0: the precision's default (f64 1e-9, f32 1e-3)
   std::string svg;  // "": no chart
+  std::string pieces;  // "": rows kept in memory; else every row written to this file as it comes
+  bool progress = true;  // a progress bar on stderr (share of t covered, rows so far)
   io::csv_header header = io::csv_header::detect;  // of --from and --to
 };
 

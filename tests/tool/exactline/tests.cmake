@@ -8,6 +8,9 @@ if(EXISTS ${_acas})
   add_test(NAME tool_exactline_acas_json COMMAND ${CMAKE_COMMAND} -DTOOL=$<TARGET_FILE:nnlens_tool> -DMODEL=${_acas}
            -DFROM=${el}/acas_from.csv -DTO=${el}/acas_to.csv -DSVG=${CMAKE_CURRENT_BINARY_DIR}/exactline_acas.svg
            -DSEGMENTS=2 -DOUT_COLS=5 -P ${el}/check_exactline.cmake)
+  add_test(NAME tool_exactline_acas_pieces COMMAND ${CMAKE_COMMAND} -DTOOL=$<TARGET_FILE:nnlens_tool> -DMODEL=${_acas}
+           -DFROM=${el}/acas_from.csv -DTO=${el}/acas_to.csv -DDIR=${CMAKE_CURRENT_BINARY_DIR}/exactline_pieces
+           -DSEGMENTS=2 -DOUT_COLS=5 -P ${el}/check_pieces.cmake)
   add_test(NAME tool_exactline_acas_text COMMAND nnlens_tool exact-line ${_acas} --from ${el}/acas_from.csv
            --to ${el}/acas_to.csv --classes argmin)
   set_tests_properties(tool_exactline_acas_text PROPERTIES PASS_REGULAR_EXPRESSION
