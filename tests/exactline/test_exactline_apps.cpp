@@ -361,3 +361,50 @@ TEST_CASE("hotspot: a line through the origin of a bias-free ReLU net (every uni
   CHECK(rm.stats.merged + 2 >= rd.pieces());
   CHECK(rm.stats.violations == 0);
 }
+
+TEST_CASE("Gauss-Legendre: numpy's leggauss nodes and weights on [0, 1], exact on polynomials, IG converges") {
+  std::vector<double> t, w;
+  detail::riemann_samples(2, riemann_rule::gauss_legendre, t, w);  // 1/2 -+ 1/(2 sqrt 3), weights 1/2
+  REQUIRE(t.size() == 2);
+  CHECK(t[0] == doctest::Approx(0.5 - 0.5 / std::sqrt(3.0)).epsilon(1e-15));
+  CHECK(t[1] == doctest::Approx(0.5 + 0.5 / std::sqrt(3.0)).epsilon(1e-15));
+  CHECK(w[0] == doctest::Approx(0.5).epsilon(1e-15));
+  detail::riemann_samples(3, riemann_rule::gauss_legendre, t, w);  // 1/2 -+ sqrt(3/5)/2, 1/2; 5/18, 8/18
+  REQUIRE(t.size() == 3);
+  CHECK(t[0] == doctest::Approx(0.5 - 0.5 * std::sqrt(0.6)).epsilon(1e-15));
+  CHECK(t[1] == doctest::Approx(0.5).epsilon(1e-15));
+  CHECK(w[0] == doctest::Approx(5.0 / 18).epsilon(1e-15));
+  CHECK(w[1] == doctest::Approx(8.0 / 18).epsilon(1e-15));
+  for (std::size_t m : {1u, 2u, 5u, 8u, 13u, 20u, 50u, 200u, 1010u}) {
+    CAPTURE(m);
+    detail::riemann_samples(m, riemann_rule::gauss_legendre, t, w);
+    REQUIRE(t.size() == m);
+    double sw = 0;
+    for (std::size_t q = 0; q < m; ++q) {
+      sw += w[q];
+      CHECK(t[q] > 0);
+      CHECK(t[q] < 1);
+      if (q) CHECK(t[q] > t[q - 1]);
+    }
+    CHECK(sw == doctest::Approx(1).epsilon(1e-13));
+    if (m <= 20) {  // exact for degree 2m - 1: the integral of t^(2m-1) over [0, 1] is 1 / (2m)
+      double s = 0;
+      for (std::size_t q = 0; q < m; ++q) s += w[q] * std::pow(t[q], double(2 * m - 1));
+      CHECK(s == doctest::Approx(1.0 / double(2 * m)).epsilon(1e-13));
+    }
+  }
+  // IG: from the network and from the pieces alike; converging to the exact IG
+  const auto net = make_mlp(22);
+  std::mt19937_64 rng(2200);
+  const auto x = random_point(5, rng, -3, 3), b = random_point(5, rng, -3, 3);
+  const auto ig = exact_ig(net, x, b, 1);
+  REQUIRE(ig.pieces() >= 2);
+  const auto a = riemann_ig(net, x, b, 1, 16, riemann_rule::gauss_legendre);
+  const auto p = riemann_from_pieces(ig, 16, riemann_rule::gauss_legendre);
+  for (std::size_t i = 0; i < 5; ++i) CHECK(a[i] == doctest::Approx(p[i]).epsilon(1e-9));
+  const double coarse = ig_relative_error(riemann_from_pieces(ig, 4, riemann_rule::gauss_legendre), ig.attributions);
+  const double fine = ig_relative_error(riemann_from_pieces(ig, 2000, riemann_rule::gauss_legendre), ig.attributions);
+  CHECK(fine < coarse);
+  CHECK(fine < 1e-2);
+  CHECK(rule_name(riemann_rule::gauss_legendre) == "gauss_legendre");
+}

@@ -683,14 +683,16 @@ TEST_CASE_TEMPLATE("Conv2D: columns or output channels split over threads within
   CHECK(detail::conv_intra_parts(p2, 1, 3, align).by_columns == (144 >= 12 * align));
   CHECK(detail::conv_intra_parts(p1, 1, 1, align).parts == 1);
   CHECK(detail::conv_intra_parts(small, 1, 2, align).parts == 1);  // below conv_intra_min_macs
-  // parts: whole units, covering [0, n) in order
+  // parts: whole units (a start past the last whole unit is n: that part and those after it are
+  // empty), covering [0, n) in order
   for (std::size_t n : {24, 48, 60, 100, 144, 512})
     for (std::size_t parts : {2, 3, 4})
       for (std::size_t unit : {std::size_t(6), align}) {
         CHECK(detail::conv_intra_start(n, 0, parts, unit) == 0);
         CHECK(detail::conv_intra_start(n, parts, parts, unit) == n);
         for (std::size_t c = 1; c < parts; ++c) {
-          CHECK(detail::conv_intra_start(n, c, parts, unit) % unit == 0);
+          const std::size_t start = detail::conv_intra_start(n, c, parts, unit);
+          CHECK((start % unit == 0 || start == n));
           CHECK(detail::conv_intra_start(n, c, parts, unit) >= detail::conv_intra_start(n, c - 1, parts, unit));
         }
       }

@@ -6,13 +6,16 @@
 #include <cstdio>
 #include <iostream>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include <nnlens/core/error.hpp>
+#include <nnlens/core/progress.hpp>
 #include <nnlens/exactline/ig.hpp>
+#include <nnlens/exactline/ig_stream.hpp>
 #include <nnlens/network/forward.hpp>
 
 #include "exactline_common.hpp"
@@ -63,17 +66,37 @@ int run_as(const ig_options& o) {
       const T* yi = y.data() + i * dout;
       k = std::size_t(std::max_element(yi, yi + dout) - yi);
     }
-    ig_result<T> ig;
+    // streamed (exact_ig_stream): the user's m for each rule and, where they fit in half the budget,
+    // every m of the samples-to-reach protocol (1 .. max_partitions + run - 1 partitions)
+    constexpr std::size_t max_partitions = 1006, run = 5, protocol = max_partitions + run - 1;
+    const std::size_t di = X.rows[i].size();
+    const bool with_protocol = o.samples_to_reach && (o.max_memory_mib == 0 ||
+                                                      3 * protocol * di * sizeof(T) <= (o.max_memory_mib << 20) / 2);
+    std::vector<riemann_sum> sums;
+    for (riemann_rule rule : rules) sums.push_back({rule, o.m});
+    if (with_protocol)
+      for (riemann_rule rule : rules)
+        for (std::size_t mm = 1; mm <= protocol; ++mm) sums.push_back({rule, mm});
+    line_options lo;
+    lo.max_memory = o.max_memory_mib << 20;
+    std::optional<progress_bar> bar;
+    if (o.progress) bar.emplace(concat("ig ", i + 1, "/", X.rows.size()), 1000);
+    std::size_t rows = 0;
+    ig_summary<T> ig;
     try {
-      ig = exact_ig<T>(net, X.rows[i], B.rows[bi], k);
+      ig = exact_ig_stream<T>(execution::par, net, X.rows[i], B.rows[bi], k, lo, sums, [&](double t, std::span<const T>) {
+        ++rows;
+        if (bar) bar->update(std::size_t(1000 * t), [&] { return concat(rows, " rows"); });
+      });
     } catch (const error& e) {
       throw value_error(concat(where, ": ", e.what()));
     }
+    if (bar && bar->redraws() > 0) bar->finish(concat(ig.pieces, " pieces"));
     const std::vector<T> exact = in_data_order(ig.attributions, md.in);  // per input element, data layout
     json r;
     r["output_index"] = k;
     r["exact"] = exact;
-    r["pieces"] = ig.pieces();
+    r["pieces"] = ig.pieces;
     r["delta"] = ig.delta;
     r["riemann"] = json::object();
     r["samples_for_5pct"] = json::object();
@@ -82,19 +105,26 @@ int run_as(const ig_options& o) {
     std::array<std::optional<std::size_t>, 3> need;
     for (std::size_t q = 0; q < rules.size(); ++q) {
       const std::string name(rule_name(rules[q]));
-      approx[q] = riemann_from_pieces(ig, o.m, rules[q]);
+      approx[q] = ig.riemann[q];
       rel[q] = ig_relative_error(approx[q], ig.attributions);
-      need[q] = samples_to_reach(ig, rules[q], 0.05);
+      if (with_protocol)
+        need[q] = samples_to_reach_with(
+            ig.attributions, [&](std::size_t mm) -> const std::vector<T>& { return ig.riemann[3 + q * protocol + (mm - 1)]; },
+            rules[q], 0.05, max_partitions, run);
       approx[q] = in_data_order(approx[q], md.in);
       r["riemann"][name] = json{{"m", o.m}, {"ig", approx[q]}, {"rel_error", rel[q]}};
       r["samples_for_5pct"][name] = need[q] ? json(*need[q]) : json(nullptr);
     }
+    if (!with_protocol)
+      r["samples_for_5pct_skipped"] = o.samples_to_reach ? concat("3 x ", protocol, " sums of ", di,
+                                                                  " attributions do not fit in half of --max-memory")
+                                                         : std::string("--no-samples-to-reach");
     if (o.json) {
       all.push_back(std::move(r));
       continue;
     }
     if (i) std::cout << "\n";
-    std::cout << where << ": output " << k << ", " << ig.pieces()
+    std::cout << where << ": output " << k << ", " << ig.pieces
               << " pieces, delta = F(x) - F(x') = " << fmt(double(ig.delta), "%.9g")
               << ", sum of exact IG = " << fmt(double(ig.sum), "%.9g") << " (" << precision_name(prec) << ")\n";
     std::printf("  %-9s %-16s %-16s %-16s %s\n", "feature", "exact", concat("left m=", o.m).c_str(),
@@ -106,8 +136,12 @@ int run_as(const ig_options& o) {
     std::printf("  %-9s %-16s %-16s %-16s %s\n", "rel_error", "", fmt(rel[0], "%.4g").c_str(), fmt(rel[1], "%.4g").c_str(),
                 fmt(rel[2], "%.4g").c_str());
     auto nn = [](const std::optional<std::size_t>& v) { return v ? std::to_string(*v) : std::string("> 1006 partitions"); };
-    std::printf("  samples for 5%% error: left %s, right %s, trapezoid %s\n", nn(need[0]).c_str(), nn(need[1]).c_str(),
-                nn(need[2]).c_str());
+    if (with_protocol)
+      std::printf("  samples for 5%% error: left %s, right %s, trapezoid %s\n", nn(need[0]).c_str(), nn(need[1]).c_str(),
+                  nn(need[2]).c_str());
+    else if (o.samples_to_reach)
+      std::printf("  samples for 5%% error: not computed (3 x %zu sums of %zu attributions pass half of --max-memory)\n",
+                  protocol, di);
     std::fflush(stdout);
   }
   if (o.json) {
@@ -139,6 +173,15 @@ void register_ig(CLI::App& app, command_list& cmds) {
                "JSON: {output_index, exact, pieces, delta, riemann, samples_for_5pct} per input (attributions in "
                "the data layout), precision, layout");
   cmd.add_option("--m", o.m, "Partitions of the Riemann sums")->capture_default_str()->check(CLI::Range(1, 1 << 24));
+  cmd.add_option("--max-memory", o.max_memory_mib,
+                 "MiB of values in flight: the line runs on sub-segments beyond it and its pieces are not kept (the "
+                 "attributions accumulate as they come); the samples-to-reach sums are skipped where they pass half "
+                 "of it; 0: no bound")
+      ->capture_default_str();
+  cmd.add_flag_callback("--no-samples-to-reach", [&o] { o.samples_to_reach = false; },
+                        "Skip the samples-to-reach-5% protocol (3 x 1010 sums accumulated beside the exact IG)");
+  add_threads(cmd);
+  add_no_progress(cmd, o.progress);
   add_model_options(cmd, o, precision::f64);
   add_header_options(cmd, o.header);
 }

@@ -3,7 +3,8 @@
 //   auto ig = exact_ig([execution::par,] net, x, baseline, k);   // IG of output k along baseline -> x
 //   ig.attributions    IG_i = (x_i - x'_i) sum_r (t_{r+1} - t_r) dF_k/dx_i(piece r)   (exact)
 //   ig.delta           F_k(x) - F_k(x'); sum(ig.attributions) equals it up to rounding
-//   riemann_ig(net, x, baseline, k, m, rule)    left / right / trapezoid sums with m partitions,
+//   riemann_ig(net, x, baseline, k, m, rule)    left / right / trapezoid sums with m partitions
+//                                               (or Gauss-Legendre with m nodes, Captum's default),
 //                                               with the network's gradients at the samples
 //   riemann_from_pieces(ig, m, rule)            the same sum from the exact pieces' gradients
 //                                               (no network evaluation: the gradient at a
@@ -17,6 +18,7 @@
 //                                               that n, n+1, ..., n+4 partitions ALL stay below the
 //                                               error; reported as samples (trapezoid: n + 1);
 //                                               nullopt when n > max_partitions (an outlier)
+//   samples_to_reach_with(exact, approx, rule, 0.05)   the same on approx(m), any source of sums
 //   m_tilde(ig, 0.01)                           the prior-work heuristic: the smallest m in
 //                                               [20, 1000] whose left sum has completeness error
 //                                               |sum - delta| / |delta| < 1 %
@@ -34,12 +36,16 @@
 
 namespace nnlens {
 
-enum class riemann_rule { left, right, trapezoid };
+/// The sums that approximate IG: left / right / trapezoid Riemann sums with m partitions, and
+/// Gauss-Legendre quadrature with m nodes (Captum's default method, "gausslegendre": the nodes and
+/// weights of numpy's leggauss(m) mapped from [-1, 1] to [0, 1]).
+enum class riemann_rule { left, right, trapezoid, gauss_legendre };
 
 inline std::string_view rule_name(riemann_rule r) {
   switch (r) {
     case riemann_rule::left: return "left";
     case riemann_rule::right: return "right";
+    case riemann_rule::gauss_legendre: return "gauss_legendre";
     default: return "trapezoid";
   }
 }
@@ -88,13 +94,46 @@ ig_result<S, R> exact_ig(const Net& net, const EX& x, const EB& baseline, std::s
 }
 
 namespace detail {
-/// Sample ratios and weights of a rule with m partitions.
+/// The m Gauss-Legendre nodes on [0, 1], ascending, and their weights (sum 1): Newton's method on
+/// the Legendre polynomial P_m in long double from the asymptotic guesses, as numpy's leggauss
+/// polishes its nodes.
+inline void gauss_legendre_nodes(std::size_t m, std::vector<long double>& x, std::vector<long double>& w) {
+  x.assign(m, 0.0L);
+  w.assign(m, 0.0L);
+  const long double pi = 3.141592653589793238462643383279502884L;
+  for (std::size_t i = 0; i < (m + 1) / 2; ++i) {
+    long double z = std::cos(pi * (static_cast<long double>(i) + 0.75L) / (static_cast<long double>(m) + 0.5L)), dp = 1;
+    for (int it = 0; it < 100; ++it) {
+      long double p0 = 1, p1 = z;  // P_0, P_1, then the recurrence up to P_m
+      for (std::size_t k = 2; k <= m; ++k) {
+        const long double pk = ((2.0L * k - 1) * z * p1 - (k - 1.0L) * p0) / static_cast<long double>(k);
+        p0 = p1;
+        p1 = pk;
+      }
+      if (m == 1) p0 = 1, p1 = z;
+      dp = static_cast<long double>(m) * (z * p1 - p0) / (z * z - 1);
+      const long double dz = p1 / dp;
+      z -= dz;
+      if (std::abs(dz) < 1e-19L) break;
+    }
+    // node z in (-1, 1) (descending in i) and its weight 2 / ((1 - z^2) P_m'(z)^2), halved for [0, 1]
+    const long double wi = 1.0L / ((1 - z * z) * dp * dp);
+    x[m - 1 - i] = (1 + z) / 2, w[m - 1 - i] = wi;
+    x[i] = (1 - z) / 2, w[i] = wi;
+  }
+}
+
+/// Sample ratios and weights of a rule with m partitions (Gauss-Legendre: m nodes).
 template <class R>
 void riemann_samples(std::size_t m, riemann_rule rule, std::vector<R>& t, std::vector<R>& w) {
   t.clear();
   w.clear();
   const R M = R(m);
-  if (rule == riemann_rule::left)
+  if (rule == riemann_rule::gauss_legendre) {
+    std::vector<long double> x, ww;
+    gauss_legendre_nodes(m, x, ww);
+    for (std::size_t q = 0; q < m; ++q) t.push_back(R(double(x[q]))), w.push_back(R(double(ww[q])));
+  } else if (rule == riemann_rule::left)
     for (std::size_t q = 0; q < m; ++q) t.push_back(R(q) / M), w.push_back(R(1) / M);
   else if (rule == riemann_rule::right)
     for (std::size_t q = 1; q <= m; ++q) t.push_back(R(q) / M), w.push_back(R(1) / M);
@@ -163,13 +202,15 @@ double ig_relative_error(const std::vector<S>& approx, const std::vector<S>& exa
   return s / double(exact.size());
 }
 
-/// The paper's samples-to-reach protocol (see the header comment).  Returns samples, not partitions.
-template <class S, class R>
-std::optional<std::size_t> samples_to_reach(const ig_result<S, R>& ig, riemann_rule rule, double tol = 0.05,
-                                            std::size_t max_partitions = 1006, std::size_t run = 5) {
+/// The samples-to-reach protocol on any source of approximations: approx(m) gives the attributions
+/// with m partitions (riemann_from_pieces, or exact_ig_stream's sums).  Returns samples.
+template <class S, class Approx>
+std::optional<std::size_t> samples_to_reach_with(const std::vector<S>& exact, Approx&& approx, riemann_rule rule,
+                                                 double tol = 0.05, std::size_t max_partitions = 1006,
+                                                 std::size_t run = 5) {
   std::size_t streak = 0;
   for (std::size_t m = 1; m <= max_partitions + run - 1; ++m) {
-    if (ig_relative_error(riemann_from_pieces(ig, m, rule), ig.attributions) < tol) {
+    if (ig_relative_error(approx(m), exact) < tol) {
       if (++streak == run) {
         const std::size_t n = m - run + 1;
         if (n > max_partitions) return std::nullopt;
@@ -180,6 +221,14 @@ std::optional<std::size_t> samples_to_reach(const ig_result<S, R>& ig, riemann_r
     }
   }
   return std::nullopt;
+}
+
+/// The paper's samples-to-reach protocol (see the header comment).  Returns samples, not partitions.
+template <class S, class R>
+std::optional<std::size_t> samples_to_reach(const ig_result<S, R>& ig, riemann_rule rule, double tol = 0.05,
+                                            std::size_t max_partitions = 1006, std::size_t run = 5) {
+  return samples_to_reach_with(
+      ig.attributions, [&](std::size_t m) { return riemann_from_pieces(ig, m, rule); }, rule, tol, max_partitions, run);
 }
 
 /// The prior-work m~ (see the header comment); nullopt when no m in [lo, hi] reaches it.
