@@ -2,7 +2,7 @@
 """ExactLine on whole segments of torchvision CNNs (docs/benchmarks.md, "ExactLine on torchvision CNNs").
 
     /usr/bin/python3 benchmarks/exactline_cnn.py [MODEL ...] [--tool PATH] [--bench PATH] [--size 64]
-        [--threads 2] [--precisions f32,f64] [--max-memory 1024] [--rounds 0] [--breaks]
+        [--threads 2] [--precisions f32,f64] [--max-memory 1024] [--rounds 0] [--fraction 0.02] [--breaks]
         [--dir DIR] [--json FILE] [--markdown FILE]
 
 For each model (default: resnet18 squeezenet1_1 mobilenet_v2 googlenet), exported as compare_zoo.py
@@ -13,7 +13,8 @@ ends.  Per precision, `nnlens exact-line MODEL --from A --to B --validate --json
 child's ru_maxrss) and --validate's verdict (pieces checked, violations, max deviation).
 
 --rounds N: the cost per piece against the batched forward pass per sample, interleaved: N rounds
-of (exact-line without --validate, f32, T threads: seconds / pieces) and (bench_zoo --serve at batch
+of (exact-line without --validate, f32, T threads, on the first --fraction of the segment:
+seconds / pieces) and (bench_zoo --serve at batch
 64, forward(execution::par) on T threads or execution::seq on one: the median call / 64), in ABBA
 order; reported as the median ratio and its range.
 
@@ -130,6 +131,8 @@ def main():
     ap.add_argument("--precisions", default="f32,f64")
     ap.add_argument("--max-memory", type=int, default=1024)
     ap.add_argument("--rounds", type=int, default=0)
+    ap.add_argument("--fraction", type=float, default=0.02, help="the share of the segment the --rounds time")
+    ap.add_argument("--whole", default="yes", choices=["yes", "no"], help="no: only the --rounds (and --breaks off)")
     ap.add_argument("--breaks", action="store_true")
     ap.add_argument("--dir", default=os.environ.get("ZOO_BENCH_DIR", "/tmp/nnlens-bench-zoo"))
     ap.add_argument("--json", default="")
@@ -150,7 +153,7 @@ def main():
         a, b = endpoints(d, args.size)
         r = {"model": name, "size": args.size, "threads": args.threads, "runs": []}
         files = {}
-        for prec in args.precisions.split(","):
+        for prec in (args.precisions.split(",") if args.whole == "yes" else []):
             files[prec] = os.path.join(d, "rows-%s.jsonl" % prec)
             run = exact_line(args, path, a, b, prec, True, files[prec])
             r["runs"].append(run)
@@ -165,13 +168,18 @@ def main():
             print("%-14s breaks: %s" % (name, json.dumps(r["breaks"])), flush=True)
         if args.rounds > 0 and os.path.exists(args.bench):
             server = cz.Nnlens(args.bench, path, args.threads)
+            import numpy as np
+            pa, pb = np.loadtxt(a, delimiter=","), np.loadtxt(b, delimiter=",")
+            bf = os.path.join(d, "b-fraction.csv")
+            with open(bf, "w") as fh:
+                fh.write(",".join("%.9g" % v for v in (pa + args.fraction * (pb - pa)).tolist()) + "\n")
             ratios, el_ms, fw_ms = [], [], []
             for k in range(args.rounds):
                 order = ("el", "fw") if k % 2 == 0 else ("fw", "el")
                 got = {}
                 for what in order:
                     if what == "el":
-                        run = exact_line(args, path, a, b, "f32", False, os.path.join(d, "rows-ratio.jsonl"))
+                        run = exact_line(args, path, a, bf, "f32", False, os.path.join(d, "rows-ratio.jsonl"))
                         got["el"] = 1e3 * run["seconds"] / max(run.get("pieces") or 1, 1)
                     else:
                         got["fw"] = per_sample_ms(server)
@@ -179,7 +187,7 @@ def main():
                 fw_ms.append(got["fw"])
                 ratios.append(got["el"] / got["fw"])
             server.close()
-            r["ratio"] = {"ms_per_piece": el_ms, "ms_per_sample_b64": fw_ms, "ratios": ratios,
+            r["ratio"] = {"fraction": args.fraction, "ms_per_piece": el_ms, "ms_per_sample_b64": fw_ms, "ratios": ratios,
                           "median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
             print("%-14s f32 per piece %.2f ms (%.2f-%.2f), forward per sample at batch 64 %.2f ms (%.2f-%.2f): "
                   "ratio %.2f (%.2f-%.2f) over %d rounds" % (

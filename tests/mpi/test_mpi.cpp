@@ -3,7 +3,8 @@
 // ranks equal one process: NNSlicer profiles (bit for bit equal to merging the same blocks in one
 // process; within 1e-12 relative of one profile_network over all samples -- the summation order
 // differs), contribution tables (exactly), IDC coverage (exactly), DFlare with a query budget
-// (exactly, but the wall-clock seconds); errors in one rank reach every rank.
+// (exactly, but the wall-clock seconds), ExactLine's segments (bit for bit, with the errors one
+// process reports); errors in one rank reach every rank.
 // Its own main: MPI_Init before doctest, MPI_Finalize after; rank 0 prints
 // "test_mpi: all N ranks passed" only when every rank passed (ctest matches it).
 #define DOCTEST_CONFIG_IMPLEMENT
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include <nnlens/exactline/line.hpp>
 #include <nnlens/layers/all.hpp>
 #include <nnlens/mpi/all.hpp>
 #include <nnlens/network/forward.hpp>
@@ -267,6 +269,53 @@ TEST_CASE("DFlare over the ranks (query budget) equals one process; first_index 
   CHECK(s1.success_rate == s0.success_rate);
   CHECK(s1.mean_queries == s0.mean_queries);
   CHECK(s1.total_queries == s0.total_queries);
+}
+
+TEST_CASE("ExactLine over the ranks: one process's segments bit for bit; its errors, typed") {
+  using Net = Sequential<Input<5>, Dense<16, double>, ReLU, Dense<16, double>, ReLU, Dense<4, double>>;
+  Net net;
+  initialize(net, 61);
+  std::mt19937_64 rng(6100);
+  std::uniform_real_distribution<double> u(-3, 3);
+  std::vector<std::vector<double>> A(7, std::vector<double>(5)), B(7, std::vector<double>(5));
+  for (auto* v : {&A, &B})
+    for (auto& row : *v)
+      for (auto& e : row) e = u(rng);
+  B[4] = A[4];  // degenerate
+  line_options o;
+  o.keep_going = true;
+  o.validate = true;
+  const auto one = exact_lines(execution::seq, net, A, B, o);
+  const auto all = mpi::exact_lines(comm(), execution::seq, net, A, B, o);
+  if (comm().rank() != 0) {
+    CHECK(!all);
+  } else {
+    REQUIRE(all);
+    REQUIRE(all->size() == one.size());
+    for (std::size_t i = 0; i < one.size(); ++i) {
+      CAPTURE(i);
+      CHECK((*all)[i].t == one[i].t);
+      CHECK((*all)[i].values == one[i].values);
+      CHECK((*all)[i].from == one[i].from);
+      CHECK((*all)[i].output_shape == one[i].output_shape);
+      CHECK((*all)[i].stats.points == one[i].stats.points);
+      CHECK((*all)[i].stats.validated_pieces == one[i].stats.validated_pieces);
+      CHECK((*all)[i].stats.max_deviation == one[i].stats.max_deviation);
+      CHECK((*all)[i].error == one[i].error);
+    }
+    CHECK(!(*all)[4].error.empty());
+  }
+  o.keep_going = false;
+  if (comm().rank() == 0)
+    CHECK_THROWS_WITH_AS(mpi::exact_lines(comm(), execution::seq, net, A, B, o),
+                         doctest::Contains("exact_lines: segment 4: exact_line: the segment is degenerate"), value_error);
+  else
+    CHECK_NOTHROW(mpi::exact_lines(comm(), execution::seq, net, A, B, o));
+  // the serialiser round-trips a line exactly
+  const auto back = mpi::from_bytes<line_result<double>>(mpi::to_bytes(one[0]));
+  CHECK(back.t == one[0].t);
+  CHECK(back.values == one[0].values);
+  CHECK(back.input_shape == one[0].input_shape);
 }
 
 TEST_CASE("errors: one rank's exception reaches every rank; empty blocks contribute nothing") {

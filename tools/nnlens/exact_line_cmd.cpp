@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <iostream>
 #include <limits>
 #include <mutex>
@@ -26,6 +28,11 @@
 #include <nnlens/core/progress.hpp>
 #include <nnlens/exactline/line.hpp>
 #include <nnlens/exactline/stream.hpp>
+#ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI (docs/scale.md): `mpirun -np N nnlens exact-line` ----
+#include <nnlens/mpi/exactline.hpp>
+
+#include "mpi_world.hpp"
+#endif
 
 #include "exactline_common.hpp"
 #include "format.hpp"
@@ -47,11 +54,11 @@ const enum_names<class_rule>& class_rule_names() {
 template <class T>
 class pieces_writer {
  public:
-  pieces_writer(const std::string& path, std::size_t outputs, class_rule rule)
-      : path_(path), f_(path, std::ios::trunc), d_(outputs), rule_(rule),
-        csv_(std::filesystem::path(path).extension() == ".csv") {
+  /// csv: the format (FILE.csv's); header: the CSV header line first (MPI ranks but 0: none).
+  pieces_writer(const std::string& path, std::size_t outputs, class_rule rule, bool csv, bool header)
+      : path_(path), f_(path, std::ios::trunc), d_(outputs), rule_(rule), csv_(csv) {
     if (!f_) throw io_error(path + ": cannot open for writing (--pieces)");
-    if (csv_) {
+    if (csv_ && header) {
       f_ << "segment,t,class";
       for (std::size_t k = 0; k < d_; ++k) f_ << ",y" << k;
       f_ << "\n";
@@ -242,6 +249,9 @@ int run_as(const exact_line_options& o) {
   const class_rule rule = o.classes;
   if (!(o.merge_tol >= 0 && o.merge_tol <= 1))
     throw value_error(concat("--merge-tol: expected a distance in t between 0 and 1, got ", fmt(o.merge_tol, "%.6g")));
+#ifdef NNLENS_TOOL_HAS_MPI  // under mpirun with N > 1 ranks (before the thread pool starts)
+  mpi_world world;
+#endif
   const model<T> m = load_model<T>(o.model, o.layout);
   const csv_rows<T> A = read_rows<T>(o.from, m.in, o.header), B = read_rows<T>(o.to, m.in, o.header);
   if (A.rows.size() != B.rows.size())
@@ -262,8 +272,20 @@ int run_as(const exact_line_options& o) {
   lo.keep_going = true;
   const auto t0 = std::chrono::steady_clock::now();
   // --pieces: every row written as it is completed, the values not kept
+  // MPI: each rank its block of the segments, gathered on rank 0, which alone prints; its rows go
+  // to FILE.rankK, appended to FILE by rank 0 at the end
+  std::size_t seg_lo = 0, seg_hi = n;
+  int rank = 0, ranks = 1;
+#ifdef NNLENS_TOOL_HAS_MPI
+  if (world) {
+    const auto r = nnlens::mpi::shard(n, *world);
+    seg_lo = r.begin, seg_hi = r.end, rank = world->rank(), ranks = world->size();
+  }
+#endif
+  auto part_of = [&](int k) { return k == 0 ? o.pieces : concat(o.pieces, ".rank", k); };
   std::optional<pieces_writer<T>> writer;
-  if (!o.pieces.empty()) writer.emplace(o.pieces, m.net.output_shape().size(), rule);
+  if (!o.pieces.empty()) writer.emplace(part_of(rank), m.net.output_shape().size(), rule,
+                                         std::filesystem::path(o.pieces).extension() == ".csv", rank == 0);
   const bool keep = !writer;
   std::vector<line_result<T>> res(n);
   std::vector<intervals> cls(n);
@@ -271,7 +293,7 @@ int run_as(const exact_line_options& o) {
   std::vector<double> covered(n, 0.0);
   std::size_t rows_so_far = 0;
   std::optional<progress_bar> bar;
-  if (o.progress) bar.emplace("exact-line", 1000 * n);
+  if (o.progress && rank == 0) bar.emplace("exact-line", 1000 * (seg_hi - seg_lo));
   std::mutex mu;  // segments run at once: the writer, the bar
   // the segments that pass the checks: inside the declared range (validated with --validate), and
   // outside it (always validated: a violation fails the segment)
@@ -280,7 +302,7 @@ int run_as(const exact_line_options& o) {
     std::vector<std::vector<T>> As, Bs;
     std::vector<std::size_t> idx;
     for (std::size_t i = 0; i < n; ++i)
-      if (pre_errors[i].empty() && warnings[i].empty() != outside)
+      if (i >= seg_lo && i < seg_hi && pre_errors[i].empty() && warnings[i].empty() != outside)
         As.push_back(A.rows[i]), Bs.push_back(B.rows[i]), idx.push_back(i);
     if (idx.empty()) continue;
     line_options l = lo;
@@ -318,7 +340,7 @@ int run_as(const exact_line_options& o) {
   }
   if (bar && bar->redraws() > 0) bar->finish(concat(rows_so_far, " rows"));
   if (writer) writer->close();
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = seg_lo; i < seg_hi; ++i) {
     if (!pre_errors[i].empty()) {
       res[i].error = pre_errors[i];
     } else if (!o.validate && checked[i] && res[i].error.empty() && res[i].stats.violations) {
@@ -336,6 +358,35 @@ int run_as(const exact_line_options& o) {
       cls[i] = trackers[i]->intervals();
     }
   }
+#ifdef NNLENS_TOOL_HAS_MPI
+  if (world) {  // the blocks in rank order on rank 0
+    const std::size_t k = seg_hi - seg_lo;
+    const std::vector<line_result<T>> mine(std::make_move_iterator(res.begin() + std::ptrdiff_t(seg_lo)),
+                                           std::make_move_iterator(res.begin() + std::ptrdiff_t(seg_hi)));
+    const std::vector<intervals> my_cls(cls.begin() + std::ptrdiff_t(seg_lo), cls.begin() + std::ptrdiff_t(seg_hi));
+    std::vector<std::uint8_t> my_checked(k);
+    for (std::size_t i = 0; i < k; ++i) my_checked[i] = checked[seg_lo + i];
+    auto all_res = nnlens::mpi::gather(*world, mine);
+    auto all_cls = nnlens::mpi::gather(*world, my_cls);
+    auto all_checked = nnlens::mpi::gather(*world, my_checked);
+    if (rank != 0) return 0;
+    res = std::move(*all_res);
+    cls = std::move(*all_cls);
+    for (std::size_t i = 0; i < n; ++i) checked[i] = (*all_checked)[i] != 0;
+    if (!o.pieces.empty()) {  // the other ranks' rows after rank 0's, in rank order
+      std::ofstream f(o.pieces, std::ios::app | std::ios::binary);
+      for (int r = 1; r < ranks; ++r) {
+        std::ifstream part(part_of(r), std::ios::binary);
+        if (!part) throw io_error(part_of(r) + ": cannot read the rows of MPI rank " + std::to_string(r));
+        f << part.rdbuf();
+        part.close();
+        std::filesystem::remove(part_of(r));
+      }
+      f.flush();
+      if (!f) throw io_error(o.pieces + ": write error (--pieces)");
+    }
+  }
+#endif
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   std::vector<std::string> names(n), raw_errors(n);

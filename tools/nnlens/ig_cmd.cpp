@@ -18,6 +18,12 @@
 #include <nnlens/exactline/ig_stream.hpp>
 #include <nnlens/network/forward.hpp>
 
+#ifdef NNLENS_TOOL_HAS_MPI  // ---- MPI (docs/scale.md): `mpirun -np N nnlens ig` ----
+#include <nnlens/mpi/communicator.hpp>
+#include <nnlens/mpi/reduce.hpp>
+
+#include "mpi_world.hpp"
+#endif
 #include "exactline_common.hpp"
 #include "format.hpp"
 #include "model.hpp"
@@ -42,6 +48,9 @@ template <class T>
 int run_as(const ig_options& o) {
   const precision prec = o.precision;
   if (o.m == 0) throw value_error("--m: expected at least 1 partition");
+#ifdef NNLENS_TOOL_HAS_MPI  // under mpirun with N > 1 ranks (before the thread pool starts)
+  mpi_world world;
+#endif
   const model<T> md = load_model<T>(o.model, o.layout);
   const auto& net = md.net;
   const csv_rows<T> X = read_rows<T>(o.input, md.in, o.header), B = read_rows<T>(o.baseline, md.in, o.header);
@@ -55,8 +64,16 @@ int run_as(const ig_options& o) {
   const xt::xarray<T> y = forward(net, X.x);  // [N, out...]: the default output index
   constexpr std::array<riemann_rule, 3> rules{riemann_rule::left, riemann_rule::right, riemann_rule::trapezoid};
 
-  json all = json::array();
-  for (std::size_t i = 0; i < X.rows.size(); ++i) {
+  bool show = o.progress;  // a progress bar: rank 0's alone under MPI
+#ifdef NNLENS_TOOL_HAS_MPI
+  if (world && world->rank() != 0) show = false;
+#endif
+  // one input: its JSON object and text block, or its error (each rank its block under MPI)
+  struct input_out {
+    std::string json, text, error;
+  };
+  auto one = [&](std::size_t i) -> input_out {
+    input_out out;
     const std::size_t bi = B.rows.size() == 1 ? 0 : i;
     const std::string where = concat(X.where(i), " (baseline ", B.where(bi), ")");
     std::size_t k = 0;
@@ -80,7 +97,7 @@ int run_as(const ig_options& o) {
     line_options lo;
     lo.max_memory = o.max_memory_mib << 20;
     std::optional<progress_bar> bar;
-    if (o.progress) bar.emplace(concat("ig ", i + 1, "/", X.rows.size()), 1000);
+    if (show) bar.emplace(concat("ig ", i + 1, "/", X.rows.size()), 1000);
     std::size_t rows = 0;
     ig_summary<T> ig;
     try {
@@ -89,7 +106,8 @@ int run_as(const ig_options& o) {
         if (bar) bar->update(std::size_t(1000 * t), [&] { return concat(rows, " rows"); });
       });
     } catch (const error& e) {
-      throw value_error(concat(where, ": ", e.what()));
+      out.error = concat(where, ": ", e.what());
+      return out;
     }
     if (bar && bar->redraws() > 0) bar->finish(concat(ig.pieces, " pieces"));
     const std::vector<T> exact = in_data_order(ig.attributions, md.in);  // per input element, data layout
@@ -119,30 +137,65 @@ int run_as(const ig_options& o) {
       r["samples_for_5pct_skipped"] = o.samples_to_reach ? concat("3 x ", protocol, " sums of ", di,
                                                                   " attributions do not fit in half of --max-memory")
                                                          : std::string("--no-samples-to-reach");
-    if (o.json) {
-      all.push_back(std::move(r));
-      continue;
-    }
-    if (i) std::cout << "\n";
-    std::cout << where << ": output " << k << ", " << ig.pieces
-              << " pieces, delta = F(x) - F(x') = " << fmt(double(ig.delta), "%.9g")
-              << ", sum of exact IG = " << fmt(double(ig.sum), "%.9g") << " (" << precision_name(prec) << ")\n";
-    std::printf("  %-9s %-16s %-16s %-16s %s\n", "feature", "exact", concat("left m=", o.m).c_str(),
+    out.json = r.dump();
+    if (o.json) return out;
+    std::string& t = out.text;
+    auto printf_to = [&t](const char* f, auto... v) {
+      const int len = std::snprintf(nullptr, 0, f, v...);
+      std::vector<char> buf(std::size_t(std::max(len, 0)) + 1);
+      std::snprintf(buf.data(), buf.size(), f, v...);
+      t += buf.data();
+    };
+    t += concat(where, ": output ", k, ", ", ig.pieces, " pieces, delta = F(x) - F(x') = ", fmt(double(ig.delta), "%.9g"),
+                ", sum of exact IG = ", fmt(double(ig.sum), "%.9g"), " (", precision_name(prec), ")\n");
+    printf_to("  %-9s %-16s %-16s %-16s %s\n", "feature", "exact", concat("left m=", o.m).c_str(),
                 concat("right m=", o.m).c_str(), concat("trapezoid m=", o.m).c_str());
     for (std::size_t f = 0; f < exact.size(); ++f)
-      std::printf("  %-9zu %-16s %-16s %-16s %s\n", f, fmt(double(exact[f]), "%.9g").c_str(),
+      printf_to("  %-9zu %-16s %-16s %-16s %s\n", f, fmt(double(exact[f]), "%.9g").c_str(),
                   fmt(double(approx[0][f]), "%.9g").c_str(), fmt(double(approx[1][f]), "%.9g").c_str(),
                   fmt(double(approx[2][f]), "%.9g").c_str());
-    std::printf("  %-9s %-16s %-16s %-16s %s\n", "rel_error", "", fmt(rel[0], "%.4g").c_str(), fmt(rel[1], "%.4g").c_str(),
+    printf_to("  %-9s %-16s %-16s %-16s %s\n", "rel_error", "", fmt(rel[0], "%.4g").c_str(), fmt(rel[1], "%.4g").c_str(),
                 fmt(rel[2], "%.4g").c_str());
     auto nn = [](const std::optional<std::size_t>& v) { return v ? std::to_string(*v) : std::string("> 1006 partitions"); };
     if (with_protocol)
-      std::printf("  samples for 5%% error: left %s, right %s, trapezoid %s\n", nn(need[0]).c_str(), nn(need[1]).c_str(),
+      printf_to("  samples for 5%% error: left %s, right %s, trapezoid %s\n", nn(need[0]).c_str(), nn(need[1]).c_str(),
                   nn(need[2]).c_str());
     else if (o.samples_to_reach)
-      std::printf("  samples for 5%% error: not computed (3 x %zu sums of %zu attributions pass half of --max-memory)\n",
+      printf_to("  samples for 5%% error: not computed (3 x %zu sums of %zu attributions pass half of --max-memory)\n",
                   protocol, di);
-    std::fflush(stdout);
+    return out;
+  };
+  std::vector<input_out> outs;
+  std::size_t in_lo = 0, in_hi = X.rows.size();
+#ifdef NNLENS_TOOL_HAS_MPI
+  if (world) {  // each rank its block of the inputs; rank 0 prints them all in order
+    const auto r = nnlens::mpi::shard(X.rows.size(), *world);
+    in_lo = r.begin, in_hi = r.end;
+  }
+#endif
+  for (std::size_t i = in_lo; i < in_hi; ++i) {
+    outs.push_back(one(i));
+    if (!outs.back().error.empty()) break;  // as one process: nothing after the first failure
+  }
+#ifdef NNLENS_TOOL_HAS_MPI
+  if (world) {
+    std::vector<std::string> js, ts, es;
+    for (auto& x : outs) js.push_back(std::move(x.json)), ts.push_back(std::move(x.text)), es.push_back(std::move(x.error));
+    auto aj = nnlens::mpi::gather(*world, js), at = nnlens::mpi::gather(*world, ts), ae = nnlens::mpi::gather(*world, es);
+    if (world->rank() != 0) return 0;
+    outs.clear();
+    for (std::size_t i = 0; i < aj->size(); ++i) outs.push_back({std::move((*aj)[i]), std::move((*at)[i]), std::move((*ae)[i])});
+  }
+#endif
+  json all = json::array();
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    if (!outs[i].error.empty()) throw value_error(outs[i].error);
+    if (o.json) {
+      all.push_back(json::parse(outs[i].json));
+      continue;
+    }
+    if (i) std::cout << "\n";
+    std::cout << outs[i].text << std::flush;
   }
   if (o.json) {
     if (all.size() == 1) {

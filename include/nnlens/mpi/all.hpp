@@ -5,6 +5,7 @@
 #include "nnlens/mpi/communicator.hpp"
 #include "nnlens/mpi/coverage.hpp"
 #include "nnlens/mpi/difftest.hpp"
+#include "nnlens/mpi/exactline.hpp"
 #include "nnlens/mpi/reduce.hpp"
 #include "nnlens/mpi/serializer.hpp"
 #include "nnlens/mpi/slicing.hpp"
