@@ -118,6 +118,17 @@ TEST_CASE("streamed ExactLine: many segments in parallel, each in order of t, ea
     CHECK(same_bits(got[i].t, ref.t));
     CHECK(same_bits(got[i].y, ref.values));
   }
+  // one segment, fewer than the threads: it runs parallel over its points, with the same rows
+  rows<double> single;
+  const auto s1 = exact_lines_stream(
+      execution::par, net, std::vector<std::vector<double>>{A[0]}, std::vector<std::vector<double>>{B[0]},
+      [&](std::size_t, double t, std::span<const double> y) {
+        single.t.push_back(t);
+        single.y.insert(single.y.end(), y.begin(), y.end());
+      },
+      o);
+  CHECK(same_bits(single.t, got[0].t));
+  CHECK(same_bits(single.y, got[0].y));
   o.keep_going = false;
   CHECK_THROWS_WITH_AS(exact_lines_stream(net, A, B, [](std::size_t, double, std::span<const double>) {}, o),
                        doctest::Contains("exact_lines_stream: segment 3: exact_line: the segment is degenerate"), value_error);

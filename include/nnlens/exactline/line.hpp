@@ -67,6 +67,24 @@ namespace nnlens {
 
 namespace detail {
 
+/// exact_lines under Policy: whether `segments` segments run one after the other, each parallel
+/// over its points (execution::par with fewer segments than the pool's threads), rather than at once.
+template <class Policy>
+bool lines_within(std::size_t segments) {
+  if constexpr (execution::is_host_parallel_policy_v<Policy>)
+    return segments < default_pool().size();
+  else
+    return false;
+}
+/// The budget of each segment: the whole of it, or a share per thread when segments run at once.
+template <class Policy>
+line_options share_budget(const line_options& opt, bool within) {
+  line_options each = opt;
+  if constexpr (execution::is_host_parallel_policy_v<Policy>)
+    if (!within && each.max_memory > 0) each.max_memory = std::max<std::size_t>(1, each.max_memory / default_pool().size());
+  return each;
+}
+
 /// exact_lines for every policy: the checks, then run(n, ok, res, eps) with n the network in S and
 /// ok the segments whose endpoints passed (each gets res[i] or eps[i]), then settle_segments.
 template <class S, class R, class Net, class Run>
@@ -155,28 +173,32 @@ line_result<S, R> exact_line(const Net& net, const EP& P, const EQ& Q, const lin
 }
 
 /// Many segments: A and B are [n, in...] (or any containers of n rows); segment i = A[i] -> B[i].
-/// With execution::par the segments run in parallel (each one sequentially).  An error in a
+/// With execution::par the segments run in parallel (each one sequentially), or, when there are
+/// fewer segments than threads, one after the other with each parallel over its points.  An error in a
 /// segment is rethrown (same error type) naming it, after every other segment has finished; with opt.keep_going it
 /// is recorded in that segment's result (`error`) instead.
 template <class S = double, class R = double, class Policy, class Net>
   requires execution::is_execution_policy_v<Policy>
 std::vector<line_result<S, R>> exact_lines(const Policy&, const Net& net, const std::vector<std::vector<S>>& A,
                                            const std::vector<std::vector<S>>& B, const line_options& opt = {}) {
-  line_options each = opt;  // segments at once on the pool's threads share the budget
-  if constexpr (execution::is_host_parallel_policy_v<Policy>)
-    if (each.max_memory > 0) each.max_memory = std::max<std::size_t>(1, each.max_memory / detail::default_pool().size());
   return detail::lines_impl<S, R>(net, A, B, opt, [&](const auto& n, const std::vector<std::size_t>& ok, auto& res, auto& eps) {
+    // execution::par: fewer segments than threads run one after the other, each on all the threads
+    // (parallel over its points); more run at once, one per thread, sharing the budget
+    const bool within = detail::lines_within<Policy>(ok.size());
+    const line_options each = detail::share_budget<Policy>(opt, within);
     auto one = [&](std::size_t j) {
       try {
-        res[ok[j]] = detail::line_impl<S, R>(n, A[ok[j]], B[ok[j]], each, false);
+        res[ok[j]] = detail::line_impl<S, R>(n, A[ok[j]], B[ok[j]], each, within);
       } catch (const error&) {
         eps[ok[j]] = std::current_exception();
       }
     };
     if constexpr (execution::is_host_parallel_policy_v<Policy>)
-      detail::default_pool().parallel_for(ok.size(), one);
-    else
-      for (std::size_t j = 0; j < ok.size(); ++j) one(j);
+      if (!within) {
+        detail::default_pool().parallel_for(ok.size(), one);
+        return;
+      }
+    for (std::size_t j = 0; j < ok.size(); ++j) one(j);
   });
 }
 template <class S = double, class R = double, class Net>

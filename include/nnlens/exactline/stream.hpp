@@ -6,7 +6,8 @@
 //   s.pieces, s.stats (validate: the checks, done on the rows as they pass), s.input_shape, ...
 //   auto v = exact_lines_stream([execution::par,] net, A, B, on_row, opts);
 //       on_row(i, t, y) for segment i; with execution::par, segments run at once on the pool's
-//       threads, so on_row is called from several threads (each segment's rows in order)
+//       threads, so on_row is called from several threads (each segment's rows in order); fewer
+//       segments than threads run one by one, each parallel over its points
 //
 // With line_options::max_memory (the default) the values in flight stay within about that budget
 // whatever the number of pieces (exactline/bounded.hpp), so a segment of 10^7 pieces needs memory
@@ -83,7 +84,8 @@ line_summary<S, R> exact_line_stream(const Net& net, const EP& P, const EQ& Q, O
 }
 
 /// Many segments, A[i] -> B[i], each streamed: on_row(i, t, y).  With execution::par the segments
-/// run at once (each sequentially) and share max_memory.
+/// run at once (each sequentially) and share max_memory, or, fewer than the pool's threads, one
+/// after the other, each parallel over its points with the whole budget (as exact_lines).
 template <class S = double, class R = double, class Policy, class Net, class OnRow>
   requires execution::is_execution_policy_v<Policy>
 std::vector<line_summary<S, R>> exact_lines_stream(const Policy&, const Net& net, const std::vector<std::vector<S>>& A,
@@ -93,23 +95,23 @@ std::vector<line_summary<S, R>> exact_lines_stream(const Policy&, const Net& net
   check_shapes(net);
   if (A.size() != B.size()) throw shape_error(detail::concat("exact_lines_stream: ", A.size(), " start points but ", B.size(), " end points"));
   const auto& n = detail::as_scalar<S>(net);
-  line_options each = opt;
-  if constexpr (execution::is_host_parallel_policy_v<Policy>)
-    if (each.max_memory > 0) each.max_memory = std::max<std::size_t>(1, each.max_memory / detail::default_pool().size());
+  const bool within = detail::lines_within<Policy>(A.size());  // as exact_lines
+  const line_options each = detail::share_budget<Policy>(opt, within);
   std::vector<line_summary<S, R>> res(A.size());
   std::vector<std::exception_ptr> eps(A.size());
   auto one = [&](std::size_t i) {
     try {
       detail::check_segment(A[i], B[i], input_shape_of(n));
       auto row = [&](const R& t, std::span<const S> y) { on_row(i, t, y); };
-      res[i] = detail::stream_impl<S, R>(n, A[i], B[i], each, false, row);
+      res[i] = detail::stream_impl<S, R>(n, A[i], B[i], each, within, row);
     } catch (const error&) {
       eps[i] = std::current_exception();
     }
   };
+  bool ran = false;
   if constexpr (execution::is_host_parallel_policy_v<Policy>)
-    detail::default_pool().parallel_for(A.size(), one);
-  else
+    if (!within) detail::default_pool().parallel_for(A.size(), one), ran = true;
+  if (!ran)
     for (std::size_t i = 0; i < A.size(); ++i) one(i);
   for (std::size_t i = 0; i < res.size(); ++i) {
     if (!eps[i]) continue;
