@@ -13,8 +13,8 @@ ends.  Per precision, `nnlens exact-line MODEL --from A --to B --validate --json
 child's ru_maxrss) and --validate's verdict (pieces checked, violations, max deviation).
 
 --rounds N: the cost per piece against the batched forward pass per sample, interleaved: N rounds
-of (exact-line without --validate, f32, T threads, on the first --fraction of the segment:
-seconds / pieces) and (bench_zoo --serve at batch
+of (exact-line without --validate or --pieces, f32, T threads, on the first --fraction of the
+segment: the JSON's seconds, which leave out the printing, / pieces) and (bench_zoo --serve at batch
 64, forward(execution::par) on T threads or execution::seq on one: the median call / 64), in ABBA
 order; reported as the median ratio and its range.
 
@@ -70,7 +70,7 @@ def rss_of(cmd):
 
 def exact_line(args, model, a, b, prec, validate, rows):
     cmd = [args.tool, "exact-line", model, "--from", a, "--to", b, "--json", "--no-progress", "--precision", prec,
-           "--threads", str(args.threads), "--max-memory", str(args.max_memory), "--pieces", rows]
+           "--threads", str(args.threads), "--max-memory", str(args.max_memory)] + (["--pieces", rows] if rows else [])
     if validate:
         cmd.append("--validate")
     rc, out, err, wall, rss = rss_of(cmd)
@@ -179,7 +179,8 @@ def main():
                 got = {}
                 for what in order:
                     if what == "el":
-                        run = exact_line(args, path, a, bf, "f32", False, os.path.join(d, "rows-ratio.jsonl"))
+                        # rows kept, not written: the JSON's seconds leave out its printing
+                        run = exact_line(args, path, a, bf, "f32", False, None)
                         got["el"] = 1e3 * run["seconds"] / max(run.get("pieces") or 1, 1)
                     else:
                         got["fw"] = per_sample_ms(server)

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cmath>
@@ -50,7 +51,8 @@ const enum_names<class_rule>& class_rule_names() {
 /// output names them.  FILE.csv: a header `segment,t,class,y0,...`, then rows; any other name: JSON
 /// lines {"segment", "t", "class", "outputs"}.  Segments run at once, so their rows interleave (each
 /// segment's in order of t).  The class is the winner of the outputs at t (ties:
-/// the lowest index).  Values at full precision (%.17g, float: %.9g).
+/// the lowest index).  Numbers as the shortest decimals that read back exactly in their type (t in
+/// double, the outputs in the precision's type).
 template <class T>
 class pieces_writer {
  public:
@@ -68,15 +70,21 @@ class pieces_writer {
     std::size_t best = 0;
     for (std::size_t k = 1; k < y.size(); ++k)
       if (rule_ == class_rule::argmax ? y[k] > y[best] : y[k] < y[best]) best = k;
-    const char* num = std::is_same_v<T, float> ? "%.9g" : "%.17g";
     line_.clear();
     if (csv_) {
-      line_ += concat(segment + 1, ",", fmt(t, "%.17g"), ",", best);
-      for (const T v : y) line_ += "," + fmt(double(v), num);
+      line_ += concat(segment + 1, ",");
+      number(t);
+      line_ += concat(",", best);
+      for (const T v : y) line_ += ',', number(v);
       line_ += "\n";
     } else {
-      line_ += concat("{\"segment\":", segment + 1, ",\"t\":", fmt(t, "%.17g"), ",\"class\":", best, ",\"outputs\":[");
-      for (std::size_t k = 0; k < y.size(); ++k) line_ += (k ? "," : "") + fmt(double(y[k]), num);
+      line_ += concat("{\"segment\":", segment + 1, ",\"t\":");
+      number(t);
+      line_ += concat(",\"class\":", best, ",\"outputs\":[");
+      for (std::size_t k = 0; k < y.size(); ++k) {
+        if (k) line_ += ',';
+        number(y[k]);
+      }
       line_ += "]}\n";
     }
     f_ << line_;
@@ -95,6 +103,14 @@ class pieces_writer {
   class_rule rule_;
   bool csv_;
   std::string line_;
+
+  /// The shortest decimal that reads back as v in its own type (std::to_chars).
+  template <class V>
+  void number(V v) {
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    line_.append(buf, r.ptr);
+  }
 };
 
 namespace {
