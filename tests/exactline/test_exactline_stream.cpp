@@ -188,7 +188,7 @@ TEST_CASE_TEMPLATE("streamed exact IG: exact_ig's attributions and riemann_from_
   const auto x = as<S>(random_point(72, rng, -2, 2)), b = as<S>(random_point(72, rng, -2, 2));
   const std::vector<riemann_sum> sums{{riemann_rule::left, 1}, {riemann_rule::left, 7},   {riemann_rule::right, 16},
                                       {riemann_rule::trapezoid, 5}, {riemann_rule::trapezoid, 300}};
-  for (std::size_t budget : {std::size_t(0), std::size_t(1) << 30, std::size_t(7000) * sizeof(S)}) {
+  for (std::size_t budget : {std::size_t(0), std::size_t(1) << 30, std::size_t(14000) * sizeof(S)}) {
     CAPTURE(budget);
     line_options o;
     o.max_memory = budget;
@@ -207,6 +207,12 @@ TEST_CASE_TEMPLATE("streamed exact IG: exact_ig's attributions and riemann_from_
       CHECK(same_bits(ig.riemann[q], riemann_from_pieces(ref, sums[q].m, sums[q].rule)));
     }
   }
+  // execution::par: the line parallel over its points, the batches' points over the threads
+  const auto seq = exact_ig_stream<S>(execution::seq, net, x, b, 1, {}, sums);
+  const auto par = exact_ig_stream<S>(execution::par, net, x, b, 1, {}, sums);
+  CHECK(same_bits(par.attributions, seq.attributions));
+  CHECK(same_bits(par.riemann[4], seq.riemann[4]));
+  CHECK(par.pieces == seq.pieces);
   CHECK_THROWS_AS(exact_ig_stream<S>(net, x, b, 3), value_error);  // 3 outputs: no index 3
   CHECK_THROWS_AS(exact_ig_stream<S>(net, x, b, 0, {}, {{riemann_rule::left, 0}}), value_error);
 }

@@ -8,7 +8,8 @@
 //   (each takes an optional execution policy first: execution::par runs chunks on the pool)
 //
 // net may have any scalar; it is converted to the line's scalar S.  Work runs in chunks of 256
-// points (forward_trace + backward), so memory stays bounded for lines with many pieces.
+// points (forward_trace + backward; with execution::par at least one chunk per thread), so memory
+// stays bounded for lines with many pieces.
 #pragma once
 
 #include <algorithm>
@@ -30,7 +31,11 @@ std::vector<S> input_gradients(const Policy&, const Net& net_any, const std::vec
   if (k >= dout) throw value_error(detail::concat("input_gradients: output index ", k, " >= output size ", dout));
   NNLENS_EXPECTS(X.size() == n * di);
   std::vector<S> g(n * di);
-  constexpr std::size_t chunk = 256;
+  // chunks of 256 points; with execution::par at least one per thread (each point's gradient is
+  // its own, whatever the chunk: the same bits)
+  std::size_t chunk = 256;
+  if constexpr (execution::is_host_parallel_policy_v<Policy>)
+    chunk = std::clamp<std::size_t>((n + detail::default_pool().size() - 1) / detail::default_pool().size(), 1, 256);
   const std::size_t chunks = (n + chunk - 1) / chunk;
   auto run = [&](std::size_t c) {
     thread_local trace<S> tr;

@@ -10,8 +10,9 @@
 // batch, and a full batch runs one forward_trace + backward for the gradients of output k, which
 // are added into the attribution (weight t_{j+1} - t_j) and into each Riemann sum (the weights of
 // its samples that fall in the piece, assigned as riemann_from_pieces assigns them) and dropped.
-// Memory: the line's budget (line_options::max_memory) plus a batch of gradients that fits in it
-// too (at most 256 points), whatever the number of pieces; exact_ig keeps a [pieces x in] matrix.
+// Memory: line_options::max_memory, half for the line and half for a batch of gradients (at most
+// 256 points with their forward_trace buffers), whatever the number of pieces; exact_ig keeps a
+// [pieces x in] matrix.  With execution::par the batch's points are split over the threads.
 #pragma once
 
 #include <algorithm>
@@ -54,12 +55,14 @@ class ig_accumulator {
       : net_(net), b_(b), x_(x), k_(k), dout_(dout), par_(parallel), sums_(std::move(sums)) {
     const std::size_t di = b.size();
     attr_.assign(di, S(0));
-    // a batch of points and gradients, with one forward_trace's buffers per point, in max_memory
+    // a batch of points and gradients, with one forward_trace's buffers per point, in the half of
+    // max_memory that the line leaves (exact_ig_stream gives the line the other half)
     trace<S> probe;
     probe.prepare(net, 1);
     const std::size_t per = 2 * di + probe.elements();
-    chunk_ = opt.max_memory > 0 ? std::clamp<std::size_t>(opt.max_memory / sizeof(S) / std::max<std::size_t>(per, 1), 1, 256)
-                                : 256;
+    chunk_ = opt.max_memory > 0
+                 ? std::clamp<std::size_t>(opt.max_memory / 2 / sizeof(S) / std::max<std::size_t>(per, 1), 1, 256)
+                 : 256;
     for (const auto& s : sums_) {
       if (s.m == 0) throw value_error("exact_ig_stream: a Riemann sum needs m >= 1 partitions");
       samples_.emplace_back();
@@ -179,13 +182,15 @@ ig_summary<S, R> exact_ig_stream(const Policy& pol, const Net& net_any, const EX
     throw shape_error(detail::concat("exact_ig_stream: x has ", xv.size(), " elements, the baseline ", bv.size()));
   constexpr bool par = execution::is_host_parallel_policy_v<Policy>;
   detail::ig_accumulator<S, R, std::decay_t<decltype(net)>> acc(net, bv, xv, k, dout, opt, std::move(sums), par);
+  line_options half = opt;  // the line and the batch of gradients share the budget
+  if (half.max_memory > 0) half.max_memory = std::max<std::size_t>(1, half.max_memory / 2);
   auto s = exact_line_stream<S, R>(
       pol, net, bv, xv,
       [&](const R& t, std::span<const S> y) {
         acc.row(t, y.data());
         on_row(t, y);
       },
-      opt);
+      half);
   return acc.finish(std::move(s.stats));
 }
 template <class S = double, class R = double, class Net, class EX, class EB, class OnRow = detail::no_rows>
