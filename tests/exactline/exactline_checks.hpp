@@ -9,12 +9,35 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 #include <random>
 #include <vector>
 
 namespace el_test {
 
 using namespace nnlens;
+
+/// The small convolutional test networks several suites share: a CNN with a max pool (a fused
+/// ReLU + MaxPool2D), and a residual CNN (an identity and a strided 1x1 shortcut).
+template <class S>
+using PoolCnn = Sequential<Input<2, 8, 8>, Conv2D<4, 3, 1, 1, 1, 1, S>, ReLU, MaxPool2D<2>, Conv2D<6, 3, 1, 1, 1, 1, S>, ReLU,
+                           AvgPool2D<2>, Flatten, Dense<5, S>>;
+template <class S>
+using ResidualCnn = Sequential<Input<2, 6, 6>, Conv2D<4, 3, 1, 1, 1, 1, S>, ReLU,
+                               Residual<Block<Conv2D<4, 3, 1, 1, 1, 1, S>, ReLU, Conv2D<4, 3, 1, 1, 1, 1, S>>>, ReLU,
+                               Residual<Block<Conv2D<6, 3, 2, 1, 1, 1, S>, ReLU, Conv2D<6, 3, 1, 1, 1, 1, S>>,
+                                        Block<Conv2D<6, 1, 2, 0, 1, 1, S>>>,
+                               ReLU, Flatten, Dense<3, S>>;
+
+/// The same bytes (the same values bit for bit, NaNs and signed zeros included).
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+template <class S, class R>
+bool same_bits(const line_result<S, R>& a, const line_result<S, R>& b) {
+  return same_bits(a.t, b.t) && same_bits(a.values, b.values);
+}
 
 /// f at n points (rows of X), with nnlens::forward.
 template <class Net>

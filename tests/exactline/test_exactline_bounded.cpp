@@ -21,24 +21,12 @@ using namespace el_test;
 namespace {
 
 template <class S>
-using Cnn = Sequential<Input<2, 8, 8>, Conv2D<4, 3, 1, 1, 1, 1, S>, ReLU, MaxPool2D<2>, Conv2D<6, 3, 1, 1, 1, 1, S>, ReLU,
-                       AvgPool2D<2>, Flatten, Dense<5, S>>;
+using Cnn = PoolCnn<S>;
 template <class S>
 using ResMlp = Sequential<Input<5>, Dense<8, S>, ReLU, Residual<Block<Dense<8, S>, ReLU, Dense<8, S>>>, ReLU,
                           Residual<Block<Dense<6, S>, ReLU, Dense<6, S>>, Block<Dense<6, S>>>, ReLU, Dense<3, S>>;
 template <class S>
-using ResCnn = Sequential<Input<2, 6, 6>, Conv2D<4, 3, 1, 1, 1, 1, S>, ReLU,
-                          Residual<Block<Conv2D<4, 3, 1, 1, 1, 1, S>, ReLU, Conv2D<4, 3, 1, 1, 1, 1, S>>>, ReLU,
-                          Residual<Block<Conv2D<6, 3, 2, 1, 1, 1, S>, ReLU, Conv2D<6, 3, 1, 1, 1, 1, S>>,
-                                   Block<Conv2D<6, 1, 2, 0, 1, 1, S>>>,
-                          ReLU, Flatten, Dense<3, S>>;
-
-template <class S, class R>
-bool same_bits(const line_result<S, R>& a, const line_result<S, R>& b) {
-  return a.t.size() == b.t.size() && a.values.size() == b.values.size() &&
-         std::memcmp(a.t.data(), b.t.data(), a.t.size() * sizeof(R)) == 0 &&
-         std::memcmp(a.values.data(), b.values.data(), a.values.size() * sizeof(S)) == 0;
-}
+using ResCnn = ResidualCnn<S>;
 
 /// Budgets from ample down to a few points of the widest layer: each run that split at all
 /// must be the unbounded run, bit for bit, with the same per-layer point counts.

@@ -19,16 +19,11 @@ namespace {
 using MlpRelu = Sequential<Input<4>, Dense<16, double>, ReLU, Dense<16, double>, ReLU, Dense<16, double>, ReLU, Dense<3, double>>;
 using MlpMixed = Sequential<Input<4>, Dense<12, double>, LeakyReLU, Dense<12, double>, HardTanh, Dense<12, double>, Clamp,
                             Dense<3, double>>;
-using Cnn = Sequential<Input<2, 8, 8>, Conv2D<4, 3, 1, 1, 1, 1, double>, ReLU, MaxPool2D<2>, Conv2D<6, 3, 1, 1, 1, 1, double>,
-                       ReLU, AvgPool2D<2>, Flatten, Dense<5, double>>;
+using Cnn = PoolCnn<double>;
 using ResMlp = Sequential<Input<5>, Dense<8, double>, ReLU, Residual<Block<Dense<8, double>, ReLU, Dense<8, double>>>, ReLU,
                           Residual<Block<Dense<6, double>, ReLU, Dense<6, double>>, Block<Dense<6, double>>>, ReLU,
                           Dense<3, double>>;
-using ResCnn = Sequential<Input<2, 6, 6>, Conv2D<4, 3, 1, 1, 1, 1, double>, ReLU,
-                          Residual<Block<Conv2D<4, 3, 1, 1, 1, 1, double>, ReLU, Conv2D<4, 3, 1, 1, 1, 1, double>>>, ReLU,
-                          Residual<Block<Conv2D<6, 3, 2, 1, 1, 1, double>, ReLU, Conv2D<6, 3, 1, 1, 1, 1, double>>,
-                                   Block<Conv2D<6, 1, 2, 0, 1, 1, double>>>,
-                          ReLU, Flatten, Dense<3, double>>;
+using ResCnn = ResidualCnn<double>;
 
 template <class Net>
 Net make(std::uint64_t seed) {

@@ -21,25 +21,15 @@ using namespace el_test;
 namespace {
 
 template <class S>
-using Cnn = Sequential<Input<2, 8, 8>, Conv2D<4, 3, 1, 1, 1, 1, S>, ReLU, MaxPool2D<2>, Conv2D<6, 3, 1, 1, 1, 1, S>, ReLU,
-                       AvgPool2D<2>, Flatten, Dense<5, S>>;
+using Cnn = PoolCnn<S>;
 template <class S>
-using ResCnn = Sequential<Input<2, 6, 6>, Conv2D<4, 3, 1, 1, 1, 1, S>, ReLU,
-                          Residual<Block<Conv2D<4, 3, 1, 1, 1, 1, S>, ReLU, Conv2D<4, 3, 1, 1, 1, 1, S>>>, ReLU,
-                          Residual<Block<Conv2D<6, 3, 2, 1, 1, 1, S>, ReLU, Conv2D<6, 3, 1, 1, 1, 1, S>>,
-                                   Block<Conv2D<6, 1, 2, 0, 1, 1, S>>>,
-                          ReLU, Flatten, Dense<3, S>>;
+using ResCnn = ResidualCnn<S>;
 
 template <class S>
 struct rows {
   std::vector<double> t;
   std::vector<S> y;
 };
-
-template <class T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
 
 template <class S>
 std::vector<S> as(const std::vector<double>& v) {

@@ -50,9 +50,9 @@ namespace detail {
 template <class S, class R, class Net>
 class ig_accumulator {
  public:
-  ig_accumulator(const Net& net, std::span<const S> b, std::span<const S> x, std::size_t k, std::size_t dout,
+  ig_accumulator(const Net& net, std::span<const S> b, std::span<const S> x, std::size_t k,
                  const line_options& opt, std::vector<riemann_sum> sums, bool parallel)
-      : net_(net), b_(b), x_(x), k_(k), dout_(dout), par_(parallel), sums_(std::move(sums)) {
+      : net_(net), b_(b), x_(x), k_(k), par_(parallel), sums_(std::move(sums)) {
     const std::size_t di = b.size();
     attr_.assign(di, S(0));
     // a batch of points and gradients, with one forward_trace's buffers per point, in the half of
@@ -149,7 +149,7 @@ class ig_accumulator {
 
   const Net& net_;
   std::span<const S> b_, x_;
-  std::size_t k_, dout_;
+  std::size_t k_;
   bool par_;
   std::vector<riemann_sum> sums_;
   std::size_t chunk_ = 256, rows_ = 0;
@@ -181,7 +181,7 @@ ig_summary<S, R> exact_ig_stream(const Policy& pol, const Net& net_any, const EX
   if (xv.size() != bv.size())
     throw shape_error(detail::concat("exact_ig_stream: x has ", xv.size(), " elements, the baseline ", bv.size()));
   constexpr bool par = execution::is_host_parallel_policy_v<Policy>;
-  detail::ig_accumulator<S, R, std::decay_t<decltype(net)>> acc(net, bv, xv, k, dout, opt, std::move(sums), par);
+  detail::ig_accumulator<S, R, std::decay_t<decltype(net)>> acc(net, bv, xv, k, opt, std::move(sums), par);
   line_options half = opt;  // the line and the batch of gradients share the budget
   if (half.max_memory > 0) half.max_memory = std::max<std::size_t>(1, half.max_memory / 2);
   auto s = exact_line_stream<S, R>(
