@@ -36,16 +36,18 @@
 
 namespace nnlens {
 
-/// The sums that approximate IG: left / right / trapezoid Riemann sums with m partitions, and
-/// Gauss-Legendre quadrature with m nodes (Captum's default method, "gausslegendre": the nodes and
-/// weights of numpy's leggauss(m) mapped from [-1, 1] to [0, 1]).
-enum class riemann_rule { left, right, trapezoid, gauss_legendre };
+/// The sums that approximate IG: left / right / trapezoid / middle Riemann sums with m partitions
+/// (middle: the midpoints (q + 1/2) / m, Captum's "riemann_middle"), and Gauss-Legendre quadrature
+/// with m nodes (Captum's default method, "gausslegendre": the nodes and weights of numpy's
+/// leggauss(m) mapped from [-1, 1] to [0, 1]).
+enum class riemann_rule { left, right, trapezoid, gauss_legendre, middle };
 
 inline std::string_view rule_name(riemann_rule r) {
   switch (r) {
     case riemann_rule::left: return "left";
     case riemann_rule::right: return "right";
     case riemann_rule::gauss_legendre: return "gauss_legendre";
+    case riemann_rule::middle: return "middle";
     default: return "trapezoid";
   }
 }
@@ -137,6 +139,8 @@ void riemann_samples(std::size_t m, riemann_rule rule, std::vector<R>& t, std::v
     for (std::size_t q = 0; q < m; ++q) t.push_back(R(q) / M), w.push_back(R(1) / M);
   else if (rule == riemann_rule::right)
     for (std::size_t q = 1; q <= m; ++q) t.push_back(R(q) / M), w.push_back(R(1) / M);
+  else if (rule == riemann_rule::middle)
+    for (std::size_t q = 0; q < m; ++q) t.push_back((R(2 * q + 1)) / (R(2) * M)), w.push_back(R(1) / M);
   else
     for (std::size_t q = 0; q <= m; ++q)
       t.push_back(R(q) / M), w.push_back((q == 0 || q == m) ? R(1) / (R(2) * M) : R(1) / M);
