@@ -3,7 +3,7 @@
 // For a program that must run on several x86-64 CPUs (a tool shipped as one binary, a cluster of
 // mixed nodes): build it for a baseline (no -march=native) and link nnlens::dispatch.  Its GEMM
 // (dense layers, convolutions' backward passes), the dense convolutions' forward
-// (kernels/conv_gemm.hpp) and the int8 GEMM of the quantised twins (kernels/int8.hpp) then run the
+// (kernels/conv_gemm.hpp, kernels/conv_planes.hpp) and the int8 GEMM of the quantised twins (kernels/int8.hpp) then run the
 // AVX-512 or the AVX2+FMA copy, whichever is the best this CPU and its OS support; with neither, the program's own copy.  The
 // other kernels keep the program's compile-time target.  This file is compiled at the baseline.
 //
@@ -12,6 +12,7 @@
 // checks that the OS saves the AVX/AVX-512 state; xsimd 8.1's available_architectures() does not,
 // and reads the AVX bit from the wrong cpuid leaf).
 #include "nnlens/kernels/conv_gemm.hpp"
+#include "nnlens/kernels/conv_planes.hpp"
 #include "nnlens/kernels/gemm.hpp"
 #include "nnlens/kernels/int8.hpp"
 
@@ -26,6 +27,8 @@ extern const gemm_form<double> avx512bw_f64, avx2_f64;
 extern const gemm_s8_form avx512bw_s8, avx2_s8;
 extern const conv_gemm_form<float> avx512bw_conv_f32, avx2_conv_f32;
 extern const conv_gemm_form<double> avx512bw_conv_f64, avx2_conv_f64;
+extern const conv_planes_form<float> avx512bw_planes_f32, avx2_planes_f32;
+extern const conv_planes_form<double> avx512bw_planes_f64, avx2_planes_f64;
 }  // namespace targets
 
 namespace {
@@ -83,13 +86,16 @@ struct forms {
   const gemm_s8_form* s8;
   const conv_gemm_form<float>* conv_f32;
   const conv_gemm_form<double>* conv_f64;
+  const conv_planes_form<float>* planes_f32;
+  const conv_planes_form<double>* planes_f64;
 };
 const forms& forms_of(target_id t) noexcept {
   static const forms table[] = {
-      {nullptr, nullptr, nullptr, nullptr, nullptr},
-      {&targets::avx2_f32, &targets::avx2_f64, &targets::avx2_s8, &targets::avx2_conv_f32, &targets::avx2_conv_f64},
+      {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr},
+      {&targets::avx2_f32, &targets::avx2_f64, &targets::avx2_s8, &targets::avx2_conv_f32, &targets::avx2_conv_f64,
+       &targets::avx2_planes_f32, &targets::avx2_planes_f64},
       {&targets::avx512bw_f32, &targets::avx512bw_f64, &targets::avx512bw_s8, &targets::avx512bw_conv_f32,
-       &targets::avx512bw_conv_f64}};
+       &targets::avx512bw_conv_f64, &targets::avx512bw_planes_f32, &targets::avx512bw_planes_f64}};
   return table[int(t)];
 }
 /// The named target's kernels where this CPU has it, else none's.
@@ -110,6 +116,8 @@ const conv_gemm_form<float>* conv_gemm_f32() noexcept { return forms_of(chosen()
 const conv_gemm_form<double>* conv_gemm_f64() noexcept { return forms_of(chosen()).conv_f64; }
 const conv_gemm_form<float>* conv_gemm_f32(const char* name) noexcept { return named(name).conv_f32; }
 const conv_gemm_form<double>* conv_gemm_f64(const char* name) noexcept { return named(name).conv_f64; }
+const conv_planes_form<float>* conv_planes_f32() noexcept { return forms_of(chosen()).planes_f32; }
+const conv_planes_form<double>* conv_planes_f64() noexcept { return forms_of(chosen()).planes_f64; }
 
 const char* target() noexcept {
   switch (chosen()) {

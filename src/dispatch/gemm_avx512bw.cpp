@@ -1,9 +1,10 @@
-// nnlens::dispatch -- the float/double GEMM, conv_gemm and the int8 GEMM compiled for AVX-512 (F, CD, DQ, BW, VL): flags in CMakeLists.txt.
+// nnlens::dispatch -- the float/double GEMM, conv_gemm, conv_planes and the int8 GEMM compiled for AVX-512 (F, CD, DQ, BW, VL): flags in CMakeLists.txt.
 // Its kernel lives in namespace nnlens::kernels::avx512bw (kernels/simd.hpp's NNLENS_SIMD_NS), so it
 // shares no symbol with the program's own copy or with the other targets' copies.
 #define NNLENS_SIMD_ARCH xsimd::avx512bw
 #define NNLENS_SIMD_NS avx512bw
 #include "nnlens/kernels/conv_gemm.hpp"
+#include "nnlens/kernels/conv_planes.hpp"
 #include "nnlens/kernels/gemm.hpp"
 #include "nnlens/kernels/int8.hpp"
 
@@ -17,4 +18,7 @@ extern const gemm_s8_form avx512bw_s8{&s8::packed_size, &s8::pack_b, &s8::worksp
 namespace cg = nnlens::kernels::avx512bw::conv_gemm_impl;
 extern const conv_gemm_form<float> avx512bw_conv_f32{&cg::scratch<float>, &cg::conv_gemm_on<float>};
 extern const conv_gemm_form<double> avx512bw_conv_f64{&cg::scratch<double>, &cg::conv_gemm_on<double>};
+namespace cp = nnlens::kernels::avx512bw::conv_planes_impl;
+extern const conv_planes_form<float> avx512bw_planes_f32{&cp::scratch<float>, &cp::conv_planes_on<float>};
+extern const conv_planes_form<double> avx512bw_planes_f64{&cp::scratch<double>, &cp::conv_planes_on<double>};
 }  // namespace nnlens::kernels::dispatch::targets

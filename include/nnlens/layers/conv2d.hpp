@@ -22,14 +22,13 @@
 //             - otherwise grouped, at least 4 groups of one or two vectors of output channels
 //               (RegNet's 16): kernels::grouped_conv, channels last, four groups' accumulators at
 //               a time;
-//             - otherwise kernels::conv_gemm, W_g[Out/g, C/g*kh*kw] x col[C/g*kh*kw, columns] with
-//               im2col inside the GEMM's packing (no im2col buffer; a 1x1 unpadded kernel of
-//               stride 1 copies its planes), the bias added as the tiles are stored; several
-//               samples side by side in `columns` when one output plane is small (squeeze-
-//               excitation's [C, 1, 1], late stages' 2x2), so the GEMMs stay wide; with
-//               detail::intra_op_pool() (forward(execution::par) at a batch below its threads)
-//               its columns (or, when they are few, its output channels) split over the threads,
-//               with the same bits.
+//             - otherwise W_g[Out/g, C/g*kh*kw] x col[C/g*kh*kw, columns], the bias added as the
+//               tiles are stored: kernels::conv_planes (rows wide against the kernel's extra
+//               columns) reads im2col from zero-padded planes, kernels::conv_gemm (the rest)
+//               builds it inside the GEMM's packing; the two give the same bits.  Several samples side by
+//               side in `columns` when a plane is small (squeeze-excitation's [C, 1, 1]), so the
+//               GEMMs stay wide; with detail::intra_op_pool() (forward(execution::par) at a batch
+//               below its threads) columns or output channels split over the threads, same bits.
 //           backward: dx = col2im(W_g^T dy_g); dW += dy_g col^T (kernels::gemm_nt: dot products
 //           along the long pixel axis); db += sum dy.  Scratch comes from scratch_size (a
 //           compile-time constant for a static layer); nothing is allocated except the backward
@@ -48,10 +47,9 @@
 #include "nnlens/core/thread_pool.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/core/onnx_form.hpp"
-#include "nnlens/kernels/conv.hpp"
 #include "nnlens/kernels/depthwise.hpp"
-#include "nnlens/kernels/conv_gemm.hpp"
-#include "nnlens/kernels/gemm.hpp"
+#include "nnlens/kernels/conv_gemm.hpp"    // and kernels/conv.hpp, kernels/gemm.hpp
+#include "nnlens/kernels/conv_planes.hpp"
 #include "nnlens/kernels/grouped_conv.hpp"
 #include "nnlens/core/dynamic_form.hpp"
 
@@ -105,16 +103,21 @@ namespace detail {
 struct conv_plan {
   std::size_t C = 0, H = 0, W = 0, O = 0, OH = 0, OW = 0, Hp = 0, Wp = 0;  // Hp, Wp: padded input
   std::size_t G = 1, Cg = 0, Og = 0, Kc = 0, P = 0, nb = 1, nb_back = 1, kh = 1, kw = 1;
+  conv_geometry geometry{};
   bool pointwise = false;  // 1x1, stride 1, no padding: x is its own im2col
   bool direct = false;     // forward by kernels::conv_direct (stride 1, few channels, wide rows)
   bool depthwise = false;  // forward by kernels::depthwise_conv (one input channel per group)
   bool grouped = false;    // forward by kernels::grouped_conv (a few channels per group)
+  bool planes = false;     // forward by kernels::conv_planes (stride 1, wide rows), else conv_gemm
   /// backward (not 1x1 unpadded of stride 1): im2col of nb_back samples, and dy gathered beside
   constexpr std::size_t col_size() const { return pointwise ? 0 : Kc * nb_back * P; }
   constexpr std::size_t tmp_size() const { return !pointwise && nb_back > 1 ? Og * nb_back * P : 0; }
   /// forward by kernels::conv_gemm: its packed panels for nb samples (for float and for double)
   constexpr std::size_t gemm_size() const {
     if (direct || depthwise || grouped) return 0;
+    if (planes)
+      return std::max(kernels::conv_planes_scratch<float>(nb, Cg, H, W, geometry, OH, Og),
+                      kernels::conv_planes_scratch<double>(nb, Cg, H, W, geometry, OH, Og));
     return std::max(kernels::conv_gemm_scratch<float>(nb, P, Og, Kc, kh * kw),
                     kernels::conv_gemm_scratch<double>(nb, P, Og, Kc, kh * kw));
   }
@@ -187,6 +190,7 @@ constexpr conv_plan make_conv_plan(const conv_geometry& g, shape in, shape out, 
   p.G = g.groups;
   p.kh = g.kh;
   p.kw = g.kw;
+  p.geometry = g;
   p.Cg = p.C / p.G;
   p.Og = p.O / p.G;
   p.Kc = p.Cg * g.kh * g.kw;
@@ -197,6 +201,7 @@ constexpr conv_plan make_conv_plan(const conv_geometry& g, shape in, shape out, 
   p.depthwise = !p.pointwise && !p.direct && p.G > 1 && p.Cg == 1 && g.kw <= kernels::depthwise_max_kw;
   p.grouped = !p.pointwise && !p.direct && !p.depthwise && p.G >= 4 && kernels::grouped_conv_takes(p.Og) &&
               g.kh * g.kw <= kernels::grouped_max_taps && g.kw <= kernels::depthwise_max_kw;
+  p.planes = !p.direct && !p.depthwise && !p.grouped && kernels::conv_planes_takes(g, p.W, p.H);
   // forward: samples side by side in the GEMM's columns (a pointwise convolution copies its
   // channels there, cheaper than the GEMM's thin panels when a sample's plane is narrow)
   p.nb = conv_chunk(conv_target_columns, p.P, p.Kc, batch);
@@ -305,8 +310,16 @@ struct layer_traits<Conv2DG<Out, G, T>> : layer_defaults {
       return;
     }
     // dense (and few-group) convolutions: one GEMM per group and chunk of nb samples, im2col inside
+    // its packed panels (conv_gemm) or read from padded planes (conv_planes, the same sums)
     Tx* work = a.scratch;
     detail::thread_pool* pool = detail::intra_op_pool();
+    auto run = [&](const Tx* x0, std::size_t nbc, const Tx* w0, std::size_t O, const Tx* b0, Tx* y0, Tx* wk,
+                   std::size_t lo, std::size_t hi) {
+      if (p.planes)
+        kernels::conv_planes(x0, in_n, nbc, p.Cg, p.H, p.W, g, p.OH, p.OW, w0, O, b0, y0, out_n, wk, lo, hi);
+      else
+        kernels::conv_gemm(x0, in_n, nbc, p.Cg, p.H, p.W, g, p.OH, p.OW, w0, O, b0, y0, out_n, wk, lo, hi);
+    };
     for (std::size_t n0 = 0; n0 < a.batch; n0 += p.nb) {
       const std::size_t nbc = std::min(p.nb, a.batch - n0);
       const std::size_t N = nbc * p.P, align = kernels::conv_gemm_column_align<Tx>();
@@ -318,7 +331,7 @@ struct layer_traits<Conv2DG<Out, G, T>> : layer_defaults {
         const Tx* b0 = bd + gi * p.Og;
         Tx* y0 = a.y + n0 * out_n + gi * p.Og * p.P;
         if (parts == 1) {
-          kernels::conv_gemm(x0, in_n, nbc, p.Cg, p.H, p.W, g, p.OH, p.OW, w0, p.Og, b0, y0, out_n, work);
+          run(x0, nbc, w0, p.Og, b0, y0, work, 0, N);
           continue;
         }
         // one part per thread: a range of whole column tiles, or a slice of whole micro-kernel rows
@@ -332,12 +345,14 @@ struct layer_traits<Conv2DG<Out, G, T>> : layer_defaults {
           Tx* wk = work;  // part 0: the layer's scratch; the others: their thread's own
           if (c != 0) {
             thread_local std::vector<Tx> own;
-            const std::size_t need = kernels::conv_gemm_scratch<Tx>(nbc, p.P, o1 - o0, p.Kc, p.kh * p.kw);
+            const std::size_t need =
+                p.planes ? kernels::conv_planes_scratch<Tx>(nbc, p.Cg, p.H, p.W, g, p.OH, o1 - o0)
+                         : kernels::conv_gemm_scratch<Tx>(nbc, p.P, o1 - o0, p.Kc, p.kh * p.kw);
             if (own.size() < need) own.resize(need);
             wk = own.data();
           }
-          kernels::conv_gemm(x0, in_n, nbc, p.Cg, p.H, p.W, g, p.OH, p.OW, w0 + o0 * p.Kc, o1 - o0, b0 + o0, y0 + o0 * p.P,
-                             out_n, wk, split.by_columns ? lo : 0, split.by_columns ? hi : N);
+          run(x0, nbc, w0 + o0 * p.Kc, o1 - o0, b0 + o0, y0 + o0 * p.P, wk, split.by_columns ? lo : 0,
+              split.by_columns ? hi : N);
         });
       }
     }
