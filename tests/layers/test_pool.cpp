@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -294,6 +295,39 @@ TEST_CASE("GlobalAvgPool: hand-computed and backward") {
         std::vector<double>{1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2});
 }
 
+TEST_CASE_TEMPLATE("MaxPool2D: without a cache, the values kernel gives the arg-max kernels' bits on ties of +0 and -0, NaNs and -inf", T, float, double) {
+  // windows full of equal values whose bits differ: the first in row-major order must win
+  std::mt19937_64 r(23);
+  const T nan1 = std::numeric_limits<T>::quiet_NaN(), inf = std::numeric_limits<T>::infinity();
+  T nan2 = nan1;
+  {  // a second NaN with another payload
+    unsigned char b[sizeof(T)];
+    std::memcpy(b, &nan2, sizeof(T));
+    b[0] ^= 1;
+    std::memcpy(&nan2, b, sizeof(T));
+  }
+  const T pool[] = {T(0), T(-0.0), nan1, nan2, -inf, T(1), T(-1)};
+  for (const pool_geometry g : {pool_geometry{.kh = 3, .stride_h = 2, .pad_top = 1}, pool_geometry{.kh = 2},
+                                pool_geometry{.kh = 3, .stride_h = 1, .pad_top = 1},
+                                pool_geometry{.kh = 3, .kw = 2, .stride_h = 3, .stride_w = 1, .pad_top = 1, .pad_left = 0},
+                                pool_geometry{.kh = 3, .stride_h = 2, .pad_top = 0, .ceil_mode = true},
+                                pool_geometry{.kh = 5, .stride_h = 3, .pad_top = 2}}) {
+    for (const std::size_t hw : {std::size_t(7), std::size_t(40), std::size_t(113)}) {
+      DMax mp;
+      mp.geometry = g;
+      const shape in(3, hw, hw + 1);
+      std::vector<T> x(2 * in.size());
+      std::uniform_int_distribution<int> pick(0, 6), sparse(0, 9);
+      for (auto& v : x) v = sparse(r) < 2 ? pool[pick(r)] : (sparse(r) < 5 ? T(0) : T(-0.0));
+      const auto with = pool_forward(mp, in, 2, x, true), without = pool_forward(mp, in, 2, x, false);
+      CAPTURE(g.kh);
+      CAPTURE(hw);
+      REQUIRE(with.size() == without.size());
+      CHECK(std::memcmp(with.data(), without.data(), with.size() * sizeof(T)) == 0);
+    }
+  }
+}
+
 TEST_CASE("MaxPool2D / AvgPool2D: forward matches the naive references on many geometries") {
   std::mt19937_64 r(17);
   auto cases = fixed_pool_cases();
@@ -329,6 +363,9 @@ TEST_CASE("MaxPool2D / AvgPool2D: forward matches the naive references on many g
     REQUIRE(ym.size() == mref.size());
     REQUIRE(ya.size() == aref.size());
     for (std::size_t k = 0; k < ym.size(); ++k) REQUIRE(ym[k] == mref[k].value);
+    // without a cache, the values kernel (kernels/max_pool_values.hpp): the same bits
+    const auto yv = pool_forward(mp, in, c.N, x, false);
+    REQUIRE(std::memcmp(yv.data(), ym.data(), ym.size() * sizeof(double)) == 0);
     for (std::size_t k = 0; k < ya.size(); ++k) REQUIRE(near(ya[k], aref[k], 1e-14));
     // backward against the naive arg-max: the dy of each output lands on its reference arg-max
     std::vector<double> dy(ym.size());

@@ -17,7 +17,8 @@
 //           when H*W <= 2^digits(T); otherwise nothing is cached) and backward reads it; without a
 //           cache backward recomputes the arg-max from x.
 // Kernels: kernels/max_pool.hpp (a general two-stage vectorised arg-max and, for float on
-// AVX-512, a dedicated 2x2 stride-2 kernel; both give the same arg-max and the same value bits).
+// AVX-512, a dedicated 2x2 stride-2 kernel; both give the same arg-max and the same value bits),
+// and, for a forward without a cache, kernels/max_pool_values.hpp (the values alone, same bits).
 #pragma once
 
 #include <algorithm>
@@ -38,6 +39,7 @@
 #include "nnlens/layers/pool_forms.hpp"
 #include "nnlens/kernels/envelope.hpp"
 #include "nnlens/kernels/conv.hpp"
+#include "nnlens/kernels/max_pool_values.hpp"
 #include "nnlens/kernels/int8.hpp"
 #include "nnlens/kernels/max_pool.hpp"
 #include "nnlens/kernels/pool_relevance.hpp"
@@ -92,10 +94,11 @@ struct layer_traits<MaxPool2DG<G>> : layer_defaults {
 
   /// One arg-max index per output.
   static constexpr std::size_t cache_size(const L*, shape, shape out) { return out.size(); }
-  /// Work space of detail::max_pool_plane (one block of planes at a time).
+  /// Work space of detail::max_pool_plane (one block of planes at a time) or max_pool_values.
   static constexpr std::size_t scratch_size(const L* l, shape in, shape out, std::size_t) {
     const std::size_t pb = detail::max_pool_planes_per_block(geometry_of(l), in[1], out[1], out[2]);
-    return detail::max_pool_work(in[2], pb * out[1], out[2]);
+    return std::max(detail::max_pool_work(in[2], pb * out[1], out[2]),
+                    detail::max_pool_values_work(in[1], geometry_of(l), out[2]));
   }
 
   template <class T>
@@ -146,6 +149,7 @@ struct layer_traits<MaxPool2DG<G>> : layer_defaults {
     const std::size_t C = a.in[0], H = a.in[1], W = a.in[2], OH = a.out[1], OW = a.out[2], P = OH * OW;
     const std::size_t planes = a.batch * C, pb = detail::max_pool_planes_per_block(g, H, OH, OW);
     const bool cache = a.cache && detail::index_exact_in<T>(H * W);
+    if (!cache) return detail::max_pool_values(a.x, planes, H, W, g, OH, OW, a.y, a.scratch);
 #if defined(__AVX512F__)
     if constexpr (detail::max_pool_2x2_vectorised<T>())
       if (detail::max_pool_is_2x2(g, H, W, OH, OW)) {
