@@ -36,7 +36,7 @@ struct gemm_blocking {
   static constexpr std::size_t NR = 2 * W;
   static constexpr std::size_t KC = 256;
   static constexpr std::size_t MC = MR * 16;
-  static constexpr std::size_t NC = NR * 64;
+  static constexpr std::size_t NC = NR * 16;  // KC x NC of packed B: 512 KiB of floats, in L2
 };
 
 // Pack rows [i0, i0+mc) x cols [k0, k0+kc) of op(A) into MR-row panels: Ap[panel][k][MR].

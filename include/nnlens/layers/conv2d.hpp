@@ -140,8 +140,8 @@ struct conv_plan {
 /// weight gradient's dot products get longer) ...
 inline constexpr std::size_t conv_target_columns = 512;
 inline constexpr std::size_t conv_target_columns_back = 2048;
-/// ... with at most this many scalars in the chunk's im2col (a buffer backward; forward, the B
-/// matrix that conv_gemm packs panel by panel), unless one sample needs more.
+/// ... backward with at most this many scalars in the chunk's im2col buffer, unless one sample
+/// needs more (forward has no such buffer: conv_chunk's Kc is 0 there, no cap).
 inline constexpr std::size_t conv_max_col_scalars = std::size_t(1) << 20;
 /// Forward without im2col (kernels::conv_direct) for stride-1 convolutions with at most this many
 /// output channels per group and output rows at least this wide (>= any vector width): there the
@@ -173,7 +173,7 @@ constexpr std::size_t conv_intra_start(std::size_t n, std::size_t c, std::size_t
 constexpr std::size_t conv_chunk(std::size_t target, std::size_t P, std::size_t Kc, std::size_t batch) {
   if (P == 0 || P >= target || batch <= 1) return 1;
   const std::size_t nb = (target + P - 1) / P;
-  const std::size_t cap = std::max<std::size_t>(1, conv_max_col_scalars / std::max<std::size_t>(1, Kc * P));
+  const std::size_t cap = Kc == 0 ? nb : std::max<std::size_t>(1, conv_max_col_scalars / (Kc * P));
   return std::max<std::size_t>(1, std::min({nb, cap, batch}));
 }
 
@@ -204,7 +204,7 @@ constexpr conv_plan make_conv_plan(const conv_geometry& g, shape in, shape out, 
   p.planes = !p.direct && !p.depthwise && !p.grouped && kernels::conv_planes_takes(g, p.W, p.H);
   // forward: samples side by side in the GEMM's columns (a pointwise convolution copies its
   // channels there, cheaper than the GEMM's thin panels when a sample's plane is narrow)
-  p.nb = conv_chunk(conv_target_columns, p.P, p.Kc, batch);
+  p.nb = conv_chunk(conv_target_columns, p.P, 0, batch);
   if (!p.pointwise) p.nb_back = conv_chunk(conv_target_columns_back, p.P, p.Kc, batch);
   return p;
 }
