@@ -273,7 +273,8 @@ py::tuple integrated_gradients_py(const network& n, py::handle X, py::handle Bl,
   n.require_plain("integrated_gradients");
   const bool exact = method == "exact";
   const riemann_rule rule = exact ? riemann_rule::left : parse_rule(method);
-  if (!exact && n_steps == 0) throw value_error("n_steps: expected at least 1");
+  if (!exact && n_steps < (rule == riemann_rule::trapezoid ? 2u : 1u))
+    throw value_error(cat("n_steps ", n_steps, ": expected at least ", rule == riemann_rule::trapezoid ? 2 : 1, " samples"));
   return n.visit([&](const auto& net) {
     using T = typename std::decay_t<decltype(net)>::scalar_type;
     const rows<T> x = input_rows<T>(n, X, "integrated_gradients: inputs"), b = input_rows<T>(n, Bl, "integrated_gradients: baselines");
@@ -299,8 +300,10 @@ py::tuple integrated_gradients_py(const network& n, py::handle X, py::handle Bl,
             change = double(ig.delta);
           } else {
             // riemann_ig's sum with this call's policy: the network's gradients at the samples
+            // riemann_trapezoid: n_steps samples, Captum's count (n_steps - 1 partitions, the
+            // trapezoid rule's own weights: Captum's weights sum to (n_steps - 1) / n_steps)
             std::vector<double> t, w;
-            detail::riemann_samples(n_steps, rule, t, w);
+            detail::riemann_samples(rule == riemann_rule::trapezoid ? n_steps - 1 : n_steps, rule, t, w);
             std::vector<T> P(t.size() * di);
             for (std::size_t q = 0; q < t.size(); ++q)
               for (std::size_t e = 0; e < di; ++e) P[q * di + e] = bi[e] + T(t[q]) * (xi[e] - bi[e]);

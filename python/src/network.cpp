@@ -75,12 +75,6 @@ void network::require_plain(const char* what) const {
 
 namespace {
 
-std::string dims_text(shape s) {
-  std::string r = "[";
-  for (std::size_t i = 0; i < s.rank; ++i) r += (i ? "," : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
 template <class T>
 std::size_t layer_params(const typename basic_dynamic_network<T>::layer_type& v) {
   return std::visit(

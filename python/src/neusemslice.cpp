@@ -135,12 +135,12 @@ void register_neusemslice(py::module_& m) {
           return make_network<T>(apply_neuron_mask(net, s.r.mask), s.net.in, s.net.source, "semslice mask");
         });
       }, "The masked network: the neurons outside the mask output 0.")
-      .def("save", [](const semslice_py_result& s, const std::string& path) {
+      .def("save", [](const semslice_py_result& s, const std::filesystem::path& path) {
         std::ofstream f(path, std::ios::trunc);
-        if (!f) throw io_error(path + ": cannot open for writing");
+        if (!f) throw io_error(path.string() + ": cannot open for writing");
         save_neuron_mask(f, s.r.mask);
         f.flush();
-        if (!f) throw io_error(path + ": write error");
+        if (!f) throw io_error(path.string() + ": write error");
       }, py::arg("path"), "Writes the mask (`nnlens semslice --mask` reads it).")
       .def("__repr__", [](const semslice_py_result& s) {
         std::size_t kept = 0, all = 0;

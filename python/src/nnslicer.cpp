@@ -160,7 +160,7 @@ void register_nnslicer(py::module_& m) {
         for (std::size_t a = 0; a < h.p.sums.size(); ++a) d[py::str(h.p.names[a])] = to_numpy(h.p.mean(a));
         return d;
       })
-      .def("save", [](const profile_handle& h, const std::string& path) { save_profile(path, h.p); }, py::arg("path"),
+      .def("save", [](const profile_handle& h, const std::filesystem::path& path) { save_profile(path, h.p); }, py::arg("path"),
            "Writes the profile as text (every double round-trips); nnlens.load_profile reads it.")
       .def("merge", [](const profile_handle& a, const profile_handle& b) { return profile_handle{merge(a.p, b.p)}; }, py::arg("other"),
            "The profile of both datasets (same model and granularity).")
@@ -170,7 +170,7 @@ void register_nnslicer(py::module_& m) {
         return cat("<nnlens.Profile: ", h.p.samples, " samples, ", h.p.sums.size(), " tensors, ", neurons, " neurons (",
                       granularity_name(h.p.grain), " granularity)>");
       });
-  m.def("load_profile", [](const std::string& path) { return profile_handle{load_profile(path)}; }, py::arg("path"));
+  m.def("load_profile", [](const std::filesystem::path& path) { return profile_handle{load_profile(path)}; }, py::arg("path"));
   m.def("profile", &profile_py, py::arg("net"), py::arg("X"), py::arg("granularity"), py::arg("batch"), py::arg("threads"),
         py::arg("progress"));
 
