@@ -25,8 +25,8 @@
 // and the micro-kernel loads its B vectors straight from the phases through a table of K
 // offsets.  Nothing is packed: the cost is one copy of the input (against im2col's kh*kw/(sh*sw)
 // copies into the GEMM's panels) and (Wq - OW)/OW extra columns.  Tiles are R output channels x V
-// vectors of virtual positions, summed into a buffer of virtual outputs per sample, then the valid
-// columns are copied out.
+// vectors of virtual positions, summed in bands that stay in L2 (every k block of a band, then its
+// valid columns copied out).
 #pragma once
 
 #include <algorithm>
@@ -89,13 +89,25 @@ constexpr planes_layout layout_for(std::size_t width, std::size_t H, std::size_t
   return l;
 }
 
+/// The tiles of a band: virtual outputs summed over every k block, then copied out.  With one k
+/// block, bands of at most planes_band_scalars (whole tiles: at least one), copied out while they
+/// are in L2 (the stem's 7x7/2 at 224: 1.05x); with several, a sample's whole plane, each k block
+/// over all its tiles before the next (bands of 64 Ki were 0.85x at resnet18's 56x56 and 28x28).
+inline constexpr std::size_t planes_band_scalars = std::size_t(1) << 16;
+constexpr std::size_t band_tiles(std::size_t width, std::size_t O, std::size_t K, std::size_t Pv) {
+  const std::size_t tw = planes_blocking<float>::V * width;
+  if (K > gemm_impl::gemm_blocking<float>::KC) return Pv / tw;
+  return std::max<std::size_t>(1, std::min(Pv / tw, planes_band_scalars / std::max<std::size_t>(1, O) / tw));
+}
+
 template <class T>
 constexpr std::size_t scratch_for(std::size_t width, std::size_t ns, std::size_t C, std::size_t H, std::size_t W,
                                   const conv_geometry& g, std::size_t OH, std::size_t O) {
   const planes_layout l = layout_for(width, H, W, g, OH);
-  const std::size_t K = C * g.kh * g.kw;
-  // the padded planes, the virtual outputs, the offset table (int32 per k), the alignment
-  return ns * C * l.S * l.Ps + O * ns * l.Pv + (K * sizeof(std::int32_t) + sizeof(T) - 1) / sizeof(T) + 64 / sizeof(T);
+  const std::size_t K = C * g.kh * g.kw, tw = planes_blocking<float>::V * width;
+  const std::size_t band = band_tiles(width, O, K, l.Pv) * tw + width;
+  // the padded planes, one band of virtual outputs, the offset table (int32 per k), the alignment
+  return ns * C * l.S * l.Ps + O * band + (K * sizeof(std::int32_t) + sizeof(T) - 1) / sizeof(T) + 64 / sizeof(T);
 }
 template <class T>
 constexpr std::size_t scratch(std::size_t ns, std::size_t C, std::size_t H, std::size_t W, const conv_geometry& g,
@@ -183,8 +195,9 @@ void conv_planes_on(const T* x, std::size_t in_n, std::size_t ns, std::size_t C,
   auto p = reinterpret_cast<std::uintptr_t>(work);
   T* xp = reinterpret_cast<T*>((p + 63) & ~std::uintptr_t(63));  // [ns][C][S][Ps]
   const std::size_t cs = l.S * l.Ps;                                // a channel's phases
-  T* yv = xp + ns * C * cs;                                         // [O][ns * Pv]
-  const std::size_t ldv = ns * l.Pv;
+  // (a row of the band one vector longer than its tiles: rows 4 KiB apart would share L1 sets)
+  const std::size_t bt = band_tiles(N, O, K, l.Pv), ldv = bt * TW + (bt * TW == l.Pv ? 0 : N);
+  T* yv = xp + ns * C * cs;                                         // [O][ldv]: one band
   std::int32_t* off = ::new (static_cast<void*>(yv + O * ldv)) std::int32_t[K];
   for (std::size_t k = 0; k < K; ++k) {
     const std::size_t c = k / taps, ri = (k % taps) / g.kw * g.dilation_h, ci = k % g.kw * g.dilation_w;
@@ -200,33 +213,33 @@ void conv_planes_on(const T* x, std::size_t in_n, std::size_t ns, std::size_t C,
       for (std::size_t a = 0; a < g.stride_h; ++a)
         for (std::size_t bph = 0; bph < g.stride_w; ++bph)
           phase_plane(x + s * in_n + c * H * W, H, W, g, a, bph, l, xp + (s * C + c) * cs + (a * g.stride_w + bph) * l.Ps);
-  for (std::size_t k0 = 0; k0 < K; k0 += KC) {
-    const std::size_t kc = std::min(KC, K - k0);
-    const bool first = k0 == 0, last = k0 + kc == K;
-    for (std::size_t s = s_lo; s <= s_hi; ++s) {
-      const std::size_t t0 = s == s_lo ? t_lo : 0, t1 = s == s_hi ? t_hi + 1 : l.Pv / TW;
-      for (std::size_t t = t0; t < t1; ++t) {
-        const T* xb = xp + s * C * cs + t * TW;
-        T* cv = yv + s * l.Pv + t * TW;
-        for (std::size_t o = 0; o < O; o += R) {
-          const std::size_t rows = std::min(R, O - o);
-          tile<R, blk::V, T>(kc, Wg + o * K + k0, K, xb, off + k0, cv + o * ldv, ldv, rows, first,
-                             last ? b + o : nullptr);
+  for (std::size_t s = s_lo; s <= s_hi; ++s) {
+    const std::size_t t0 = s == s_lo ? t_lo : 0, t1 = s == s_hi ? t_hi + 1 : l.Pv / TW;
+    const std::size_t q0 = s == s_lo ? col_lo % P : 0, q1 = s == s_hi ? (hi - 1) % P + 1 : P;  // its columns
+    for (std::size_t b0 = t0; b0 < t1; b0 += bt) {  // a band of tiles [b0, b1): every k block, then out
+      const std::size_t b1 = std::min(t1, b0 + bt);
+      for (std::size_t k0 = 0; k0 < K; k0 += KC) {
+        const std::size_t kc = std::min(KC, K - k0);
+        const bool first = k0 == 0, last = k0 + kc == K;
+        for (std::size_t t = b0; t < b1; ++t) {
+          const T* xb = xp + s * C * cs + t * TW;
+          T* cv = yv + (t - b0) * TW;
+          for (std::size_t o = 0; o < O; o += R)
+            tile<R, blk::V, T>(kc, Wg + o * K + k0, K, xb, off + k0, cv + o * ldv, ldv, std::min(R, O - o), first,
+                               last ? b + o : nullptr);
         }
       }
-    }
-  }
-  // the valid columns of the virtual outputs, [col_lo, hi) only
-  for (std::size_t s = s_lo; s <= s_hi; ++s) {
-    const std::size_t q0 = s == s_lo ? col_lo % P : 0, q1 = s == s_hi ? (hi - 1) % P + 1 : P;
-    for (std::size_t o = 0; o < O; ++o) {
-      const T* src = yv + o * ldv + s * l.Pv;
-      T* dst = y + s * out_n + o * P;
-      for (std::size_t q = q0; q < q1;) {
-        const std::size_t oh = q / OW, ow = q % OW, n = std::min(OW - ow, q1 - q);
-        detail::copy_block(dst + q, 0, src + oh * l.Wq + ow, 0, 1, n);
-        q += n;
-      }
+      // the band's virtual positions [v0, v1): the valid columns among [q0, q1)
+      const std::size_t v0 = b0 * TW, v1 = b1 * TW;
+      for (std::size_t o = 0; o < O; ++o)  // plane by plane: the stores in order
+        for (std::size_t oh = v0 / l.Wq; oh < OH && oh * l.Wq < v1; ++oh) {
+          const std::size_t r0 = oh * l.Wq;
+          std::size_t w0 = v0 > r0 ? v0 - r0 : 0, w1 = std::min(OW, v1 - r0);
+          w0 = std::max(w0, q0 > oh * OW ? q0 - oh * OW : 0);
+          w1 = std::min(w1, q1 > oh * OW ? q1 - oh * OW : 0);
+          if (w0 < w1)
+            detail::copy_block(y + s * out_n + o * P + oh * OW + w0, 0, yv + o * ldv + (r0 + w0 - v0), 0, 1, w1 - w0);
+        }
     }
   }
 }
