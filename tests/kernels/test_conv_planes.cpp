@@ -80,6 +80,7 @@ const planes_case planes_cases[] = {
     {2, 12, 28, 28, 17, conv_geometry{.kh = 1, .stride_h = 2, .pad_top = 0}},           // a shortcut's 1x1/2
     {1, 5, 40, 37, 6, conv_geometry{.kh = 3, .stride_h = 3, .pad_top = 1}},             // stride 3
     {2, 4, 36, 34, 7, conv_geometry{.kh = 3, .stride_h = 2, .stride_w = 1, .pad_top = 2, .dilation_h = 2}},
+    {1, 3, 60, 58, 64, conv_geometry{.kh = 7, .pad_top = 3}},  // one k block, several bands per plane
 };
 
 }  // namespace
@@ -127,7 +128,8 @@ TEST_CASE_TEMPLATE("conv_planes: any column range gives the whole call's bits an
   using namespace nnlens::kernels;
   std::mt19937 r(7);
   for (const auto& c : {planes_case{3, 11, 18, 19, 13, conv_geometry{.kh = 3, .pad_top = 1}},
-                        planes_case{1, 5, 30, 30, 9, conv_geometry{.kh = 5, .pad_top = 2}}}) {
+                        planes_case{1, 5, 30, 30, 9, conv_geometry{.kh = 5, .pad_top = 2}},
+                        planes_case{2, 2, 50, 47, 200, conv_geometry{.kh = 3, .stride_h = 2, .pad_top = 1}}}) {  // bands
     const planes_run<T> o = run_both<T>(c, r);
     const std::size_t N = c.ns * o.P;
     std::vector<T> wp(conv_planes_scratch<T>(c.ns, c.C, c.H, c.W, c.g, o.OH, c.O));
