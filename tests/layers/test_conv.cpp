@@ -337,19 +337,24 @@ TEST_CASE("Conv2D: both batch chunkings, the chunk remainder, the direct and the
   CHECK(pdw1.depthwise);
   CHECK(pdw1.depthwise_size() == 8 * 9 + 8 * (81 + 25));  // packed weights, then x and y
   CHECK(!detail::make_conv_plan(conv_geometry{.kh = 3}, shape(1, 9, 9), shape(4, 7, 7), 4).depthwise);  // groups 1
-  // grouped with one or two vectors of float outputs per group (RegNet's 16): kernels::grouped_conv
+  // grouped with at least 8 outputs per group and a kernel larger than 1x1 (RegNet's 16): one
+  // kernels::conv_planes per group
   const std::size_t vw = kernels::simd::width<float>;
   const conv_case gr{5, 4 * 5, 5, 5, 5 * vw, conv_geometry{.kh = 3, .pad_top = 1, .groups = 5}};  // 4 + 1 groups
   const auto pgr = detail::make_conv_plan(gr.g, shape(20, 5, 5), shape(5 * vw, 5, 5), 5);
-  CHECK(pgr.grouped);
-  CHECK(pgr.grouped_size() == 5 * vw * 4 * 9 + 20 * 25 + 5 * vw * 25);
+  CHECK((pgr.planes && !pgr.grouped));
   const conv_case gr2{3, 8, 9, 7, 8 * vw, conv_geometry{.kh = 3, .kw = 2, .stride_h = 2, .pad_top = 1, .pad_left = 0,
                                                         .pad_bottom = 0, .pad_right = 1, .groups = 4}};  // 2 vectors
-  CHECK(detail::make_conv_plan(gr2.g, shape(8, 9, 7), shape(8 * vw, 4, 4), 3).grouped);
-  CHECK(!detail::make_conv_plan(gr2.g, shape(8, 9, 7), shape(12, 4, 4), 3).grouped);  // 3 outputs per group: im2col
+  CHECK(detail::make_conv_plan(gr2.g, shape(8, 9, 7), shape(8 * vw, 4, 4), 3).planes);
+  CHECK(!detail::make_conv_plan(gr2.g, shape(8, 9, 7), shape(12, 4, 4), 3).planes);  // 3 outputs per group: im2col
+  // ... one or two vectors of float outputs per group with a strided 1x1: kernels::grouped_conv
+  const conv_case gr3{3, 4 * 6, 9, 8, 4 * vw, conv_geometry{.kh = 1, .stride_h = 2, .groups = 4}};
+  const auto pgr3 = detail::make_conv_plan(gr3.g, shape(24, 9, 8), shape(4 * vw, 5, 4), 3);
+  CHECK(pgr3.grouped);
+  CHECK(pgr3.grouped_size() == 4 * vw * 6 + 24 * 72 + 4 * vw * 20);
   CHECK(!detail::make_conv_plan(conv_geometry{.kh = 3, .groups = 2}, shape(4, 9, 9), shape(2 * vw, 7, 7), 3)
              .grouped);  // fewer than 4 groups: im2col's GEMMs are wider
-  for (const auto& c : {small, big, pad1, wide, lenet1, se, dw, dw1, gr, gr2, conv_case{9, 4, 3, 3, 6, conv_geometry{.groups = 2}}}) {
+  for (const auto& c : {small, big, pad1, wide, lenet1, se, dw, dw1, gr, gr2, gr3, conv_case{9, 4, 3, 3, 6, conv_geometry{.groups = 2}}}) {
     CAPTURE(describe(c));
     const DConv l = make_conv(c, r);
     const auto x = randn(c.N * c.C * c.H * c.W, r);

@@ -3,7 +3,7 @@
 //
 //   kernels::conv_planes(x, in_n, ns, C, H, W, g, OH, OW, Wg, O, b, y, out_n, work, col_lo, col_hi)
 //       y_s[o][q] = b[o] + sum_k Wg[o][k] col_s[k][q], exactly as kernels::conv_gemm computes it
-//   kernels::conv_planes_takes(g, W, H)              whether the geometry suits it
+//   kernels::conv_planes_takes(g, W, H, groups, Og)  whether the geometry suits it
 //   kernels::conv_planes_scratch<T>(ns, C, H, W, g, OH, O)   the elements of `work` it needs
 //
 // requires: as kernels::conv_gemm: x points at sample 0's C input channels, sample s at
@@ -48,16 +48,20 @@ constexpr std::size_t phase_width(const conv_geometry& g, std::size_t W) {
 }
 }  // namespace conv_planes_detail
 
-/// Whether conv_planes suits the geometry: a kernel larger than 1x1 (conv_gemm reads a plain 1x1's
-/// planes in place, and a strided 1x1 reads too little of its input to pay for the copy), strides
-/// of at most 4, and virtual outputs at most 1.25x the real ones (the Wq - OW extra columns per
-/// row, and a sample's last tile rounded up to the widest target's 48 columns).  Measured on
-/// AVX-512 against conv_gemm: resnet18's 3x3 convolutions at 14x14 and wider run 1.2x-1.9x its
-/// speed, its 7x7 ones 0.6x-0.9x.
-constexpr bool conv_planes_takes(const conv_geometry& g, std::size_t W, std::size_t H) {
+/// Whether conv_planes suits the geometry (of one group: Og output channels of `groups`): a kernel
+/// larger than 1x1 (conv_gemm reads a plain 1x1's planes in place, and a strided 1x1 reads too
+/// little of its input to pay for the copy) with strides of at most 4, and then either virtual
+/// outputs at most 1.25x the real ones (the Wq - OW extra columns per row, and a sample's last
+/// tile rounded up to the widest target's 48 columns), or groups of at least 8 outputs, a tile's
+/// rows.  Measured on AVX-512: resnet18's 3x3 convolutions at 14x14 and wider run 1.2x-1.9x
+/// conv_gemm's speed, its 7x7 ones 0.6x-0.9x; regnet_x_400mf's 16-channel groups run 1.0x-3x
+/// kernels::grouped_conv's speed from 56x56 down to 7x7.
+constexpr bool conv_planes_takes(const conv_geometry& g, std::size_t W, std::size_t H, std::size_t groups = 1,
+                                 std::size_t Og = 0) {
   if ((g.kh == 1 && g.kw == 1) || g.invalid() || g.stride_h > 4 || g.stride_w > 4) return false;
   const std::size_t OW = g.out_w(W), OH = g.out_h(H), P = OH * OW;
   if (P == 0) return false;
+  if (groups > 1 && Og >= 8) return true;
   const std::size_t virt = (OH * conv_planes_detail::phase_width(g, W) + 47) / 48 * 48;
   return 4 * (virt - P) <= P;
 }
@@ -170,6 +174,8 @@ void phase_plane(const T* xc, std::size_t H, std::size_t W, const conv_geometry&
     const T* s0 = src + (lo * g.stride_w + b - g.pad_left);
     if (g.stride_w == 1)
       detail::copy_block(dst + lo, 0, s0, 0, 1, hi - lo);
+    else if (g.stride_w == 2)  // a constant stride: the compiler's vector permutes
+      for (std::size_t c = 0; c < hi - lo; ++c) dst[lo + c] = s0[2 * c];
     else
       for (std::size_t c = lo; c < hi; ++c) dst[c] = s0[(c - lo) * g.stride_w];
     for (std::size_t c = hi; c < l.Wq; ++c) dst[c] = T(0);

@@ -199,9 +199,9 @@ constexpr conv_plan make_conv_plan(const conv_geometry& g, shape in, shape out, 
   p.direct = !p.pointwise && g.stride_h == 1 && g.stride_w == 1 && p.OW >= conv_direct_min_width &&
              p.Og <= conv_direct_max_out;
   p.depthwise = !p.pointwise && !p.direct && p.G > 1 && p.Cg == 1 && g.kw <= kernels::depthwise_max_kw;
-  p.grouped = !p.pointwise && !p.direct && !p.depthwise && p.G >= 4 && kernels::grouped_conv_takes(p.Og) &&
+  p.planes = !p.direct && !p.depthwise && kernels::conv_planes_takes(g, p.W, p.H, p.G, p.Og);
+  p.grouped = !p.pointwise && !p.direct && !p.depthwise && !p.planes && p.G >= 4 && kernels::grouped_conv_takes(p.Og) &&
               g.kh * g.kw <= kernels::grouped_max_taps && g.kw <= kernels::depthwise_max_kw;
-  p.planes = !p.direct && !p.depthwise && !p.grouped && kernels::conv_planes_takes(g, p.W, p.H);
   // forward: samples side by side in the GEMM's columns (a pointwise convolution copies its
   // channels there, cheaper than the GEMM's thin panels when a sample's plane is narrow)
   p.nb = conv_chunk(conv_target_columns, p.P, 0, batch);
