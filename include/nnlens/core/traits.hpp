@@ -142,6 +142,17 @@ struct rebind_scalar {
 template <class L, class U>
 using rebind_scalar_t = typename rebind_scalar<L, U>::type;
 
+/// An element-wise layer a producer applies to its own output, in place, while that output is
+/// still in cache (core/post_op.hpp: inference runs a map that follows a layer with
+/// accepts_post_op this way instead of in a pass of its own; same bits).
+template <class T>
+struct post_op {
+  void (*run)(const void* layer, T* y, std::size_t n) = nullptr;
+  const void* layer = nullptr;
+  explicit operator bool() const { return run != nullptr; }
+  void operator()(T* y, std::size_t n) const { run(layer, y, n); }
+};
+
 /// Arguments of a batched forward pass.  x is [batch, in...], y is [batch, out...], both dense.
 template <class T>
 struct forward_args {
@@ -151,6 +162,7 @@ struct forward_args {
   T* y = nullptr;
   T* cache = nullptr;    // cache_size(in,out) * batch scalars kept for backward
   T* scratch = nullptr;  // scratch_size(in,out,batch) scalars, contents undefined on entry
+  post_op<T> post{};     // only for a layer whose traits say accepts_post_op: applied to all of y
 };
 
 /// Arguments of a batched backward pass.

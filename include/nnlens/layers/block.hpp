@@ -25,6 +25,7 @@
 #include "nnlens/core/dynamic_form.hpp"
 #include "nnlens/core/error.hpp"
 #include "nnlens/core/onnx_form.hpp"
+#include "nnlens/core/post_op.hpp"
 #include "nnlens/core/traits.hpp"
 #include "nnlens/layers/dropout.hpp"
 
@@ -317,23 +318,23 @@ struct branch_run {
   static const T* forward(const P* b, const forward_args<T>& a, T* last, T*& acts, T*& caches, T* const (&pp)[2],
                           T* scratch) {
     const std::size_t N = a.batch, n = C::count(b);
-    const T* cur = a.x;
-    std::size_t k = 0;
+    if (!acts) {  // inference: an element-wise map after a producer runs inside it (core/post_op.hpp)
+      fusing_chain<T> run(a.x, pp[0], pp[1]);
+      std::size_t k = 0;
+      C::visit(b, a.in, [&](const auto* l, auto, shape i, shape o) {
+        run.step(*l, i, o, N, scratch, ++k == n ? last : nullptr);
+      });
+      return run.finish();
+    }
+    const T* cur = a.x;  // training: every activation and cache kept
     C::visit(b, a.in, [&](const auto* l, auto, shape i, shape o) {
       using L = layer_of_ptr_t<decltype(l)>;
-      T* dst;
-      T* cache = nullptr;
-      if (acts) {
-        dst = acts;
-        acts += o.size() * N;
-        cache = caches;
-        caches += layer_traits<L>::cache_size(l, i, o) * N;
-      } else {
-        dst = (k + 1 == n && last) ? last : pp[k % 2];
-      }
+      T* dst = acts;
+      acts += o.size() * N;
+      T* cache = caches;
+      caches += layer_traits<L>::cache_size(l, i, o) * N;
       layer_traits<L>::forward(*l, forward_args<T>{i, o, N, cur, dst, cache, scratch});
       cur = dst;
-      ++k;
     });
     return cur;
   }

@@ -23,6 +23,7 @@
 
 #include "nnlens/core/execution.hpp"
 #include "nnlens/core/finite.hpp"
+#include "nnlens/core/post_op.hpp"
 #include "nnlens/core/tensor.hpp"
 #include "nnlens/core/thread_pool.hpp"
 #include "nnlens/network/dynamic_network.hpp"
@@ -101,15 +102,13 @@ void forward_into(const Net& net, std::size_t batch, const T* x, T* y, std::span
   else
     p = detail::runtime_plan(net, batch);
   NNLENS_EXPECTS(ws.size() >= p.total(batch));
-  T* bufs[2] = {ws.data(), ws.data() + p.max_act * batch};
   T* scratch = ws.data() + 2 * p.max_act * batch;
-  const T* cur = x;
+  // an element-wise map after a layer that accepts it runs inside that layer (core/post_op.hpp)
+  detail::fusing_chain<T> run(x, ws.data(), ws.data() + p.max_act * batch);
   for_each_layer(net, [&](const auto& l, auto idx, shape in, shape out) {
-    using L = std::decay_t<decltype(l)>;
-    T* dst = std::size_t(idx) + 1 == n ? y : bufs[std::size_t(idx) % 2];
-    layer_traits<L>::forward(l, forward_args<T>{in, out, batch, cur, dst, nullptr, scratch});
-    cur = dst;
+    run.step(l, in, out, batch, scratch, std::size_t(idx) + 1 == n ? y : nullptr);
   });
+  run.finish();
 }
 
 namespace detail {
