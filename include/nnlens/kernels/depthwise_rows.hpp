@@ -111,16 +111,18 @@ void depthwise_rows(const T* x, std::size_t H, std::size_t W, const conv_geometr
     if (sw == 1) {
       T* d = work + r * wp;
       for (std::size_t e = 0; e < g.pad_left; ++e) d[e] = T(0);
-      std::copy(s, s + W, d + g.pad_left);
+      copy_block(d + g.pad_left, 0, s, 0, 1, W);
       for (std::size_t e = g.pad_left + W; e < wp; ++e) d[e] = T(0);
       continue;
     }
-    for (std::size_t b = 0; b < 2; ++b) {
+    for (std::size_t b = 0; b < 2; ++b) {  // phase b: padded columns 2m + b, inside for m in [m0, m1)
       T* d = work + b * phase_stride + r * hw;
-      for (std::size_t m = 0; m < hw; ++m) {
-        const std::size_t e = 2 * m + b;  // the padded column
-        d[m] = e >= g.pad_left && e < g.pad_left + W ? s[e - g.pad_left] : T(0);
-      }
+      const std::size_t m0 = std::min(hw, g.pad_left > b ? (g.pad_left - b + 1) / 2 : 0);
+      const std::size_t m1 = std::max(m0, std::min(hw, (g.pad_left + W - b + 1) / 2));
+      for (std::size_t m = 0; m < m0; ++m) d[m] = T(0);
+      const T* s0 = s + (2 * m0 + b - g.pad_left);
+      for (std::size_t m = 0; m < m1 - m0; ++m) d[m0 + m] = s0[2 * m];  // a constant stride: vector permutes
+      for (std::size_t m = m1; m < hw; ++m) d[m] = T(0);
     }
   }
   std::size_t coff[depthwise_max_kw_rows], phase[depthwise_max_kw_rows];
