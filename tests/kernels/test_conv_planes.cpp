@@ -169,8 +169,10 @@ TEST_CASE("conv_planes: takes kernels larger than 1x1 whose virtual outputs are 
   CHECK_FALSE(conv_planes_takes(conv_geometry{.kh = 1, .stride_h = 2}, 56, 56));
   CHECK_FALSE(conv_planes_takes(conv_geometry{.kh = 1, .kw = 7, .pad_top = 0, .pad_left = 3}, 17, 17));
   CHECK(conv_planes_takes(conv_geometry{.kh = 1, .kw = 7, .pad_top = 0, .pad_left = 3}, 40, 40));
-  // groups of at least 8 outputs (a tile's rows), whatever the waste: regnet's 16-channel groups at 7x7
+  // groups of at least 8 outputs (a tile's rows) up to 2x virtual outputs: regnet's 16-channel
+  // groups at 7x7 (96 for 49), not at 4x4 (48 for 16)
   CHECK(conv_planes_takes(conv_geometry{.kh = 3, .pad_top = 1, .groups = 25}, 7, 7, 25, 16));
+  CHECK_FALSE(conv_planes_takes(conv_geometry{.kh = 3, .pad_top = 1, .groups = 25}, 4, 4, 25, 16));
   CHECK_FALSE(conv_planes_takes(conv_geometry{.kh = 3, .pad_top = 1, .groups = 32}, 7, 7, 32, 4));
   CHECK_FALSE(conv_planes_takes(conv_geometry{.kh = 1, .groups = 25}, 7, 7, 25, 16));
 }

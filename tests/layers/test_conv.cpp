@@ -345,8 +345,9 @@ TEST_CASE("Conv2D: both batch chunkings, the chunk remainder, the direct and the
   CHECK((pgr.planes && !pgr.grouped));
   const conv_case gr2{3, 8, 9, 7, 8 * vw, conv_geometry{.kh = 3, .kw = 2, .stride_h = 2, .pad_top = 1, .pad_left = 0,
                                                         .pad_bottom = 0, .pad_right = 1, .groups = 4}};  // 2 vectors
-  CHECK(detail::make_conv_plan(gr2.g, shape(8, 9, 7), shape(8 * vw, 4, 4), 3).planes);
-  CHECK(!detail::make_conv_plan(gr2.g, shape(8, 9, 7), shape(12, 4, 4), 3).planes);  // 3 outputs per group: im2col
+  // ... but on a 4x4 output (48 virtual outputs for 16), kernels::grouped_conv
+  CHECK(detail::make_conv_plan(gr2.g, shape(8, 9, 7), shape(8 * vw, 4, 4), 3).grouped);
+  CHECK(!detail::make_conv_plan(gr2.g, shape(8, 9, 7), shape(12, 4, 4), 3).grouped);  // 3 outputs per group: im2col
   // ... one or two vectors of float outputs per group with a strided 1x1: kernels::grouped_conv
   const conv_case gr3{3, 4 * 6, 9, 8, 4 * vw, conv_geometry{.kh = 1, .stride_h = 2, .groups = 4}};
   const auto pgr3 = detail::make_conv_plan(gr3.g, shape(24, 9, 8), shape(4 * vw, 5, 4), 3);

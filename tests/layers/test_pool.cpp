@@ -312,7 +312,7 @@ TEST_CASE_TEMPLATE("MaxPool2D: without a cache, the values kernel gives the arg-
                                 pool_geometry{.kh = 3, .kw = 2, .stride_h = 3, .stride_w = 1, .pad_top = 1, .pad_left = 0},
                                 pool_geometry{.kh = 3, .stride_h = 2, .pad_top = 0, .ceil_mode = true},
                                 pool_geometry{.kh = 5, .stride_h = 3, .pad_top = 2}}) {
-    for (const std::size_t hw : {std::size_t(7), std::size_t(40), std::size_t(113)}) {
+    for (const std::size_t hw : {std::size_t(7), std::size_t(40), std::size_t(70), std::size_t(113)}) {
       DMax mp;
       mp.geometry = g;
       const shape in(3, hw, hw + 1);

@@ -52,17 +52,17 @@ constexpr std::size_t phase_width(const conv_geometry& g, std::size_t W) {
 /// larger than 1x1 (conv_gemm reads a plain 1x1's planes in place, and a strided 1x1 reads too
 /// little of its input to pay for the copy) with strides of at most 4, and then either virtual
 /// outputs at most 1.25x the real ones (the Wq - OW extra columns per row, and a sample's last
-/// tile rounded up to the widest target's 48 columns), or groups of at least 8 outputs, a tile's
-/// rows.  Measured on AVX-512: resnet18's 3x3 convolutions at 14x14 and wider run 1.2x-1.9x
-/// conv_gemm's speed, its 7x7 ones 0.6x-0.9x; regnet_x_400mf's 16-channel groups run 1.0x-3x
-/// kernels::grouped_conv's speed from 56x56 down to 7x7.
+/// tile rounded up to the widest target's 48 columns), or, for groups of at least 8 outputs (a
+/// tile's rows), at most 2x.  Measured on AVX-512: resnet18's 3x3 convolutions at 14x14 and wider
+/// run 1.2x-1.9x conv_gemm's speed, its 7x7 ones 0.6x-0.9x; regnet_x_400mf's 16-channel groups
+/// 1.0x-3x kernels::grouped_conv's speed from 56x56 down to 7x7, and far less at 4x4 and 2x2.
 constexpr bool conv_planes_takes(const conv_geometry& g, std::size_t W, std::size_t H, std::size_t groups = 1,
                                  std::size_t Og = 0) {
   if ((g.kh == 1 && g.kw == 1) || g.invalid() || g.stride_h > 4 || g.stride_w > 4) return false;
   const std::size_t OW = g.out_w(W), OH = g.out_h(H), P = OH * OW;
   if (P == 0) return false;
-  if (groups > 1 && Og >= 8) return true;
   const std::size_t virt = (OH * conv_planes_detail::phase_width(g, W) + 47) / 48 * 48;
+  if (groups > 1 && Og >= 8) return virt <= 2 * P;
   return 4 * (virt - P) <= P;
 }
 

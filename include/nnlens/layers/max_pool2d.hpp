@@ -149,7 +149,7 @@ struct layer_traits<MaxPool2DG<G>> : layer_defaults {
     const std::size_t C = a.in[0], H = a.in[1], W = a.in[2], OH = a.out[1], OW = a.out[2], P = OH * OW;
     const std::size_t planes = a.batch * C, pb = detail::max_pool_planes_per_block(g, H, OH, OW);
     const bool cache = a.cache && detail::index_exact_in<T>(H * W);
-    if (!cache) return detail::max_pool_values(a.x, planes, H, W, g, OH, OW, a.y, a.scratch);
+    if (!cache && detail::max_pool_values_pays(OW)) return detail::max_pool_values(a.x, planes, H, W, g, OH, OW, a.y, a.scratch);
 #if defined(__AVX512F__)
     if constexpr (detail::max_pool_2x2_vectorised<T>())
       if (detail::max_pool_is_2x2(g, H, W, OH, OW)) {
