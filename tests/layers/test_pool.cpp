@@ -307,7 +307,7 @@ TEST_CASE_TEMPLATE("MaxPool2D: without a cache, the values kernel gives the arg-
     std::memcpy(&nan2, b, sizeof(T));
   }
   const T pool[] = {T(0), T(-0.0), nan1, nan2, -inf, T(1), T(-1)};
-  for (const pool_geometry g : {pool_geometry{.kh = 3, .stride_h = 2, .pad_top = 1}, pool_geometry{.kh = 2},
+  for (const pool_geometry& g : {pool_geometry{.kh = 3, .stride_h = 2, .pad_top = 1}, pool_geometry{.kh = 2},
                                 pool_geometry{.kh = 3, .stride_h = 1, .pad_top = 1},
                                 pool_geometry{.kh = 3, .kw = 2, .stride_h = 3, .stride_w = 1, .pad_top = 1, .pad_left = 0},
                                 pool_geometry{.kh = 3, .stride_h = 2, .pad_top = 0, .ceil_mode = true},
