@@ -55,7 +55,8 @@ constexpr std::size_t phase_width(const conv_geometry& g, std::size_t W) {
 /// tile rounded up to the widest target's 48 columns), or, for groups of at least 8 outputs (a
 /// tile's rows), at most 2x.  Measured on AVX-512: resnet18's 3x3 convolutions at 14x14 and wider
 /// run 1.2x-1.9x conv_gemm's speed, its 7x7 ones 0.6x-0.9x; regnet_x_400mf's 16-channel groups
-/// 1.0x-3x kernels::grouped_conv's speed from 56x56 down to 7x7, and far less at 4x4 and 2x2.
+/// 1.0x-3x kernels::grouped_conv's speed from 56x56 down to 7x7; taking its 4x4 and 2x2 groups
+/// too made the whole regnet_x_400mf at 64x64 1.7x slower (24.5 against 14.4 ms, batch 16).
 constexpr bool conv_planes_takes(const conv_geometry& g, std::size_t W, std::size_t H, std::size_t groups = 1,
                                  std::size_t Og = 0) {
   if ((g.kh == 1 && g.kw == 1) || g.invalid() || g.stride_h > 4 || g.stride_w > 4) return false;
